@@ -1,0 +1,36 @@
+// Compiler and Executable: the backend interface. A Compiler turns a verified
+// HloModule into an Executable; an Executable runs it on argument buffers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hlo/hlo_instruction.h"
+#include "runtime/buffer.h"
+
+namespace lazytrain::backend {
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Runs the module: `arguments[i]` feeds parameter(i) and must match its shape and
+  // dtype (Error otherwise). Returns one buffer per element of the ROOT tuple.
+  // Buffers are never written in place: arguments stay valid.
+  virtual std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments) = 0;
+  virtual const hlo::HloModule& module() const = 0;
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // "interpreter", "cpu", ...: part of the compile-cache key.
+  virtual std::string name() const = 0;
+  // Compiles a verified module. Throws Error when the backend cannot run an instruction.
+  virtual std::unique_ptr<Executable> compile(hlo::HloModule module) = 0;
+};
+
+// The reference backend: evaluates instructions one by one (dot through oneDNN).
+std::unique_ptr<Compiler> make_interpreter_compiler();
+
+}  // namespace lazytrain::backend

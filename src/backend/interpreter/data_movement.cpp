@@ -1,0 +1,133 @@
+#include <cstring>
+
+#include "backend/interpreter/kernels.h"
+#include "core/error.h"
+
+namespace lazytrain::backend::interpreter {
+
+using hlo::HloOpcode;
+
+namespace {
+
+Buffer broadcast(const hlo::HloInstruction& in, const Buffer& x) {
+  Buffer out(in.shape, in.dtype);
+  std::vector<int64_t> strides(in.shape.size(), 0);
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
+  for (size_t i = 0; i < in.dimensions.size(); ++i) strides[in.dimensions[i]] = xs[i];
+  strided_copy(x.raw(), strides, out.raw(), in.shape, itemsize(in.dtype));
+  return out;
+}
+
+Buffer transpose(const hlo::HloInstruction& in, const Buffer& x) {
+  Buffer out(in.shape, in.dtype);
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
+  std::vector<int64_t> strides;
+  for (int64_t d : in.dimensions) strides.push_back(xs[d]);
+  strided_copy(x.raw(), strides, out.raw(), in.shape, itemsize(in.dtype));
+  return out;
+}
+
+Buffer slice(const hlo::HloInstruction& in, const Buffer& x) {
+  Buffer out(in.shape, in.dtype);
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    offset += in.slice_starts[d] * xs[d];
+    strides.push_back(xs[d] * in.slice_strides[d]);
+  }
+  const auto* base = static_cast<const uint8_t*>(x.raw()) + offset * itemsize(in.dtype);
+  strided_copy(base, strides, out.raw(), in.shape, itemsize(in.dtype));
+  return out;
+}
+
+Buffer concatenate(const hlo::HloInstruction& in, const Operands& args) {
+  Buffer out(in.shape, in.dtype);
+  int64_t d = in.dimensions[0];
+  int64_t outer = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= in.shape[i];
+  const int64_t elem = itemsize(in.dtype);
+  const int64_t out_row = numel(in.shape) / std::max<int64_t>(outer, 1) * elem;
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  int64_t column = 0;
+  for (const Buffer* a : args) {
+    const int64_t row = a->numel() / std::max<int64_t>(outer, 1) * elem;
+    const auto* src = static_cast<const uint8_t*>(a->raw());
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + column, src + o * row, row);
+    column += row;
+  }
+  return out;
+}
+
+}  // namespace
+
+Buffer eval_data_movement(const hlo::HloInstruction& in, const Operands& args) {
+  switch (in.opcode) {
+    case HloOpcode::kBroadcast: return broadcast(in, *args[0]);
+    case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
+    case HloOpcode::kTranspose: return transpose(in, *args[0]);
+    case HloOpcode::kSlice: return slice(in, *args[0]);
+    case HloOpcode::kConcatenate: return concatenate(in, args);
+    default: throw Error("[interpreter] " + in.name() + " is not a data-movement instruction");
+  }
+}
+
+template <typename I>
+static void check_index(I index, int64_t rows, const hlo::HloInstruction& in) {
+  if (index < 0 || index >= rows) {
+    throw Error("[interpreter " + in.name() + "] index " + std::to_string(static_cast<int64_t>(index)) +
+                " is out of range for dimension 0 of size " + std::to_string(rows));
+  }
+}
+
+Buffer eval_gather(const hlo::HloInstruction& in, const Operands& args) {
+  const Buffer& x = *args[0];
+  const Buffer& idx = *args[1];
+  Buffer out(in.shape, in.dtype);
+  const int64_t rows = x.shape()[0];
+  const int64_t row_bytes = x.nbytes() / std::max<int64_t>(rows, 1);
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  const int64_t n = idx.numel();
+  auto run = [&](auto* indices) {
+    for (int64_t i = 0; i < n; ++i) {
+      check_index(indices[i], rows, in);
+      std::memcpy(dst + i * row_bytes, src + indices[i] * row_bytes, row_bytes);
+    }
+  };
+  if (idx.dtype() == DType::kInt64) run(idx.data<int64_t>());
+  else run(idx.data<int32_t>());
+  return out;
+}
+
+Buffer eval_scatter(const hlo::HloInstruction& in, const Operands& args) {
+  const Buffer& x = *args[0];
+  const Buffer& idx = *args[1];
+  const Buffer& upd = *args[2];
+  Buffer out(in.shape, in.dtype);
+  std::memcpy(out.raw(), x.raw(), x.nbytes());
+  const int64_t rows = x.shape()[0];
+  const int64_t row = x.numel() / std::max<int64_t>(rows, 1);
+  const int64_t n = idx.numel();
+  dispatch_dtype(in.dtype, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      throw Error("[interpreter " + in.name() + "] scatter-add on pred is not supported");
+    } else {
+      T* o = out.data<T>();
+      const T* u = upd.data<T>();
+      auto run = [&](auto* indices) {
+        for (int64_t i = 0; i < n; ++i) {
+          check_index(indices[i], rows, in);
+          T* dst = o + indices[i] * row;
+          const T* src = u + i * row;
+          for (int64_t j = 0; j < row; ++j) dst[j] = static_cast<T>(static_cast<compute_t<T>>(dst[j]) + static_cast<compute_t<T>>(src[j]));
+        }
+      };
+      if (idx.dtype() == DType::kInt64) run(idx.data<int64_t>());
+      else run(idx.data<int32_t>());
+    }
+  });
+  return out;
+}
+
+}  // namespace lazytrain::backend::interpreter

@@ -1,0 +1,88 @@
+// The reference backend: runs an HloModule instruction by instruction, freeing
+// each intermediate after its last use.
+#include "backend/compiler.h"
+#include "backend/interpreter/kernels.h"
+#include "core/error.h"
+
+namespace lazytrain::backend {
+
+namespace {
+
+using hlo::HloOpcode;
+using interpreter::Buffer;
+
+class InterpreterExecutable : public Executable {
+ public:
+  explicit InterpreterExecutable(hlo::HloModule module) : module_(std::move(module)) {
+    last_use_.assign(module_.instructions.size(), -1);
+    for (const auto& in : module_.instructions) {
+      for (int o : in.operands) last_use_[o] = in.id;
+    }
+  }
+
+  const hlo::HloModule& module() const override { return module_; }
+
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override {
+    check(static_cast<int>(arguments.size()) == module_.num_parameters, "interpreter",
+          module_.name + " expects " + std::to_string(module_.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
+    std::vector<Buffer> values(module_.instructions.size());
+    std::vector<Buffer> outputs;
+    for (const auto& in : module_.instructions) {
+      interpreter::Operands args;
+      for (int o : in.operands) args.push_back(&values[o]);
+      if (in.opcode == HloOpcode::kTuple) {
+        for (const Buffer* a : args) outputs.push_back(*a);
+        break;
+      }
+      values[in.id] = evaluate(in, args, arguments);
+      for (int o : in.operands) {
+        if (last_use_[o] == in.id) values[o] = Buffer();
+      }
+    }
+    return outputs;
+  }
+
+ private:
+  static Buffer evaluate(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments) {
+    switch (in.opcode) {
+      case HloOpcode::kParameter: {
+        const Buffer& a = arguments[static_cast<size_t>(in.parameter_number)];
+        check(a.shape() == in.shape && a.dtype() == in.dtype, "interpreter",
+              "argument " + std::to_string(in.parameter_number) + " is " + xla_name(a.dtype()) + shape_str(a.shape()) +
+                  ", expected " + xla_name(in.dtype) + shape_str(in.shape));
+        return a;
+      }
+      case HloOpcode::kConstant: return in.literal;
+      case HloOpcode::kIota:
+      case HloOpcode::kRngBitGenerator: return interpreter::eval_generator(in, args);
+      case HloOpcode::kBroadcast:
+      case HloOpcode::kReshape:
+      case HloOpcode::kTranspose:
+      case HloOpcode::kSlice:
+      case HloOpcode::kConcatenate: return interpreter::eval_data_movement(in, args);
+      case HloOpcode::kGather: return interpreter::eval_gather(in, args);
+      case HloOpcode::kScatter: return interpreter::eval_scatter(in, args);
+      case HloOpcode::kDot: return interpreter::eval_dot(in, args);
+      case HloOpcode::kReduce: return interpreter::eval_reduce(in, args);
+      default: return interpreter::eval_elementwise(in, args);
+    }
+  }
+
+  hlo::HloModule module_;
+  std::vector<int> last_use_;
+};
+
+class InterpreterCompiler : public Compiler {
+ public:
+  std::string name() const override { return "interpreter"; }
+  std::unique_ptr<Executable> compile(hlo::HloModule module) override {
+    hlo::verify(module);
+    return std::make_unique<InterpreterExecutable>(std::move(module));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Compiler> make_interpreter_compiler() { return std::make_unique<InterpreterCompiler>(); }
+
+}  // namespace lazytrain::backend

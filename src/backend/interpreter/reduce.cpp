@@ -1,0 +1,129 @@
+#include <cmath>
+#include <numeric>
+
+#include "backend/interpreter/kernels.h"
+#include "core/error.h"
+
+namespace lazytrain::backend::interpreter {
+
+using hlo::ReduceKind;
+
+namespace {
+
+// Sums in double (or int64) so long float reductions stay within PyTorch's error.
+template <typename T>
+using accum_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+
+template <typename A>
+inline A combine(ReduceKind kind, A acc, A v) {
+  switch (kind) {
+    case ReduceKind::kAdd: return acc + v;
+    case ReduceKind::kMul: return acc * v;
+    case ReduceKind::kMax: return (v != v || v > acc) ? v : acc;
+    case ReduceKind::kMin: return (v != v || v < acc) ? v : acc;
+  }
+  return acc;
+}
+
+// x viewed as [outer, inner]: reduce each row (the reduced dims are a suffix).
+template <typename T>
+void reduce_rows(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
+#pragma omp parallel for if (outer * inner > kParallelThreshold) schedule(static)
+  for (int64_t o = 0; o < outer; ++o) {
+    accum_t<T> acc = init;
+    const T* row = x + o * inner;
+    for (int64_t i = 0; i < inner; ++i) acc = combine<accum_t<T>>(kind, acc, static_cast<accum_t<T>>(static_cast<compute_t<T>>(row[i])));
+    out[o] = static_cast<T>(static_cast<compute_t<T>>(acc));
+  }
+}
+
+// x viewed as [outer, inner]: reduce over outer (the reduced dims are a prefix).
+template <typename T>
+void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
+  std::vector<accum_t<T>> acc(static_cast<size_t>(inner), init);
+#pragma omp parallel for if (outer * inner > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < inner; i += 256) {
+    int64_t end = std::min(inner, i + 256);
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = x + o * inner;
+      for (int64_t j = i; j < end; ++j) acc[j] = combine<accum_t<T>>(kind, acc[j], static_cast<accum_t<T>>(static_cast<compute_t<T>>(row[j])));
+    }
+  }
+  for (int64_t j = 0; j < inner; ++j) out[j] = static_cast<T>(static_cast<compute_t<T>>(acc[j]));
+}
+
+}  // namespace
+
+Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
+  const Buffer& x = *args[0];
+  const Buffer& init_buf = *args[1];
+  const Shape& xs = x.shape();
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t d : in.dimensions) reduced[d] = true;
+  // Kept dims first, reduced dims last, each in order.
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) if (!reduced[d]) perm.push_back(d);
+  int64_t kept = static_cast<int64_t>(perm.size());
+  for (int64_t d = 0; d < rank; ++d) if (reduced[d]) perm.push_back(d);
+  int64_t inner = 1;
+  for (int64_t d : in.dimensions) inner *= xs[d];
+  const int64_t outer = numel(in.shape);
+  bool suffix = true, prefix = true;
+  for (int64_t i = 0; i < rank; ++i) suffix = suffix && perm[i] == i;
+  for (int64_t i = 0; i < static_cast<int64_t>(in.dimensions.size()); ++i) prefix = prefix && in.dimensions[i] == i;
+
+  Buffer out(in.shape, in.dtype);
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    accum_t<T> init = static_cast<accum_t<T>>(static_cast<compute_t<T>>(*init_buf.data<T>()));
+    if (suffix) {
+      reduce_rows<T>(x.data<T>(), out.data<T>(), outer, inner, in.reduce_kind, init);
+    } else if (prefix) {
+      reduce_columns<T>(x.data<T>(), out.data<T>(), inner, outer, in.reduce_kind, init);
+    } else {
+      Shape moved;
+      std::vector<int64_t> strides, xstr = contiguous_strides(xs);
+      for (int64_t d : perm) {
+        moved.push_back(xs[d]);
+        strides.push_back(xstr[d]);
+      }
+      Buffer tmp(moved, x.dtype());
+      strided_copy(x.raw(), strides, tmp.raw(), moved, itemsize(x.dtype()));
+      reduce_rows<T>(tmp.data<T>(), out.data<T>(), outer, inner, in.reduce_kind, init);
+    }
+  });
+  (void)kept;
+  return out;
+}
+
+Buffer eval_generator(const hlo::HloInstruction& in, const Operands& args) {
+  Buffer out(in.shape, in.dtype);
+  const int64_t n = out.numel();
+  if (in.opcode == hlo::HloOpcode::kIota) {
+    const int64_t d = in.dimensions[0];
+    int64_t inner = 1;
+    for (size_t k = static_cast<size_t>(d) + 1; k < in.shape.size(); ++k) inner *= in.shape[k];
+    const int64_t size = in.shape[d];
+    dispatch_dtype(in.dtype, [&]<typename T>() {
+      T* o = out.data<T>();
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<compute_t<T>>((i / inner) % size));
+    });
+    return out;
+  }
+  // rng-bit-generator: counter-based (splitmix64 of seed and element index), so
+  // the bits depend only on the seed and the position, not on thread scheduling.
+  const uint64_t seed = static_cast<uint64_t>(*args[0]->data<int64_t>());
+  int32_t* o = out.data<int32_t>();
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t z = seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    o[i] = static_cast<int32_t>(static_cast<uint32_t>(z >> 32));
+  }
+  return out;
+}
+
+}  // namespace lazytrain::backend::interpreter

@@ -1,0 +1,33 @@
+// Error: the one exception type lazytrain raises for bad input and misuse.
+//
+// Messages open with the operation in brackets, then say what was expected and
+// what came, then where the user called from, e.g.
+//   [aten::matmul] size mismatch: a is [2, 3], b is [4, 5]; expected a.size(-1) == b.size(-2)
+//   (called from train.cpp:42)
+#pragma once
+
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace lazytrain {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Builds "[op] message (called from file:line)". `where` is the user's call site.
+std::string format_error(const std::string& op, const std::string& message,
+                         const std::source_location& where);
+
+// Throws Error("[op] message (called from file:line)").
+[[noreturn]] void throw_error(const std::string& op, const std::string& message,
+                              const std::source_location& where = std::source_location::current());
+
+// Throws Error("[op] message") when `condition` is false; no call site is added.
+inline void check(bool condition, const std::string& op, const std::string& message) {
+  if (!condition) throw Error("[" + op + "] " + message);
+}
+
+}  // namespace lazytrain

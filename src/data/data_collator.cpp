@@ -1,0 +1,120 @@
+#include "data/data_collator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "data/wordpiece_tokenizer.h"
+
+namespace lazytrain::data {
+namespace {
+
+constexpr const char* kOp = "[DataCollatorForLanguageModeling] ";
+constexpr int64_t kIgnoreIndex = -100;
+
+CollatorTokens tokens_of(const WordPieceTokenizer& tokenizer) {
+  return {tokenizer.vocab_size(), tokenizer.mask_token_id(), tokenizer.pad_token_id(),
+          tokenizer.all_special_ids()};
+}
+
+}  // namespace
+
+DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(const WordPieceTokenizer& tokenizer,
+                                                                 DataCollatorOptions options)
+    : DataCollatorForLanguageModeling(tokens_of(tokenizer), options) {}
+
+DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(CollatorTokens tokens,
+                                                                 DataCollatorOptions options)
+    : tokens_(std::move(tokens)), options_(options), rng_(options.seed) {
+  if (!(options_.mlm_probability >= 0.0 && options_.mlm_probability <= 1.0)) {
+    throw Error(std::string(kOp) + "mlm_probability is " + std::to_string(options_.mlm_probability) +
+                ": expected a probability in [0, 1]");
+  }
+  if (options_.pad_to_multiple_of < 0) {
+    throw Error(std::string(kOp) + "pad_to_multiple_of is " + std::to_string(options_.pad_to_multiple_of) +
+                ": expected 0 (off) or a positive multiple");
+  }
+  if (tokens_.vocab_size < 1) {
+    throw Error(std::string(kOp) + "vocab_size is " + std::to_string(tokens_.vocab_size) +
+                ": expected a positive vocabulary size");
+  }
+  if (options_.mlm && tokens_.mask_token_id < 0) {
+    throw Error(std::string(kOp) + "no mask token: expected a mask_token_id for masked language modeling");
+  }
+}
+
+double DataCollatorForLanguageModeling::uniform() {
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+int64_t DataCollatorForLanguageModeling::random_token() {
+  // Lemire's multiply-shift: deterministic on every platform, unlike std distributions.
+  const auto n = static_cast<unsigned __int128>(tokens_.vocab_size);
+  return static_cast<int64_t>((static_cast<unsigned __int128>(rng_()) * n) >> 64);
+}
+
+Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examples) {
+  if (examples.empty()) throw Error(std::string(kOp) + "empty batch: expected at least one example");
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const Example& ex = examples[i];
+    const std::size_t n = ex.input_ids.size();
+    if ((!ex.attention_mask.empty() && ex.attention_mask.size() != n) ||
+        (!ex.special_tokens_mask.empty() && ex.special_tokens_mask.size() != n)) {
+      throw Error(std::string(kOp) + "example " + std::to_string(i) + " has " + std::to_string(n) +
+                  " input_ids but " + std::to_string(ex.attention_mask.size()) + " attention_mask and " +
+                  std::to_string(ex.special_tokens_mask.size()) +
+                  " special_tokens_mask entries: expected equal lengths (or empty masks)");
+    }
+    longest = std::max(longest, n);
+  }
+  if (longest == 0) throw Error(std::string(kOp) + "every example is empty: expected input_ids");
+  if (options_.pad_to_multiple_of > 0) {
+    const auto m = static_cast<std::size_t>(options_.pad_to_multiple_of);
+    longest = (longest + m - 1) / m * m;
+  }
+
+  Batch batch;
+  batch.batch_size = static_cast<int64_t>(examples.size());
+  batch.seq_len = static_cast<int64_t>(longest);
+  const std::size_t total = examples.size() * longest;
+  batch.input_ids.assign(total, tokens_.pad_token_id);
+  batch.attention_mask.assign(total, 0);
+  batch.labels.assign(total, kIgnoreIndex);
+  std::vector<uint8_t> special(total, 1);
+
+  for (std::size_t b = 0; b < examples.size(); ++b) {
+    const Example& ex = examples[b];
+    for (std::size_t t = 0; t < ex.input_ids.size(); ++t) {
+      const std::size_t k = b * longest + t;
+      const int64_t id = ex.input_ids[t];
+      batch.input_ids[k] = id;
+      batch.attention_mask[k] = ex.attention_mask.empty() ? 1 : ex.attention_mask[t];
+      special[k] = ex.special_tokens_mask.empty()
+                       ? std::count(tokens_.special_ids.begin(), tokens_.special_ids.end(), id) > 0
+                       : ex.special_tokens_mask[t] != 0;
+    }
+  }
+
+  if (!options_.mlm) {
+    for (std::size_t k = 0; k < total; ++k) {
+      const int64_t id = batch.input_ids[k];
+      batch.labels[k] = id == tokens_.pad_token_id ? kIgnoreIndex : id;
+    }
+    return batch;
+  }
+
+  for (std::size_t k = 0; k < total; ++k) {
+    if (special[k]) continue;
+    if (!(uniform() < options_.mlm_probability)) continue;
+    batch.labels[k] = batch.input_ids[k];
+    if (uniform() < 0.8) {
+      batch.input_ids[k] = tokens_.mask_token_id;
+    } else if (uniform() < 0.5) {
+      batch.input_ids[k] = random_token();
+    }
+  }
+  return batch;
+}
+
+}  // namespace lazytrain::data

@@ -1,0 +1,60 @@
+// Text datasets for masked-language-model training, reproducing Hugging Face
+// examples/pytorch/language-modeling/run_mlm.py: reading a text file the way the
+// `datasets` "text" loader does, tokenize_function, group_texts, and the
+// --line_by_line path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/example.h"
+#include "data/wordpiece_tokenizer.h"
+
+namespace lazytrain::data {
+
+// HF datasets.Dataset.map(batched=True) default batch_size: group_texts drops
+// the remainder of every batch of this many lines, not only at the very end.
+inline constexpr std::size_t kDatasetsMapBatchSize = 1000;
+
+// Reads a UTF-8 text file into lines like load_dataset("text"): lines end at
+// "\n", "\r\n" or "\r", line ends removed. Empty and whitespace-only lines
+// (Python str.isspace) are skipped, as run_mlm --line_by_line does, unless
+// keep_blank_lines is true (the non line-by-line run_mlm path keeps them; each
+// then tokenizes to [CLS] [SEP]).
+// Throws lazytrain::Error naming the file when it is missing or unreadable, has
+// no non-empty line, or is not valid UTF-8 (with line number and byte offset).
+std::vector<std::string> read_text_lines(const std::filesystem::path& path,
+                                         bool keep_blank_lines = false);
+
+// run_mlm tokenize_function (non line-by-line): every line encoded WITH special
+// tokens ([CLS] ... [SEP]), no truncation, no padding; attention_mask all 1,
+// special_tokens_mask 1 at [CLS]/[SEP].
+std::vector<Example> tokenize_lines(const std::vector<std::string>& lines,
+                                    const WordPieceTokenizer& tokenizer);
+
+// run_mlm group_texts: within each batch of `map_batch_size` consecutive
+// examples (0 = all at once), concatenate all columns, drop the remainder
+// (total_length // block_size * block_size) and cut blocks of block_size.
+// Throws Error when block_size < 1 or an example's columns differ in length.
+std::vector<Example> group_texts(const std::vector<Example>& examples, int64_t block_size,
+                                 std::size_t map_batch_size = kDatasetsMapBatchSize);
+
+// The same for input_ids alone.
+std::vector<std::vector<int64_t>> group_texts(const std::vector<std::vector<int64_t>>& input_ids,
+                                              int64_t block_size,
+                                              std::size_t map_batch_size = kDatasetsMapBatchSize);
+
+// run_mlm --line_by_line tokenize_function: skips empty/whitespace-only lines,
+// then tokenizer(line, truncation=True, max_length=max_seq_length,
+// padding="max_length" if pad_to_max_length else False,
+// return_special_tokens_mask=True): [CLS] + the first max_seq_length-2 tokens +
+// [SEP]; when padding, [PAD] up to max_seq_length with attention_mask 0 and
+// special_tokens_mask 1. Throws Error when max_seq_length < 2.
+std::vector<Example> tokenize_line_by_line(const std::vector<std::string>& lines,
+                                           const WordPieceTokenizer& tokenizer,
+                                           int64_t max_seq_length, bool pad_to_max_length);
+
+}  // namespace lazytrain::data

@@ -1,0 +1,61 @@
+// HloBuilder: appends instructions to an HloModule with their shapes inferred,
+// so lowering code never computes a shape by hand.
+//
+// Every method returns the new instruction's id and throws Error (from shape
+// inference) when the operands do not fit the opcode.
+#pragma once
+
+#include "hlo/hlo_instruction.h"
+
+namespace lazytrain::hlo {
+
+class HloBuilder {
+ public:
+  explicit HloBuilder(std::string name = "SyncTensorsGraph");
+
+  const HloInstruction& at(int id) const { return module_.at(id); }
+  const Shape& shape(int id) const { return module_.at(id).shape; }
+  DType dtype(int id) const { return module_.at(id).dtype; }
+
+  int parameter(const Shape& shape, DType dtype);
+  int constant(runtime::Buffer literal);
+  // A scalar constant of `dtype` holding `value` (converted).
+  int scalar(double value, DType dtype);
+  // A scalar constant broadcast to `shape`.
+  int full(double value, const Shape& shape, DType dtype);
+  int iota(const Shape& shape, DType dtype, int64_t dimension);
+  int rng_bit_generator(int seed, const Shape& shape);
+
+  int unary(HloOpcode opcode, int x);
+  int convert(int x, DType dtype);
+  int binary(HloOpcode opcode, int a, int b);
+  int compare(int a, int b, ComparisonDirection direction);
+  int select(int pred, int on_true, int on_false);
+
+  int broadcast(int x, const Shape& shape, std::vector<int64_t> dimensions);
+  // NumPy-style: right-aligns x's dims against `shape` (size-1 dims are expanded).
+  int broadcast_to(int x, const Shape& shape);
+  int reshape(int x, const Shape& shape);
+  int transpose(int x, std::vector<int64_t> permutation);
+  int slice(int x, std::vector<int64_t> starts, std::vector<int64_t> limits, std::vector<int64_t> strides);
+  int concatenate(const std::vector<int>& xs, int64_t dimension);
+  int gather(int operand, int indices);
+  int scatter_add(int operand, int indices, int updates);
+
+  // Batched matmul: a [batch..., m, k] @ b [batch..., k, n]. When an operand is a
+  // transpose of its last two dims, the transpose is folded into the dot's
+  // contracting dimensions instead of being materialised.
+  int matmul(int a, int b);
+  int dot(int lhs, int rhs, DotDimensionNumbers dims);
+  int reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind);
+
+  // Finishes the module with ROOT tuple(outputs) and verifies it.
+  HloModule build(const std::vector<int>& outputs);
+
+ private:
+  int add(HloInstruction instruction);
+  void remove_dead_instructions();
+  HloModule module_;
+};
+
+}  // namespace lazytrain::hlo

@@ -1,0 +1,68 @@
+// HloInstruction and HloModule: lazytrain's HLO, a flat list of instructions in
+// def-before-use order whose last instruction (the ROOT) is a tuple of outputs.
+//
+// Semantics follow XLA's operation semantics; the restrictions lazytrain adds
+// are written next to each attribute and enforced by the verifier.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "hlo/hlo_opcode.h"
+#include "runtime/buffer.h"
+
+namespace lazytrain::hlo {
+
+struct DotDimensionNumbers {
+  std::vector<int64_t> lhs_batch_dimensions, rhs_batch_dimensions;
+  std::vector<int64_t> lhs_contracting_dimensions, rhs_contracting_dimensions;
+};
+
+struct HloInstruction {
+  int id = 0;  // position in HloModule::instructions; printed as %<opcode>.<id>
+  HloOpcode opcode = HloOpcode::kParameter;
+  Shape shape;                  // unused for kTuple
+  DType dtype = DType::kFloat32;
+  std::vector<int> operands;    // ids of earlier instructions
+
+  // broadcast: operand dim i maps to output dim dimensions[i]; transpose: the
+  // permutation; reduce: the reduced dims; concatenate/iota: {dim}.
+  std::vector<int64_t> dimensions;
+  // slice: [start, limit) with stride per dim.
+  std::vector<int64_t> slice_starts, slice_limits, slice_strides;
+  ComparisonDirection direction = ComparisonDirection::kEq;  // compare
+  ReduceKind reduce_kind = ReduceKind::kAdd;                // reduce, scatter (to_apply)
+  DotDimensionNumbers dot;                                   // dot
+  int64_t parameter_number = -1;                             // parameter
+  runtime::Buffer literal;                                   // constant
+  // gather: operand [N, R...] and indices [I...] (integer) give [I..., R...]: rows
+  // of operand dim 0 (XLA: offset_dims=trailing, collapsed_slice_dims={0},
+  // start_index_map={0}, index_vector_dim=rank(indices), slice_sizes={1, R...}).
+  // scatter: operand [N, R...], indices [I...], updates [I..., R...] — the inverse,
+  // combining with reduce_kind (add).
+
+  std::string name() const { return opcode_name(opcode) + "." + std::to_string(id); }
+};
+
+struct HloModule {
+  std::string name = "SyncTensorsGraph";
+  std::vector<HloInstruction> instructions;
+  int root = -1;            // a kTuple
+  int num_parameters = 0;
+
+  const HloInstruction& at(int id) const { return instructions[static_cast<size_t>(id)]; }
+  // XLA-style text: "HloModule ...", "ENTRY ...", one instruction a line.
+  std::string to_string() const;
+};
+
+// "f32[2,3]{1,0}" for an array instruction, "(f32[2,3]{1,0}, s64[])" for a tuple.
+std::string shape_text(const HloModule& module, const HloInstruction& instruction);
+
+// Checks every instruction's operands and shape against its opcode's rule; throws
+// Error("[hlo verifier] <instruction>: <what is wrong>") on the first violation.
+void verify(const HloModule& module);
+
+}  // namespace lazytrain::hlo

@@ -1,0 +1,28 @@
+#include "core/error.h"
+#include "hlo/hlo_instruction.h"
+#include "hlo/shape_inference.h"
+
+namespace lazytrain::hlo {
+
+void verify(const HloModule& module) {
+  int parameters = 0;
+  for (size_t i = 0; i < module.instructions.size(); ++i) {
+    const HloInstruction& in = module.instructions[i];
+    check(in.id == static_cast<int>(i), "hlo verifier", in.name() + ": id does not match its position " + std::to_string(i));
+    ShapeAndType expected = infer_shape(module, in);
+    if (in.opcode != HloOpcode::kTuple) {
+      check(expected.shape == in.shape && expected.dtype == in.dtype, "hlo verifier",
+            in.name() + ": has " + xla_name(in.dtype) + shape_str(in.shape) + ", expected " + xla_name(expected.dtype) +
+                shape_str(expected.shape));
+    }
+    if (in.opcode == HloOpcode::kParameter) {
+      check(in.parameter_number == parameters++, "hlo verifier", in.name() + ": parameters must be numbered in order");
+    }
+  }
+  check(parameters == module.num_parameters, "hlo verifier", "module declares " + std::to_string(module.num_parameters) +
+                                                                 " parameters but has " + std::to_string(parameters));
+  check(module.root == static_cast<int>(module.instructions.size()) - 1 && module.at(module.root).opcode == HloOpcode::kTuple,
+        "hlo verifier", "the root must be the last instruction and a tuple");
+}
+
+}  // namespace lazytrain::hlo

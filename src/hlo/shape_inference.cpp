@@ -1,0 +1,208 @@
+#include "hlo/shape_inference.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace lazytrain::hlo {
+
+namespace {
+
+struct Checker {
+  const HloInstruction& instr;
+  void require(bool ok, const std::string& what) const {
+    if (!ok) throw Error("[hlo " + instr.name() + "] " + what);
+  }
+};
+
+bool is_permutation(const std::vector<int64_t>& p, size_t n) {
+  if (p.size() != n) return false;
+  std::vector<bool> seen(n, false);
+  for (int64_t d : p) {
+    if (d < 0 || d >= static_cast<int64_t>(n) || seen[d]) return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
+ShapeAndType infer_dot(const HloModule& m, const HloInstruction& in, const Checker& c) {
+  const auto& lhs = m.at(in.operands[0]);
+  const auto& rhs = m.at(in.operands[1]);
+  const auto& d = in.dot;
+  c.require(lhs.dtype == rhs.dtype, "dot operands differ in dtype");
+  c.require(d.lhs_contracting_dimensions.size() == 1 && d.rhs_contracting_dimensions.size() == 1,
+            "dot needs exactly one contracting dimension per side");
+  size_t nb = d.lhs_batch_dimensions.size();
+  c.require(d.rhs_batch_dimensions.size() == nb, "dot batch dimension counts differ");
+  c.require(lhs.shape.size() == nb + 2 && rhs.shape.size() == nb + 2,
+            "dot operands must be [batch..., m, k] and [batch..., k, n] up to transposition");
+  Shape out;
+  for (size_t i = 0; i < nb; ++i) {
+    c.require(d.lhs_batch_dimensions[i] == static_cast<int64_t>(i) && d.rhs_batch_dimensions[i] == static_cast<int64_t>(i),
+              "dot batch dimensions must be the leading dimensions, in order");
+    c.require(lhs.shape[i] == rhs.shape[i], "dot batch sizes differ");
+    out.push_back(lhs.shape[i]);
+  }
+  int64_t lc = d.lhs_contracting_dimensions[0], rc = d.rhs_contracting_dimensions[0];
+  c.require(lc >= static_cast<int64_t>(nb) && rc >= static_cast<int64_t>(nb), "dot contracting dimension is a batch dimension");
+  c.require(lhs.shape[lc] == rhs.shape[rc], "dot contracting sizes differ: " + shape_str(lhs.shape) + " vs " + shape_str(rhs.shape));
+  out.push_back(lhs.shape[lc == static_cast<int64_t>(nb) ? nb + 1 : nb]);
+  out.push_back(rhs.shape[rc == static_cast<int64_t>(nb) ? nb + 1 : nb]);
+  return {out, lhs.dtype};
+}
+
+}  // namespace
+
+ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
+  Checker c{in};
+  for (int id : in.operands) c.require(id >= 0 && id < in.id, "operand %" + std::to_string(id) + " is not defined before use");
+  auto operand = [&](size_t i) -> const HloInstruction& {
+    c.require(i < in.operands.size(), "missing operand " + std::to_string(i));
+    return m.at(in.operands[i]);
+  };
+  auto arity = [&](size_t n) { c.require(in.operands.size() == n, "expects " + std::to_string(n) + " operands"); };
+  HloOpcode op = in.opcode;
+  if (op == HloOpcode::kParameter || op == HloOpcode::kIota) {
+    arity(0);
+    if (op == HloOpcode::kIota) c.require(in.dimensions.size() == 1 && in.dimensions[0] < static_cast<int64_t>(in.shape.size()), "iota needs iota_dimension < rank");
+    return {in.shape, in.dtype};
+  }
+  if (op == HloOpcode::kConstant) {
+    arity(0);
+    c.require(in.literal.defined() && in.literal.shape() == in.shape && in.literal.dtype() == in.dtype, "constant literal does not match its shape");
+    return {in.shape, in.dtype};
+  }
+  if (op == HloOpcode::kRngBitGenerator) {
+    arity(1);
+    c.require(operand(0).dtype == DType::kInt64 && operand(0).shape.empty(), "rng-bit-generator state must be s64[]");
+    c.require(in.dtype == DType::kInt32, "rng-bit-generator produces s32 bits");
+    return {in.shape, in.dtype};
+  }
+  if (op == HloOpcode::kConvert) {
+    arity(1);
+    return {operand(0).shape, in.dtype};
+  }
+  if (is_elementwise_unary(op)) {
+    arity(1);
+    const auto& x = operand(0);
+    if (op == HloOpcode::kNot) c.require(x.dtype == DType::kBool, "not expects pred");
+    else if (op != HloOpcode::kNegate && op != HloOpcode::kAbs) c.require(is_floating_point(x.dtype), "expects a floating-point operand, got " + xla_name(x.dtype));
+    return {x.shape, x.dtype};
+  }
+  if (is_elementwise_binary(op) || op == HloOpcode::kCompare) {
+    arity(2);
+    const auto& a = operand(0);
+    const auto& b = operand(1);
+    c.require(a.shape == b.shape, "operand shapes differ: " + shape_str(a.shape) + " vs " + shape_str(b.shape));
+    c.require(a.dtype == b.dtype, "operand dtypes differ: " + xla_name(a.dtype) + " vs " + xla_name(b.dtype));
+    if (op == HloOpcode::kAnd || op == HloOpcode::kOr) c.require(a.dtype == DType::kBool || !is_floating_point(a.dtype), "and/or expect pred or integers");
+    if (op == HloOpcode::kShiftRightLogical) c.require(a.dtype == DType::kInt32, "shift-right-logical expects s32");
+    return {a.shape, op == HloOpcode::kCompare ? DType::kBool : a.dtype};
+  }
+  switch (op) {
+    case HloOpcode::kSelect: {
+      arity(3);
+      c.require(operand(0).dtype == DType::kBool, "select predicate must be pred");
+      c.require(operand(0).shape == operand(1).shape && operand(1).shape == operand(2).shape, "select operand shapes differ");
+      c.require(operand(1).dtype == operand(2).dtype, "select branches differ in dtype");
+      return {operand(1).shape, operand(1).dtype};
+    }
+    case HloOpcode::kBroadcast: {
+      arity(1);
+      const auto& x = operand(0);
+      c.require(in.dimensions.size() == x.shape.size(), "broadcast dimensions must map every operand dimension");
+      for (size_t i = 0; i < in.dimensions.size(); ++i) {
+        int64_t d = in.dimensions[i];
+        c.require(d >= 0 && d < static_cast<int64_t>(in.shape.size()), "broadcast dimension out of range");
+        c.require(i == 0 || in.dimensions[i - 1] < d, "broadcast dimensions must increase");
+        c.require(in.shape[d] == x.shape[i], "broadcast size mismatch at operand dimension " + std::to_string(i));
+      }
+      return {in.shape, x.dtype};
+    }
+    case HloOpcode::kReshape:
+      arity(1);
+      c.require(numel(in.shape) == numel(operand(0).shape), "reshape changes the element count");
+      return {in.shape, operand(0).dtype};
+    case HloOpcode::kTranspose: {
+      arity(1);
+      const auto& x = operand(0);
+      c.require(is_permutation(in.dimensions, x.shape.size()), "transpose dimensions are not a permutation");
+      Shape out;
+      for (int64_t d : in.dimensions) out.push_back(x.shape[d]);
+      return {out, x.dtype};
+    }
+    case HloOpcode::kSlice: {
+      arity(1);
+      const auto& x = operand(0);
+      size_t r = x.shape.size();
+      c.require(in.slice_starts.size() == r && in.slice_limits.size() == r && in.slice_strides.size() == r, "slice needs start/limit/stride per dimension");
+      Shape out;
+      for (size_t i = 0; i < r; ++i) {
+        c.require(0 <= in.slice_starts[i] && in.slice_starts[i] <= in.slice_limits[i] && in.slice_limits[i] <= x.shape[i] && in.slice_strides[i] > 0,
+                  "slice bounds out of range at dimension " + std::to_string(i));
+        out.push_back((in.slice_limits[i] - in.slice_starts[i] + in.slice_strides[i] - 1) / in.slice_strides[i]);
+      }
+      return {out, x.dtype};
+    }
+    case HloOpcode::kConcatenate: {
+      c.require(!in.operands.empty() && in.dimensions.size() == 1, "concatenate needs operands and one dimension");
+      Shape out = operand(0).shape;
+      int64_t d = in.dimensions[0];
+      c.require(d >= 0 && d < static_cast<int64_t>(out.size()), "concatenate dimension out of range");
+      for (size_t i = 1; i < in.operands.size(); ++i) {
+        Shape s = operand(i).shape;
+        c.require(s.size() == out.size() && operand(i).dtype == operand(0).dtype, "concatenate operands differ in rank or dtype");
+        for (size_t k = 0; k < s.size(); ++k) c.require(static_cast<int64_t>(k) == d || s[k] == out[k], "concatenate sizes differ off the joined dimension");
+        out[d] += s[d];
+      }
+      return {out, operand(0).dtype};
+    }
+    case HloOpcode::kGather: {
+      arity(2);
+      const auto& x = operand(0);
+      const auto& idx = operand(1);
+      c.require(!x.shape.empty(), "gather operand must have rank >= 1");
+      c.require(idx.dtype == DType::kInt32 || idx.dtype == DType::kInt64, "gather indices must be s32 or s64");
+      Shape out = idx.shape;
+      out.insert(out.end(), x.shape.begin() + 1, x.shape.end());
+      return {out, x.dtype};
+    }
+    case HloOpcode::kScatter: {
+      arity(3);
+      const auto& x = operand(0);
+      const auto& idx = operand(1);
+      const auto& upd = operand(2);
+      c.require(idx.dtype == DType::kInt32 || idx.dtype == DType::kInt64, "scatter indices must be s32 or s64");
+      Shape expect = idx.shape;
+      expect.insert(expect.end(), x.shape.begin() + 1, x.shape.end());
+      c.require(upd.shape == expect, "scatter updates must be " + shape_str(expect) + ", got " + shape_str(upd.shape));
+      c.require(upd.dtype == x.dtype, "scatter updates differ in dtype");
+      return {x.shape, x.dtype};
+    }
+    case HloOpcode::kDot:
+      arity(2);
+      return infer_dot(m, in, c);
+    case HloOpcode::kReduce: {
+      arity(2);
+      const auto& x = operand(0);
+      c.require(operand(1).shape.empty() && operand(1).dtype == x.dtype, "reduce init value must be a scalar of the operand's dtype");
+      Shape out;
+      for (size_t i = 0; i < x.shape.size(); ++i) {
+        if (std::find(in.dimensions.begin(), in.dimensions.end(), static_cast<int64_t>(i)) == in.dimensions.end()) out.push_back(x.shape[i]);
+      }
+      for (size_t i = 0; i < in.dimensions.size(); ++i) {
+        c.require(in.dimensions[i] >= 0 && in.dimensions[i] < static_cast<int64_t>(x.shape.size()), "reduce dimension out of range");
+        c.require(i == 0 || in.dimensions[i - 1] < in.dimensions[i], "reduce dimensions must increase");
+      }
+      return {out, x.dtype};
+    }
+    case HloOpcode::kTuple:
+      return {{}, DType::kFloat32};
+    default:
+      break;
+  }
+  c.require(false, "unknown opcode");
+  return {};
+}
+
+}  // namespace lazytrain::hlo

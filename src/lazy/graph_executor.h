@@ -1,0 +1,67 @@
+// GraphExecutor: cuts the lazy graph into an HLO module, compiles it (or finds it
+// in the computation cache by the graph's hash) and runs it (DESIGN.md §1).
+//
+// Metrics it records (PyTorch/XLA's names): CompileTime, ExecuteTime,
+// TransferToDeviceTime/TransferFromDeviceTime (by the tensor layer), counters
+// MarkStep, CachedCompile, UncachedCompile, CreateCompileHandles.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/compiler.h"
+#include "lazy/lazy_tensor.h"
+
+namespace lazytrain::lazy {
+
+// The post-order of a graph and its structural hash (ops, attributes, shapes,
+// dtypes, how nodes connect and which leaves are parameters; never data).
+struct GraphSignature {
+  std::vector<const Node*> post_order;
+  std::vector<const Node*> parameters;  // device-data leaves, in parameter order
+  std::vector<size_t> output_positions;  // index into post_order of each output
+  uint64_t hash = 0;
+};
+GraphSignature graph_signature(const std::vector<const Node*>& outputs);
+
+// Lowers a graph to a verified HloModule named `name`.
+hlo::HloModule lower_graph(const GraphSignature& signature, const std::string& name);
+
+// PyTorch/XLA-style text dump of the graph that computes `outputs`:
+// "IR {\n  %0 = f32[2]{0} xla::device_data(), device=cpu:0\n ...\n}\n".
+std::string dump_ir(const std::vector<const Node*>& outputs);
+
+class GraphExecutor {
+ public:
+  static GraphExecutor& get();
+
+  // mark_step(): syncs every live tensor with a pending value in one graph.
+  void mark_step();
+  // Syncs the pending values of `tensors` (and nothing else) in one graph.
+  void sync(const std::vector<LazyTensor*>& tensors);
+
+  // Replaces the backend (clears the computation cache).
+  void set_compiler(std::unique_ptr<backend::Compiler> compiler);
+  const backend::Compiler& compiler() const { return *compiler_; }
+  size_t cache_size() const;
+  // The HLO text of the most recently compiled graph ("" before the first).
+  std::string last_compiled_hlo() const;
+
+ private:
+  GraphExecutor();
+  std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature);
+
+  mutable std::mutex mutex_;
+  std::unique_ptr<backend::Compiler> compiler_;
+  std::unordered_map<uint64_t, std::shared_ptr<backend::Executable>> cache_;
+  std::string last_compiled_hlo_;
+};
+
+// PyTorch/XLA's torch_xla.core.xla_model.mark_step().
+inline void mark_step() { GraphExecutor::get().mark_step(); }
+
+}  // namespace lazytrain::lazy

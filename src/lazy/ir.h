@@ -1,0 +1,84 @@
+// The lazy IR: every tensor op records a Node; nothing runs until the graph is
+// synced (mark_step or a read). Nodes are immutable once made.
+//
+// A Node is an aten-level operation ("aten::mul", "aten::softmax") with its
+// operands, result shape/dtype, attributes and a lowering function that emits HLO.
+// Two leaf kinds exist: "xla::device_data" (holds a Buffer: a parameter of the
+// compiled graph, never part of the hash by value) and "prim::Constant" (a
+// scalar whose value is part of the hash).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "runtime/buffer.h"
+
+namespace lazytrain::lazy {
+
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
+struct Attr {
+  std::string name;
+  AttrValue value;
+};
+
+class Node;
+using NodePtr = std::shared_ptr<const Node>;
+class LoweringContext;
+// Emits the HLO of `node` (its operands are already lowered) and returns its id.
+using LowerFn = int (*)(LoweringContext& context, const Node& node);
+
+class Node {
+ public:
+  Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower);
+  // An "xla::device_data" leaf holding `data`.
+  explicit Node(runtime::Buffer data);
+
+  const std::string& op() const { return op_; }
+  const std::vector<NodePtr>& operands() const { return operands_; }
+  const NodePtr& operand(size_t i) const { return operands_[i]; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<Attr>& attrs() const { return attrs_; }
+  LowerFn lower() const { return lower_; }
+  bool is_device_data() const { return data_.defined(); }
+  const runtime::Buffer& data() const { return data_; }
+  // Hash of op, shape, dtype and attributes (not operands, not data).
+  uint64_t local_hash() const { return local_hash_; }
+  // Process-unique id, for IR dumps.
+  int64_t id() const { return id_; }
+
+  // Attribute lookup; throws Error when the attribute is absent or of another type.
+  int64_t int_attr(const std::string& name) const;
+  double double_attr(const std::string& name) const;
+  const std::vector<int64_t>& ints_attr(const std::string& name) const;
+  const std::string& string_attr(const std::string& name) const;
+
+  // "f32[2,3]{1,0} aten::mul(%3, %4), alpha=1" with operand numbers from `number_of`.
+  std::string to_string(const std::vector<int64_t>& operand_numbers) const;
+
+ private:
+  const AttrValue& find(const std::string& name) const;
+  std::string op_;
+  std::vector<NodePtr> operands_;
+  Shape shape_;
+  DType dtype_;
+  std::vector<Attr> attrs_;
+  LowerFn lower_ = nullptr;
+  runtime::Buffer data_;
+  uint64_t local_hash_ = 0;
+  int64_t id_ = 0;
+};
+
+NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs,
+                  LowerFn lower);
+NodePtr make_device_data(runtime::Buffer data);
+
+// Mixes `value` into `seed` (64-bit, order-sensitive).
+uint64_t hash_combine(uint64_t seed, uint64_t value);
+
+}  // namespace lazytrain::lazy

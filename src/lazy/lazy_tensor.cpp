@@ -1,0 +1,71 @@
+#include "lazy/lazy_tensor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+
+namespace lazytrain::lazy {
+
+namespace {
+std::atomic<int64_t> next_unique_id{0};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<LazyTensor>> tensors;
+  size_t compact_at = 1024;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+}  // namespace
+
+LazyTensor::LazyTensor(NodePtr value) : value_(std::move(value)), unique_id_(next_unique_id++) {
+  check(value_ != nullptr, "LazyTensor", "a tensor needs an IR value");
+}
+
+void LazyTensor::set_ir_value(NodePtr value) {
+  check(value && value->shape() == value_->shape() && value->dtype() == value_->dtype(), "LazyTensor",
+        "in-place update must keep shape " + shape_str(shape()) + " and dtype " + torch_name(dtype()));
+  value_ = std::move(value);
+}
+
+const runtime::Buffer& LazyTensor::buffer() {
+  if (has_pending_ir()) {
+    GraphExecutor::get().sync({this});
+  }
+  return value_->data();
+}
+
+void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.tensors.push_back(tensor);
+  if (r.tensors.size() >= r.compact_at) {
+    std::erase_if(r.tensors, [](const std::weak_ptr<LazyTensor>& w) { return w.expired(); });
+    r.compact_at = std::max<size_t>(1024, r.tensors.size() * 2);
+  }
+}
+
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::shared_ptr<LazyTensor>> out;
+  for (const auto& w : r.tensors) {
+    if (auto t = w.lock(); t && t->has_pending_ir()) out.push_back(std::move(t));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->unique_id() < b->unique_id(); });
+  return out;
+}
+
+size_t live_tensor_count() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return static_cast<size_t>(std::count_if(r.tensors.begin(), r.tensors.end(), [](const auto& w) { return !w.expired(); }));
+}
+
+}  // namespace lazytrain::lazy

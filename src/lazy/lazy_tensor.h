@@ -1,0 +1,45 @@
+// LazyTensor: the device-side state of a tensor: one IR value. A materialised
+// tensor's value is an "xla::device_data" node holding its Buffer; a pending
+// tensor's value is the node that will compute it at the next sync.
+//
+// Every LazyTensor made through create() is in the live-tensor registry, which
+// mark_step() walks to find the graph's outputs.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lazy/ir.h"
+
+namespace lazytrain::lazy {
+
+class LazyTensor {
+ public:
+  explicit LazyTensor(NodePtr value);
+  virtual ~LazyTensor() = default;
+
+  const Shape& shape() const { return value_->shape(); }
+  DType dtype() const { return value_->dtype(); }
+  const NodePtr& ir_value() const { return value_; }
+  // Replaces the value (functional in-place update: x.add_(y), optimizer steps).
+  void set_ir_value(NodePtr value);
+  // True when the value still has to be computed.
+  bool has_pending_ir() const { return !value_->is_device_data(); }
+  // The materialised buffer, syncing this tensor's pending graph first.
+  const runtime::Buffer& buffer();
+  // Registry order: creation order, so graph outputs are ordered deterministically.
+  int64_t unique_id() const { return unique_id_; }
+
+ private:
+  NodePtr value_;
+  int64_t unique_id_;
+};
+
+// Adds `tensor` to the live-tensor registry (held weakly).
+void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor);
+// The live tensors with a pending value, in creation order.
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir();
+// Number of registered tensors still alive (for tests).
+size_t live_tensor_count();
+
+}  // namespace lazytrain::lazy

@@ -1,0 +1,40 @@
+// Buffer: a dense, row-major block of device memory holding one value.
+//
+// On the CPU device, device memory is host memory aligned to 64 bytes. Buffers
+// share storage (a reshape is a new Buffer over the same bytes); the storage is
+// freed when the last Buffer referring to it goes away.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+
+namespace lazytrain::runtime {
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // Allocates uninitialised storage for `shape` elements of `dtype`.
+  Buffer(Shape shape, DType dtype);
+  // Same bytes, new shape of equal numel (a bitcast/reshape).
+  Buffer reshaped(Shape shape) const;
+
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const { return lazytrain::numel(shape_); }
+  int64_t nbytes() const { return numel() * itemsize(dtype_); }
+  bool defined() const { return storage_ != nullptr; }
+
+  void* raw() const { return storage_.get(); }
+  template <typename T>
+  T* data() const { return static_cast<T*>(storage_.get()); }
+
+ private:
+  Shape shape_;
+  DType dtype_ = DType::kFloat32;
+  std::shared_ptr<void> storage_;
+};
+
+}  // namespace lazytrain::runtime

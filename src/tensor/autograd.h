@@ -1,0 +1,41 @@
+// Reverse-mode autograd, recorded lazily: gradient formulas are ordinary tensor
+// ops, so forward, backward and the optimizer update land in one graph per step.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace lazytrain::autograd {
+
+// Where the gradient of one input goes: the GradFn that produced it, or the leaf
+// tensor that accumulates it. Both null: the input needs no gradient.
+struct Edge {
+  std::shared_ptr<GradFn> fn;
+  std::shared_ptr<TensorImpl> leaf;
+};
+
+// Computes the gradients of an op's inputs from the gradient of its output; an
+// undefined Tensor means "no gradient" for that input.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct GradFn {
+  std::string name;  // PyTorch's: "MulBackward0", "MmBackward0", ...
+  std::vector<Edge> next;
+  BackwardFn backward;  // null once the graph was freed by backward()
+};
+
+// When grad mode is on and some input requires grad, attaches a GradFn named
+// `name` to `output` (which becomes requires_grad) and returns it.
+Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+// Runs backward from `root` with `grad_root` (same shape). See Tensor::backward.
+void run_backward(const Tensor& root, const Tensor& grad_root);
+
+// Sums `grad` down to `shape` over the dims that broadcasting expanded.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+}  // namespace lazytrain::autograd

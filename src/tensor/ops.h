@@ -1,0 +1,150 @@
+// Tensor ops with PyTorch's names, argument order and semantics (broadcasting,
+// type promotion). Each records a lazy IR node named like "aten::mul" and, when
+// an input requires grad, an autograd GradFn. Errors: lazytrain::Error opening
+// with the op in brackets and ending with the caller's file:line.
+//
+// Adding an op (the recipe; see README "Adding an op"):
+//   1. a function here that validates arguments and computes the result shape;
+//   2. its IR node and lowering to HLO (tensor/ops_*.cpp, with lowering helpers
+//      from tensor/lowering.h);
+//   3. its gradient rule (record_grad in the same function);
+//   4. a golden case in tools/make_golden_ops.py and tests/tensor/ops_golden_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+
+namespace lazytrain {
+
+class Tensor;
+using Loc = std::source_location;
+
+// ---- creation (float32 unless a dtype is given) ----
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32);
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32);
+Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32);
+// [start, end) stepping by step; int64 (PyTorch infers int64 for integer arguments).
+Tensor arange(int64_t start, int64_t end, int64_t step = 1, DType dtype = DType::kInt64);
+Tensor arange(int64_t end, DType dtype = DType::kInt64);
+// A scalar (0-d) tensor that is device data, not a constant: changing its value
+// between steps does not change the graph hash (learning rate, step count).
+Tensor scalar_tensor(double value, DType dtype = DType::kFloat32);
+// Host data copied to the device (counts TransferToDeviceTime). data.size() must equal numel(shape).
+Tensor from_vector(const std::vector<float>& data, const Shape& shape);
+Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape);
+Tensor from_buffer(const void* data, const Shape& shape, DType dtype);
+// Uniform [0, 1) / standard normal, from the global generator (see manual_seed).
+Tensor rand(const Shape& shape, DType dtype = DType::kFloat32);
+Tensor randn(const Shape& shape, DType dtype = DType::kFloat32);
+// torch.manual_seed: resets the global generator. Random ops take their seed as
+// device data, so reseeding never recompiles.
+void manual_seed(uint64_t seed);
+
+// ---- elementwise (broadcasting; result dtype by torch.promote_types) ----
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = Loc::current());
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = Loc::current());
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor relu(const Tensor& x);
+// GELU, exact erf form: x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch approximate='none').
+Tensor gelu(const Tensor& x);
+// Comparisons return bool tensors.
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor gt(const Tensor& a, double b);
+Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor logical_not(const Tensor& x);
+// condition ? a : b, broadcasting all three; condition must be bool.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+// x with `value` where mask (bool, broadcastable to x) is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc = Loc::current());
+Tensor to_dtype(const Tensor& x, DType dtype);
+
+// ---- matrix multiply ----
+// torch.matmul: 1-D·1-D dot, 2-D mm, batched with broadcast batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+
+// ---- reductions (dims may be negative; empty dims = all) ----
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current());
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current());
+// Values of torch.max(x, dim) / torch.amax.
+Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = Loc::current());
+// Index of the first maximum along dim, int64.
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = Loc::current());
+
+// ---- views and data movement (copies: lazytrain tensors never alias) ----
+Tensor reshape(const Tensor& x, Shape shape, Loc loc = Loc::current());  // one dim may be -1
+Tensor view(const Tensor& x, Shape shape, Loc loc = Loc::current());
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc = Loc::current());
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc = Loc::current());
+Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+Tensor squeeze(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+// Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a size.
+Tensor expand(const Tensor& x, const Shape& shape, Loc loc = Loc::current());
+// x[start:end:step] along dim, Python-style clamping of start/end.
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1, Loc loc = Loc::current());
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = Loc::current());
+// Rows of x along dim selected by int32/int64 `index` (1-D).
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = Loc::current());
+
+// ---- neural-network functions (torch.nn.functional) ----
+// weight [num_embeddings, dim], indices int [...] → [..., dim]. An index out of
+// range raises Error when the graph runs.
+Tensor embedding(const Tensor& weight, const Tensor& indices, Loc loc = Loc::current());
+Tensor softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+// Normalises over the trailing dims of normalized_shape; y = (x-mean)/sqrt(var+eps)*weight+bias
+// with the biased variance (torch.nn.functional.layer_norm).
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps = 1e-5, Loc loc = Loc::current());
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when
+// training; identity otherwise.
+Tensor dropout(const Tensor& x, double p, bool training);
+// logits [N, C] (or [C]), target int [N] (or []): mean over targets != ignore_index
+// of -log_softmax(logits)[target] (torch.nn.functional.cross_entropy, reduction='mean').
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = Loc::current());
+// Linear layer: x [..., in] @ weight[out, in]^T + bias[out].
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = Loc::current());
+
+// ---- operators ----
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+
+}  // namespace lazytrain

@@ -1,0 +1,126 @@
+// Creation ops: full/zeros/ones, arange, host data, random numbers.
+#include <atomic>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "runtime/metrics.h"
+#include "tensor/lowering.h"
+
+namespace lazytrain {
+
+using namespace detail;
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  for (int64_t d : shape) check(d >= 0, "aten::full", "negative dimension in shape " + shape_str(shape));
+  return make_op("aten::full", {}, shape, dtype, {{"value", value}},
+                 +[](LoweringContext& c, const Node& n) { return c.builder().full(n.double_attr("value"), n.shape(), n.dtype()); });
+}
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype) {
+  check(step != 0, "aten::arange", "step must be nonzero");
+  int64_t n = std::max<int64_t>(0, (end - start + step - (step > 0 ? 1 : -1)) / step);
+  return make_op("aten::arange", {}, {n}, dtype, {{"start", start}, {"step", step}}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    int i = b.iota(n.shape(), n.dtype(), 0);
+    i = b.binary(hlo::HloOpcode::kMultiply, i, b.full(static_cast<double>(n.int_attr("step")), n.shape(), n.dtype()));
+    return b.binary(hlo::HloOpcode::kAdd, i, b.full(static_cast<double>(n.int_attr("start")), n.shape(), n.dtype()));
+  });
+}
+Tensor arange(int64_t end, DType dtype) { return arange(0, end, 1, dtype); }
+
+Tensor from_buffer(const void* data, const Shape& shape, DType dtype) {
+  runtime::ScopedTimer timer("TransferToDeviceTime");
+  runtime::Buffer b(shape, dtype);
+  if (b.nbytes() > 0) std::memcpy(b.raw(), data, static_cast<size_t>(b.nbytes()));
+  return Tensor(lazy::make_device_data(std::move(b)));
+}
+
+Tensor from_vector(const std::vector<float>& data, const Shape& shape) {
+  check(static_cast<int64_t>(data.size()) == numel(shape), "from_vector",
+        std::to_string(data.size()) + " values do not fill shape " + shape_str(shape));
+  return from_buffer(data.data(), shape, DType::kFloat32);
+}
+
+Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape) {
+  check(static_cast<int64_t>(data.size()) == numel(shape), "from_vector",
+        std::to_string(data.size()) + " values do not fill shape " + shape_str(shape));
+  return from_buffer(data.data(), shape, DType::kInt64);
+}
+
+Tensor scalar_tensor(double value, DType dtype) {
+  runtime::Buffer b({}, dtype);
+  switch (dtype) {
+    case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
+    case DType::kBFloat16: *b.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
+    case DType::kFloat16: *b.data<Half>() = static_cast<Half>(static_cast<float>(value)); break;
+    case DType::kInt32: *b.data<int32_t>() = static_cast<int32_t>(value); break;
+    case DType::kInt64: *b.data<int64_t>() = static_cast<int64_t>(value); break;
+    case DType::kBool: *b.data<uint8_t>() = value != 0.0; break;
+  }
+  return Tensor(lazy::make_device_data(std::move(b)));
+}
+
+namespace {
+
+struct Generator {
+  std::atomic<uint64_t> seed{0x5eed};
+  std::atomic<uint64_t> offset{0};
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+// A fresh per-op seed, as device data so that it never enters the graph hash.
+Tensor next_seed() {
+  Generator& g = generator();
+  uint64_t s = g.seed.load() * 0x9E3779B97F4A7C15ull + (g.offset++) * 0xBF58476D1CE4E5B9ull + 1;
+  int64_t value = static_cast<int64_t>(s >> 1);
+  return from_buffer(&value, {}, DType::kInt64);
+}
+
+// Uniform [0, 1) floats with 24 random bits each, from rng-bit-generator.
+int lower_uniform(hlo::HloBuilder& b, int seed, const Shape& shape) {
+  int bits = b.rng_bit_generator(seed, shape);
+  bits = b.binary(hlo::HloOpcode::kShiftRightLogical, bits, b.full(8, shape, DType::kInt32));
+  int f = b.convert(bits, DType::kFloat32);
+  return b.binary(hlo::HloOpcode::kMultiply, f, b.full(1.0 / 16777216.0, shape, DType::kFloat32));
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  generator().seed = seed;
+  generator().offset = 0;
+}
+
+Tensor rand(const Shape& shape, DType dtype) {
+  check(is_floating_point(dtype), "aten::rand", "dtype must be floating point, got " + torch_name(dtype));
+  return make_op("aten::rand", {next_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    return b.convert(lower_uniform(b, c.operand(n, 0), n.shape()), n.dtype());
+  });
+}
+
+Tensor randn(const Shape& shape, DType dtype) {
+  check(is_floating_point(dtype), "aten::randn", "dtype must be floating point, got " + torch_name(dtype));
+  // Box-Muller: sqrt(-2 ln(1-u1)) * cos(2 pi u2), u2 from the seed + 1.
+  return make_op("aten::randn", {next_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    using hlo::HloOpcode;
+    const Shape& s = n.shape();
+    int seed = c.operand(n, 0);
+    int seed2 = b.binary(HloOpcode::kAdd, seed, b.scalar(1, DType::kInt64));
+    int u1 = lower_uniform(b, seed, s);
+    int u2 = lower_uniform(b, seed2, s);
+    int one_minus = b.binary(HloOpcode::kSubtract, b.full(1.0, s, DType::kFloat32), u1);
+    int radius = b.unary(HloOpcode::kSqrt, b.binary(HloOpcode::kMultiply, b.full(-2.0, s, DType::kFloat32), b.unary(HloOpcode::kLog, one_minus)));
+    int angle = b.binary(HloOpcode::kMultiply, b.full(6.283185307179586, s, DType::kFloat32), u2);
+    return b.convert(b.binary(HloOpcode::kMultiply, radius, b.unary(HloOpcode::kCosine, angle)), n.dtype());
+  });
+}
+
+}  // namespace lazytrain

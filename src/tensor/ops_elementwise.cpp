@@ -1,0 +1,279 @@
+// Elementwise ops: arithmetic, math functions, comparisons, where, casts.
+#include <cmath>
+
+#include "core/error.h"
+#include "tensor/lowering.h"
+
+namespace lazytrain {
+
+using namespace detail;
+using autograd::record;
+using autograd::sum_to;
+using hlo::ComparisonDirection;
+using hlo::HloOpcode;
+
+namespace {
+
+template <HloOpcode OP>
+int lower_binary(LoweringContext& c, const Node& n) {
+  return c.builder().binary(OP, operand_as(c, n, 0, n.dtype(), n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()));
+}
+
+template <ComparisonDirection D>
+int lower_compare(LoweringContext& c, const Node& n) {
+  DType t = promote_types(n.operand(0)->dtype(), n.operand(1)->dtype());
+  return c.builder().compare(operand_as(c, n, 0, t, n.shape()), operand_as(c, n, 1, t, n.shape()), D);
+}
+
+template <HloOpcode OP>
+int lower_unary(LoweringContext& c, const Node& n) {
+  return c.builder().unary(OP, operand_as(c, n, 0, n.dtype(), n.shape()));
+}
+
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, lazy::LowerFn lower, Loc loc, bool comparison = false) {
+  Shape shape;
+  try {
+    shape = broadcast_shapes(a.shape(), b.shape(), op);
+  } catch (const Error& e) {
+    throw_error(op, std::string(e.what()).substr(std::string(op).size() + 3), loc);
+  }
+  DType t = comparison ? DType::kBool : promote_types(a.dtype(), b.dtype());
+  return make_op(op, {a, b}, shape, t, {}, lower);
+}
+
+Tensor unary(const char* op, const Tensor& x, lazy::LowerFn lower, bool needs_float = true) {
+  DType t = x.dtype();
+  if (needs_float && !is_floating_point(t)) t = DType::kFloat32;
+  return make_op(op, {x}, x.shape(), t, {}, lower);
+}
+
+Tensor scalar_like(const Tensor& x, double value) { return constant(value, scalar_result_dtype(x, value)); }
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
+  Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
+  Tensor out = binary("aten::add", a, bb, lower_binary<HloOpcode::kAdd>, loc);
+  return record(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(g, sa), sum_to(alpha == 1.0 ? g : mul(g, alpha), sb)};
+  });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
+  Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
+  Tensor out = binary("aten::sub", a, bb, lower_binary<HloOpcode::kSubtract>, loc);
+  return record(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(g, sa), sum_to(mul(g, -alpha), sb)};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
+  Tensor out = binary("aten::mul", a, b, lower_binary<HloOpcode::kMultiply>, loc);
+  return record(out, "MulBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
+    return std::vector<Tensor>{ra ? sum_to(mul(g, b), a.shape()) : Tensor(), rb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+  });
+}
+
+Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
+  Tensor out = binary("aten::div", a, b, lower_binary<HloOpcode::kDivide>, loc);
+  if (!is_floating_point(out.dtype())) {
+    // PyTorch's true division: integer inputs give float32.
+    out = binary("aten::div", to_dtype(a, DType::kFloat32), to_dtype(b, DType::kFloat32), lower_binary<HloOpcode::kDivide>, loc);
+  }
+  return record(out, "DivBackward0", {a, b}, [a = a.detach(), b = b.detach(), rb = b.requires_grad()](const Tensor& g) {
+    Tensor gb = rb ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor();
+    return std::vector<Tensor>{sum_to(div(g, b), a.shape()), gb};
+  });
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::maximum", a, b, lower_binary<HloOpcode::kMaximum>, loc); }
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::minimum", a, b, lower_binary<HloOpcode::kMinimum>, loc); }
+
+Tensor add(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
+Tensor sub(const Tensor& a, double b) { return sub(a, scalar_like(a, b)); }
+Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
+Tensor div(const Tensor& a, double b) { return div(a, scalar_like(a, b)); }
+
+Tensor pow(const Tensor& a, double exponent) {
+  Tensor e = constant(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32);
+  Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, Loc::current());
+  return record(out, "PowBackward0", {a}, [a = a.detach(), exponent](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, mul(pow(a, exponent - 1.0), exponent))};
+  });
+}
+
+Tensor neg(const Tensor& x) {
+  Tensor out = unary("aten::neg", x, lower_unary<HloOpcode::kNegate>, false);
+  return record(out, "NegBackward0", {x}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor out = unary("aten::exp", x, lower_unary<HloOpcode::kExp>);
+  return record(out, "ExpBackward0", {x}, [y = out.detach()](const Tensor& g) { return std::vector<Tensor>{mul(g, y)}; });
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = unary("aten::log", x, lower_unary<HloOpcode::kLog>);
+  return record(out, "LogBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{div(g, x)}; });
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary("aten::sqrt", x, lower_unary<HloOpcode::kSqrt>);
+  return record(out, "SqrtBackward0", {x}, [y = out.detach()](const Tensor& g) { return std::vector<Tensor>{div(g, mul(y, 2.0))}; });
+}
+
+Tensor rsqrt(const Tensor& x) {
+  Tensor out = unary("aten::rsqrt", x, lower_unary<HloOpcode::kRsqrt>);
+  return record(out, "RsqrtBackward0", {x}, [y = out.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, mul(pow(y, 3.0), -0.5))};
+  });
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary("aten::tanh", x, lower_unary<HloOpcode::kTanh>);
+  return record(out, "TanhBackward0", {x}, [y = out.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, sub(constant(1.0, y.dtype()), mul(y, y)))};
+  });
+}
+
+Tensor erf(const Tensor& x) {
+  Tensor out = unary("aten::erf", x, lower_unary<HloOpcode::kErf>);
+  return record(out, "ErfBackward0", {x}, [x = x.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, mul(exp(neg(mul(x, x))), 2.0 / std::sqrt(M_PI)))};
+  });
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor out = unary("aten::abs", x, lower_unary<HloOpcode::kAbs>, false);
+  return record(out, "AbsBackward0", {x}, [x = x.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, sub(to_dtype(gt(x, 0.0), g.dtype()), to_dtype(lt(x, 0.0), g.dtype())))};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor out = make_op("aten::relu", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    return b.binary(HloOpcode::kMaximum, c.operand(n, 0), b.full(0.0, n.shape(), n.dtype()));
+  });
+  return record(out, "ReluBackward0", {x}, [x = x.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, to_dtype(gt(x, 0.0), g.dtype()))};
+  });
+}
+
+namespace {
+// d/dx gelu(x) = 0.5 (1 + erf(x/√2)) + x · exp(-x²/2) / √(2π)
+Tensor gelu_backward(const Tensor& g, const Tensor& x) {
+  return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", std::string("none")}},
+                 +[](LoweringContext& c, const Node& n) {
+                   auto& b = c.builder();
+                   const Shape& s = n.shape();
+                   DType t = n.dtype();
+                   int grad = c.operand(n, 0), x = c.operand(n, 1);
+                   int cdf = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t),
+                                      b.binary(HloOpcode::kAdd, b.full(1.0, s, t),
+                                               b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)))));
+                   int pdf = b.binary(HloOpcode::kMultiply, b.full(1.0 / std::sqrt(2.0 * M_PI), s, t),
+                                      b.unary(HloOpcode::kExp, b.binary(HloOpcode::kMultiply, b.full(-0.5, s, t), b.binary(HloOpcode::kMultiply, x, x))));
+                   int d = b.binary(HloOpcode::kAdd, cdf, b.binary(HloOpcode::kMultiply, x, pdf));
+                   return b.binary(HloOpcode::kMultiply, grad, d);
+                 });
+}
+}  // namespace
+
+Tensor gelu(const Tensor& x) {
+  check(is_floating_point(x.dtype()), "aten::gelu", "expects a floating-point tensor, got " + torch_name(x.dtype()));
+  Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", std::string("none")}},
+                       +[](LoweringContext& c, const Node& n) {
+                         auto& b = c.builder();
+                         const Shape& s = n.shape();
+                         DType t = n.dtype();
+                         int x = c.operand(n, 0);
+                         int e = b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)));
+                         int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
+                         return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e));
+                       });
+  return record(out, "GeluBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{gelu_backward(g, x)}; });
+}
+
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::eq", a, b, lower_compare<ComparisonDirection::kEq>, loc, true); }
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::ne", a, b, lower_compare<ComparisonDirection::kNe>, loc, true); }
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::lt", a, b, lower_compare<ComparisonDirection::kLt>, loc, true); }
+Tensor le(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::le", a, b, lower_compare<ComparisonDirection::kLe>, loc, true); }
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::gt", a, b, lower_compare<ComparisonDirection::kGt>, loc, true); }
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::ge", a, b, lower_compare<ComparisonDirection::kGe>, loc, true); }
+Tensor eq(const Tensor& a, double b) { return eq(a, scalar_like(a, b)); }
+Tensor ne(const Tensor& a, double b) { return ne(a, scalar_like(a, b)); }
+Tensor lt(const Tensor& a, double b) { return lt(a, scalar_like(a, b)); }
+Tensor gt(const Tensor& a, double b) { return gt(a, scalar_like(a, b)); }
+
+Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc) {
+  return binary("aten::logical_and", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kAnd>, loc, true);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc) {
+  return binary("aten::logical_or", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kOr>, loc, true);
+}
+Tensor logical_not(const Tensor& x) {
+  return make_op("aten::logical_not", {to_dtype(x, DType::kBool)}, x.shape(), DType::kBool, {},
+                 +[](LoweringContext& c, const Node& n) { return c.builder().unary(HloOpcode::kNot, c.operand(n, 0)); });
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc) {
+  if (condition.dtype() != DType::kBool) {
+    throw_error("aten::where", "condition must be a bool tensor, got " + torch_name(condition.dtype()), loc);
+  }
+  Shape shape;
+  try {
+    shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "aten::where"), b.shape(), "aten::where");
+  } catch (const Error& e) {
+    throw_error("aten::where", std::string(e.what()).substr(15), loc);
+  }
+  DType t = promote_types(a.dtype(), b.dtype());
+  Tensor out = make_op("aten::where", {condition, a, b}, shape, t, {}, +[](LoweringContext& c, const Node& n) {
+    return c.builder().select(operand_as(c, n, 0, DType::kBool, n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()),
+                              operand_as(c, n, 2, n.dtype(), n.shape()));
+  });
+  return record(out, "WhereBackward0", {condition, a, b}, [cond = condition.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    Tensor zero = constant(0.0, g.dtype());
+    return std::vector<Tensor>{Tensor(), sum_to(where(cond, g, zero), sa), sum_to(where(cond, zero, g), sb)};
+  });
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
+  if (mask.dtype() != DType::kBool) {
+    throw_error("aten::masked_fill", "mask must be a bool tensor, got " + torch_name(mask.dtype()), loc);
+  }
+  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "aten::masked_fill");
+  if (shape != x.shape()) {
+    throw_error("aten::masked_fill", "mask " + shape_str(mask.shape()) + " must broadcast to the input's shape " + shape_str(x.shape()), loc);
+  }
+  Tensor out = make_op("aten::masked_fill", {x, mask}, x.shape(), x.dtype(), {{"value", value}}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    return b.select(operand_as(c, n, 1, DType::kBool, n.shape()), b.full(n.double_attr("value"), n.shape(), n.dtype()), c.operand(n, 0));
+  });
+  return record(out, "MaskedFillBackward0", {x}, [mask = mask.detach()](const Tensor& g) {
+    return std::vector<Tensor>{where(mask, constant(0.0, g.dtype()), g)};
+  });
+}
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor out = make_op("aten::_to_copy", {x}, x.shape(), dtype, {{"dtype", torch_name(dtype)}},
+                       +[](LoweringContext& c, const Node& n) { return c.builder().convert(c.operand(n, 0), n.dtype()); });
+  if (!is_floating_point(dtype)) return out;
+  return record(out, "ToCopyBackward0", {x}, [from = x.dtype()](const Tensor& g) { return std::vector<Tensor>{to_dtype(g, from)}; });
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+Tensor operator-(double a, const Tensor& b) { return add(neg(b), a); }
+Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+
+}  // namespace lazytrain

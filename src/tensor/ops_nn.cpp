@@ -1,0 +1,127 @@
+// torch.nn.functional ops: softmax, log_softmax, layer_norm, dropout,
+// cross_entropy, linear.
+#include <cmath>
+
+#include "core/error.h"
+#include "tensor/lowering.h"
+
+namespace lazytrain {
+
+using namespace detail;
+using autograd::record;
+using hlo::HloOpcode;
+
+namespace {
+
+// Broadcasts a value reduced over `dim` back to `shape`.
+int broadcast_back(hlo::HloBuilder& b, int reduced, const Shape& shape, int64_t dim) {
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) if (i != dim) keep.push_back(i);
+  return b.broadcast(reduced, shape, keep);
+}
+
+// x - max(x, dim): the numerically safe shift of softmax.
+int shifted(hlo::HloBuilder& b, int x, const Shape& s, int64_t dim) {
+  int mx = b.reduce(x, {dim}, hlo::ReduceKind::kMax);
+  return b.binary(HloOpcode::kSubtract, x, broadcast_back(b, mx, s, dim));
+}
+
+void check_float(const Tensor& x, const char* op, Loc loc) {
+  if (!is_floating_point(x.dtype())) throw_error(op, "expects a floating-point tensor, got " + torch_name(x.dtype()), loc);
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
+  check_float(x, "aten::softmax", loc);
+  int64_t d = normalize_dim(dim, x.dim(), "aten::softmax");
+  Tensor out = make_op("aten::softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    int64_t dd = n.int_attr("dim");
+    int e = b.unary(HloOpcode::kExp, shifted(b, c.operand(n, 0), n.shape(), dd));
+    int total = b.reduce(e, {dd}, hlo::ReduceKind::kAdd);
+    return b.binary(HloOpcode::kDivide, e, broadcast_back(b, total, n.shape(), dd));
+  });
+  return record(out, "SoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
+    return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {d}, true)))};
+  });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
+  check_float(x, "aten::_log_softmax", loc);
+  int64_t d = normalize_dim(dim, x.dim(), "aten::_log_softmax");
+  Tensor out = make_op("aten::_log_softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    int64_t dd = n.int_attr("dim");
+    int z = shifted(b, c.operand(n, 0), n.shape(), dd);
+    int lse = b.unary(HloOpcode::kLog, b.reduce(b.unary(HloOpcode::kExp, z), {dd}, hlo::ReduceKind::kAdd));
+    return b.binary(HloOpcode::kSubtract, z, broadcast_back(b, lse, n.shape(), dd));
+  });
+  return record(out, "LogSoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
+    return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {d}, true)))};
+  });
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
+  check_float(x, "aten::layer_norm", loc);
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k <= x.dim();
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.dim() - k + i] == normalized_shape[i];
+  if (!ok) {
+    throw_error("aten::layer_norm", "given normalized_shape=" + shape_str(normalized_shape) + ", expected input with shape [*, " +
+                                        shape_str(normalized_shape).substr(1) + ", but got input of size " + shape_str(x.shape()), loc);
+  }
+  if ((weight.defined() && weight.shape() != normalized_shape) || (bias.defined() && bias.shape() != normalized_shape)) {
+    throw_error("aten::layer_norm", "weight and bias must have shape " + shape_str(normalized_shape), loc);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) dims.push_back(i);
+  Tensor centered = sub(x, mean(x, dims, true));
+  Tensor var = mean(mul(centered, centered), dims, true);
+  Tensor y = mul(centered, rsqrt(add(var, eps)));
+  if (weight.defined()) y = mul(y, weight);
+  if (bias.defined()) y = add(y, bias);
+  return y;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  check(p >= 0.0 && p <= 1.0, "aten::dropout", "dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, 0.0);
+  Tensor keep = to_dtype(ge(rand(x.shape(), x.dtype()), constant(p, x.dtype())), x.dtype());
+  return mul(x, mul(keep, 1.0 / (1.0 - p)));
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, Loc loc) {
+  check_float(logits, "aten::cross_entropy", loc);
+  if (logits.dim() == 1) return cross_entropy(unsqueeze(logits, 0), unsqueeze(target, 0), ignore_index, loc);
+  if (logits.dim() != 2 || target.dim() != 1 || target.shape()[0] != logits.shape()[0]) {
+    throw_error("aten::cross_entropy", "expected logits [N, C] and target [N], got " + shape_str(logits.shape()) + " and " +
+                                           shape_str(target.shape()), loc);
+  }
+  if (target.dtype() != DType::kInt64 && target.dtype() != DType::kInt32) {
+    throw_error("aten::cross_entropy", "target must be int64 class indices, got " + torch_name(target.dtype()), loc);
+  }
+  const int64_t classes = logits.shape()[1];
+  Tensor logp = log_softmax(logits, 1, loc);
+  Tensor valid = ne(target, static_cast<double>(ignore_index));
+  Tensor safe = where(valid, target, constant(0.0, target.dtype()));
+  Tensor one_hot = make_op("aten::one_hot", {safe}, {target.shape()[0], classes}, logits.dtype(), {{"num_classes", classes}},
+                           +[](LoweringContext& c, const Node& n) {
+                             auto& b = c.builder();
+                             DType t = n.operand(0)->dtype();
+                             int idx = b.iota(n.shape(), t, 1);
+                             int tgt = b.broadcast(c.operand(n, 0), n.shape(), {0});
+                             return b.convert(b.compare(idx, tgt, hlo::ComparisonDirection::kEq), n.dtype());
+                           });
+  Tensor picked = sum(mul(logp, one_hot), {1});
+  Tensor weight = to_dtype(valid, logits.dtype());
+  return div(neg(sum(mul(picked, weight))), sum(weight));
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {
+  Tensor y = matmul(x, transpose(weight, 0, 1, loc), loc);
+  return bias.defined() ? add(y, bias, 1.0, loc) : y;
+}
+
+}  // namespace lazytrain

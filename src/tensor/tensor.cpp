@@ -1,0 +1,156 @@
+#include "tensor/tensor.h"
+
+#include <cstring>
+#include <random>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "lazy/graph_executor.h"
+#include "runtime/metrics.h"
+#include "tensor/autograd.h"
+#include "tensor/lowering.h"
+
+namespace lazytrain {
+
+Tensor::Tensor(lazy::NodePtr value) : impl_(std::make_shared<TensorImpl>(std::move(value))) {
+  lazy::register_live_tensor(impl_);
+}
+
+namespace {
+const TensorImpl& deref(const std::shared_ptr<TensorImpl>& impl) {
+  check(impl != nullptr, "Tensor", "use of an undefined tensor");
+  return *impl;
+}
+}  // namespace
+
+const Shape& Tensor::shape() const { return deref(impl_).shape(); }
+DType Tensor::dtype() const { return deref(impl_).dtype(); }
+const lazy::NodePtr& Tensor::ir_value() const { return deref(impl_).ir_value(); }
+int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "Tensor.size")]; }
+
+const runtime::Buffer& Tensor::buffer() const {
+  deref(impl_);
+  if (impl_->has_pending_ir()) {
+    lazy::GraphExecutor::get().sync({impl_.get()});
+  }
+  return impl_->ir_value()->data();
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const runtime::Buffer& b = buffer();
+  runtime::ScopedTimer timer("TransferFromDeviceTime");
+  std::vector<T> out(static_cast<size_t>(b.numel()));
+  const int64_t n = b.numel();
+  auto copy = [&](auto* p) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<double>(p[i]));
+  };
+  switch (b.dtype()) {
+    case DType::kFloat32: copy(b.data<float>()); break;
+    case DType::kBFloat16: for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<float>(b.data<BFloat16>()[i])); break;
+    case DType::kFloat16: for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<float>(b.data<Half>()[i])); break;
+    case DType::kInt32: copy(b.data<int32_t>()); break;
+    case DType::kInt64: for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(b.data<int64_t>()[i]); break;
+    case DType::kBool: copy(b.data<uint8_t>()); break;
+  }
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+
+double Tensor::item() const {
+  check(numel() == 1, "Tensor.item", "a Tensor with " + std::to_string(numel()) + " elements cannot be converted to Scalar");
+  return to_vector<double>()[0];
+}
+
+bool Tensor::requires_grad() const { return deref(impl_).requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool value) {
+  deref(impl_);
+  check(!impl_->grad_fn || value, "requires_grad_", "you can only change requires_grad flags of leaf variables");
+  check(!value || is_floating_point(dtype()), "requires_grad_", "only Tensors of floating point dtype can require gradients");
+  impl_->requires_grad = value;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  deref(impl_);
+  return impl_->grad ? Tensor(impl_->grad) : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& grad) const {
+  deref(impl_);
+  impl_->grad = grad.defined() ? grad.impl() : nullptr;
+}
+
+void Tensor::backward(const Tensor& gradient) const {
+  Tensor g = gradient;
+  if (!g.defined()) {
+    check(numel() == 1, "backward", "grad can be implicitly created only for scalar outputs, got " + shape_str(shape()));
+    g = ones(shape(), dtype());
+  }
+  check(g.shape() == shape(), "backward", "gradient has shape " + shape_str(g.shape()) + ", expected " + shape_str(shape()));
+  autograd::run_backward(*this, g);
+}
+
+Tensor Tensor::detach() const { return Tensor(ir_value()); }
+
+void Tensor::set_data(const Tensor& value) const {
+  deref(impl_);
+  check(value.shape() == shape() && value.dtype() == dtype(), "set_data",
+        "new value is " + torch_name(value.dtype()) + shape_str(value.shape()) + ", expected " + torch_name(dtype()) + shape_str(shape()));
+  impl_->set_ir_value(value.ir_value());
+}
+
+Tensor Tensor::to(DType d) const { return to_dtype(*this, d); }
+Tensor Tensor::view(const Shape& s, std::source_location loc) const { return lazytrain::view(*this, s, loc); }
+Tensor Tensor::reshape(const Shape& s, std::source_location loc) const { return lazytrain::reshape(*this, s, loc); }
+Tensor Tensor::transpose(int64_t a, int64_t b) const { return lazytrain::transpose(*this, a, b); }
+Tensor Tensor::permute(const std::vector<int64_t>& d) const { return lazytrain::permute(*this, d); }
+Tensor Tensor::unsqueeze(int64_t d) const { return lazytrain::unsqueeze(*this, d); }
+Tensor Tensor::squeeze(int64_t d) const { return lazytrain::squeeze(*this, d); }
+Tensor Tensor::expand(const Shape& s, std::source_location loc) const { return lazytrain::expand(*this, s, loc); }
+Tensor Tensor::sum(std::vector<int64_t> d, bool k) const { return lazytrain::sum(*this, std::move(d), k); }
+Tensor Tensor::mean(std::vector<int64_t> d, bool k) const { return lazytrain::mean(*this, std::move(d), k); }
+Tensor Tensor::matmul(const Tensor& o, std::source_location loc) const { return lazytrain::matmul(*this, o, loc); }
+Tensor Tensor::pow(double e) const { return lazytrain::pow(*this, e); }
+Tensor Tensor::sqrt() const { return lazytrain::sqrt(*this); }
+Tensor Tensor::exp() const { return lazytrain::exp(*this); }
+Tensor Tensor::log() const { return lazytrain::log(*this); }
+Tensor Tensor::neg() const { return lazytrain::neg(*this); }
+Tensor Tensor::masked_fill(const Tensor& m, double v) const { return lazytrain::masked_fill(*this, m, v); }
+Tensor Tensor::softmax(int64_t d) const { return lazytrain::softmax(*this, d); }
+Tensor Tensor::log_softmax(int64_t d) const { return lazytrain::log_softmax(*this, d); }
+Tensor Tensor::argmax(int64_t d, bool k) const { return lazytrain::argmax(*this, d, k); }
+Tensor Tensor::slice(int64_t d, int64_t s, int64_t e, int64_t st) const { return lazytrain::slice(*this, d, s, e, st); }
+
+namespace detail {
+
+Tensor make_op(std::string op, const std::vector<Tensor>& inputs, Shape shape, DType dtype, std::vector<Attr> attrs, lazy::LowerFn lower) {
+  std::vector<lazy::NodePtr> operands;
+  operands.reserve(inputs.size());
+  for (const Tensor& t : inputs) operands.push_back(t.ir_value());
+  return Tensor(lazy::make_node(std::move(op), std::move(operands), std::move(shape), dtype, std::move(attrs), lower));
+}
+
+Tensor constant(double value, DType dtype) {
+  return make_op("prim::Constant", {}, {}, dtype, {{"value", value}},
+                 +[](LoweringContext& c, const Node& n) { return c.builder().scalar(n.double_attr("value"), n.dtype()); });
+}
+
+DType scalar_result_dtype(const Tensor& x, double value) {
+  if (is_floating_point(x.dtype())) return x.dtype();
+  if (value != static_cast<double>(static_cast<int64_t>(value))) return DType::kFloat32;
+  return x.dtype() == DType::kBool ? DType::kInt64 : x.dtype();
+}
+
+int operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape) {
+  auto& b = c.builder();
+  return b.broadcast_to(b.convert(c.operand(n, i), dtype), shape);
+}
+
+}  // namespace detail
+}  // namespace lazytrain

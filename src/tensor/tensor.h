@@ -1,0 +1,127 @@
+// Tensor: the user-facing lazy tensor, with PyTorch's names and semantics.
+//
+// Every op records a lazy IR node and returns at once; values are computed at
+// mark_step() or when read (item(), to_vector()). Shapes and dtypes are checked
+// when the op is called, so shape errors name the op and the caller's line.
+// Ops live in tensor/ops.h as free functions (torch.* names); methods here are
+// the Tensor.* spellings of the same ops.
+#pragma once
+
+#include <memory>
+#include <source_location>
+#include <vector>
+
+#include "lazy/lazy_tensor.h"
+#include "runtime/device.h"
+
+namespace lazytrain {
+
+namespace autograd {
+struct GradFn;
+}
+
+class Tensor;
+
+// The shared state behind a Tensor handle: its lazy value plus autograd fields.
+struct TensorImpl : lazy::LazyTensor {
+  using lazy::LazyTensor::LazyTensor;
+  bool requires_grad = false;
+  std::shared_ptr<autograd::GradFn> grad_fn;  // the op that made it; null for leaves
+  std::shared_ptr<TensorImpl> grad;            // accumulated gradient (leaves)
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Wraps an IR value in a new registered tensor.
+  explicit Tensor(lazy::NodePtr value);
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  // size(dim), dim may be negative.
+  int64_t size(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const { return lazytrain::numel(shape()); }
+  DType dtype() const;
+  runtime::Device device() const { return {}; }
+  const lazy::NodePtr& ir_value() const;
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  // True when both handles share one tensor.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+  // ---- reading values (synchronises: runs the pending graph) ----
+  // The single value of a one-element tensor, as double.
+  double item() const;
+  // All values in row-major order, converted to T (float, double, int64_t, int32_t, uint8_t).
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // The materialised device buffer.
+  const runtime::Buffer& buffer() const;
+
+  // ---- autograd ----
+  bool requires_grad() const;
+  // Marks a leaf as needing a gradient; returns *this.
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The accumulated gradient of a leaf (undefined Tensor when none).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  // Reverse-mode autodiff from this tensor: a scalar (or `gradient` of this
+  // shape). Accumulates into leaves' grad(); frees the graph (PyTorch's
+  // retain_graph=False). Throws Error when called twice on one graph.
+  void backward(const Tensor& gradient = Tensor()) const;
+  // Same value, no autograd history.
+  Tensor detach() const;
+
+  // In-place value replacement keeping identity (param.data = value): shape and
+  // dtype must match (Error otherwise). Records no autograd history.
+  void set_data(const Tensor& value) const;
+
+  // ---- Tensor.* spellings of ops in tensor/ops.h ----
+  Tensor to(DType dtype) const;
+  Tensor view(const Shape& shape, std::source_location loc = std::source_location::current()) const;
+  Tensor reshape(const Shape& shape, std::source_location loc = std::source_location::current()) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const { return transpose(0, 1); }
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const Shape& shape, std::source_location loc = std::source_location::current()) const;
+  Tensor sum(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor mean(std::vector<int64_t> dims = {}, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor pow(double exponent) const;
+  Tensor sqrt() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor neg() const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  // x[start:end:step] along dim (PyTorch's Tensor.slice / narrow with a step).
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Returns whether ops record autograd history on this thread (torch.is_grad_enabled()).
+bool is_grad_enabled();
+
+// torch.no_grad(): ops inside the scope record no autograd history.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace lazytrain
+
+#include "tensor/ops.h"
