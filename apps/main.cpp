@@ -1,1 +1,29 @@
-int main() { return 0; }
+// The lazytrain command line: `lazytrain <command> [flags]`.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "apps/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lazytrain: train transformer language models with lazy tensors compiled through an XLA-style pipeline"};
+  app.require_subcommand(1);
+  lazytrain::apps::RunMlmOptions run_mlm;
+  lazytrain::apps::add_run_mlm_command(app, run_mlm);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
+  } catch (const lazytrain::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -247,6 +247,8 @@ int HloBuilder::reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind) 
   if (kind == ReduceKind::kMax) init = t == DType::kInt64 || t == DType::kInt32 ? -9.2e18 : -INFINITY;
   if (kind == ReduceKind::kMin) init = t == DType::kInt64 || t == DType::kInt32 ? 9.2e18 : INFINITY;
   if (t == DType::kInt32 && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) init = kind == ReduceKind::kMax ? -2147483648.0 : 2147483647.0;
+  // pred: the identities of or (max) and and (min); -inf/+inf would both convert to true.
+  if (t == DType::kBool && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) init = kind == ReduceKind::kMax ? 0.0 : 1.0;
   int init_id = scalar(init, t);
   HloInstruction in;
   in.opcode = HloOpcode::kReduce;

@@ -1,19 +1,86 @@
 #include "runtime/buffer.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 
 namespace lazytrain::runtime {
 
+namespace {
+
+// A caching allocator, as PyTorch's: freed blocks of 1 MiB and more are kept by
+// exact size and handed out again, so a training loop that allocates the same
+// large intermediates every step stops paying the kernel's page faults for them.
+class BlockCache {
+ public:
+  static BlockCache& get() {
+    static BlockCache* cache = new BlockCache();  // never destroyed: buffers may outlive statics
+    return *cache;
+  }
+
+  void* allocate(size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= bytes;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p && bytes >= kMinCached) {
+      release_all();
+      p = std::aligned_alloc(64, bytes);
+    }
+    return p;
+  }
+
+  void release(void* p, size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_bytes_ + bytes <= kMaxCachedBytes) {
+        free_[bytes].push_back(p);
+        cached_bytes_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : free_) {
+      for (void* p : blocks) std::free(p);
+    }
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+
+ private:
+  static constexpr size_t kMinCached = size_t{1} << 20;
+  static constexpr size_t kMaxCachedBytes = size_t{8} << 30;
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+}  // namespace
+
+void release_cached_buffers() { BlockCache::get().release_all(); }
+
 Buffer::Buffer(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
   size_t bytes = static_cast<size_t>(nbytes());
   size_t rounded = ((bytes + 63) / 64) * 64;
   if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = BlockCache::get().allocate(rounded);
   if (!p) throw Error("[Buffer] out of memory allocating " + std::to_string(bytes) + " bytes for " + shape_str(shape_));
-  storage_ = std::shared_ptr<void>(p, std::free);
+  storage_ = std::shared_ptr<void>(p, [rounded](void* q) { BlockCache::get().release(q, rounded); });
 }
 
 Buffer Buffer::reshaped(Shape shape) const {

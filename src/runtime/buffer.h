@@ -37,4 +37,7 @@ class Buffer {
   std::shared_ptr<void> storage_;
 };
 
+// Returns the blocks the caching allocator keeps for reuse to the system.
+void release_cached_buffers();
+
 }  // namespace lazytrain::runtime

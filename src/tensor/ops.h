@@ -43,6 +43,9 @@ Tensor randn(const Shape& shape, DType dtype = DType::kFloat32);
 // torch.manual_seed: resets the global generator. Random ops take their seed as
 // device data, so reseeding never recompiles.
 void manual_seed(uint64_t seed);
+// Standard-normal float32 values drawn on the host from the generator that
+// manual_seed also resets (parameter initialisation: no graph, no compile).
+std::vector<float> host_randn(int64_t count);
 
 // ---- elementwise (broadcasting; result dtype by torch.promote_types) ----
 Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = Loc::current());
@@ -116,8 +119,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc =
 
 // ---- neural-network functions (torch.nn.functional) ----
 // weight [num_embeddings, dim], indices int [...] → [..., dim]. An index out of
-// range raises Error when the graph runs.
-Tensor embedding(const Tensor& weight, const Tensor& indices, Loc loc = Loc::current());
+// range raises Error when the graph runs. Lookups of padding_idx (>= 0) send no
+// gradient to that row, as torch.nn.functional.embedding.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, Loc loc = Loc::current());
 Tensor softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
 Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
 // Normalises over the trailing dims of normalized_shape; y = (x-mean)/sqrt(var+eps)*weight+bias

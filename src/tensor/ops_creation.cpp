@@ -1,5 +1,7 @@
 // Creation ops: full/zeros/ones, arange, host data, random numbers.
 #include <atomic>
+#include <cmath>
+#include <random>
 #include <cstring>
 
 #include "core/error.h"
@@ -68,6 +70,7 @@ namespace {
 struct Generator {
   std::atomic<uint64_t> seed{0x5eed};
   std::atomic<uint64_t> offset{0};
+  std::mt19937_64 host{0x5eed};
 };
 Generator& generator() {
   static Generator g;
@@ -95,6 +98,21 @@ int lower_uniform(hlo::HloBuilder& b, int seed, const Shape& shape) {
 void manual_seed(uint64_t seed) {
   generator().seed = seed;
   generator().offset = 0;
+  generator().host.seed(seed);
+}
+
+std::vector<float> host_randn(int64_t count) {
+  // Box-Muller on raw 53-bit draws: the same values on every standard library.
+  std::mt19937_64& g = generator().host;
+  std::vector<float> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; i += 2) {
+    double u1 = (static_cast<double>(g() >> 11) + 1.0) / 9007199254740993.0;
+    double u2 = static_cast<double>(g() >> 11) / 9007199254740992.0;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    out[i] = static_cast<float>(r * std::cos(2.0 * M_PI * u2));
+    if (i + 1 < count) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
+  }
+  return out;
 }
 
 Tensor rand(const Shape& shape, DType dtype) {

@@ -86,8 +86,33 @@ Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
   });
 }
 
-Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::maximum", a, b, lower_binary<HloOpcode::kMaximum>, loc); }
-Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::minimum", a, b, lower_binary<HloOpcode::kMinimum>, loc); }
+namespace {
+// Gradient of maximum/minimum: to the input that was picked, split in half on ties
+// (PyTorch's rule). `a_wins`/`b_wins` are the strict comparisons a > b / b > a
+// (a < b / b < a for minimum).
+std::vector<Tensor> min_max_backward(const Tensor& g, const Tensor& a_wins, const Tensor& b_wins, const Shape& sa, const Shape& sb,
+                                     bool ra, bool rb) {
+  Tensor half = mul(g, 0.5);
+  Tensor zero = constant(0.0, g.dtype());
+  Tensor ga = where(a_wins, g, where(b_wins, zero, half));
+  Tensor gb = where(b_wins, g, where(a_wins, zero, half));
+  return {ra ? sum_to(ga, sa) : Tensor(), rb ? sum_to(gb, sb) : Tensor()};
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
+  Tensor out = binary("aten::maximum", a, b, lower_binary<HloOpcode::kMaximum>, loc);
+  return record(out, "MaximumBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
+    return min_max_backward(g, gt(a, b), gt(b, a), a.shape(), b.shape(), ra, rb);
+  });
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
+  Tensor out = binary("aten::minimum", a, b, lower_binary<HloOpcode::kMinimum>, loc);
+  return record(out, "MinimumBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
+    return min_max_backward(g, lt(a, b), lt(b, a), a.shape(), b.shape(), ra, rb);
+  });
+}
 
 Tensor add(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
 Tensor sub(const Tensor& a, double b) { return sub(a, scalar_like(a, b)); }
@@ -98,6 +123,8 @@ Tensor pow(const Tensor& a, double exponent) {
   Tensor e = constant(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32);
   Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, Loc::current());
   return record(out, "PowBackward0", {a}, [a = a.detach(), exponent](const Tensor& g) {
+    // x^0 is constant: its gradient is 0 even at x = 0, where 0 * x^-1 would be NaN.
+    if (exponent == 0.0) return std::vector<Tensor>{zeros(g.shape(), g.dtype())};
     return std::vector<Tensor>{mul(g, mul(pow(a, exponent - 1.0), exponent))};
   });
 }

@@ -106,17 +106,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   Tensor logp = log_softmax(logits, 1, loc);
   Tensor valid = ne(target, static_cast<double>(ignore_index));
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));
-  Tensor one_hot = make_op("aten::one_hot", {safe}, {target.shape()[0], classes}, logits.dtype(), {{"num_classes", classes}},
-                           +[](LoweringContext& c, const Node& n) {
-                             auto& b = c.builder();
-                             DType t = n.operand(0)->dtype();
-                             int idx = b.iota(n.shape(), t, 1);
-                             int tgt = b.broadcast(c.operand(n, 0), n.shape(), {0});
-                             return b.convert(b.compare(idx, tgt, hlo::ComparisonDirection::kEq), n.dtype());
-                           });
-  Tensor picked = sum(mul(logp, one_hot), {1});
+  // Pick logp[i, target_i] by a gather over the flattened logits: one small
+  // read instead of a one-hot mask over all N x C values.
+  const int64_t n = target.shape()[0];
+  Tensor flat_index = add(mul(arange(n, target.dtype()), static_cast<double>(classes)), safe);
+  Tensor picked = index_select(logp.reshape({n * classes, 1}), 0, flat_index).reshape({n});
   Tensor weight = to_dtype(valid, logits.dtype());
-  return div(neg(sum(mul(picked, weight))), sum(weight));
+  Tensor total = sum(weight);
+  // Every target ignored: PyTorch's loss is NaN (0/0) but its gradient is 0. Divide by 1
+  // instead of 0 so that the gradient stays 0, and add a NaN that carries no gradient.
+  Tensor has_targets = gt(total, 0.0);
+  Tensor zero = constant(0.0, logits.dtype());
+  Tensor loss = div(neg(sum(mul(picked, weight))), where(has_targets, total, constant(1.0, logits.dtype())));
+  return add(loss, where(has_targets, zero, constant(std::nan(""), logits.dtype())));
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {

@@ -196,7 +196,7 @@ Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& i
 }
 }  // namespace
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, Loc loc) {
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, Loc loc) {
   if (weight.dim() != 2) throw_error("aten::embedding", "weight must be 2-D [num_embeddings, embedding_dim], got " + shape_str(weight.shape()), loc);
   if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32) {
     throw_error("aten::embedding", "indices must be int64 or int32, got " + torch_name(indices.dtype()), loc);
@@ -205,8 +205,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, Loc loc) {
   s.push_back(weight.shape()[1]);
   Tensor out = make_op("aten::embedding", {weight, indices}, s, weight.dtype(), {},
                        +[](LoweringContext& c, const Node& n) { return c.builder().gather(c.operand(n, 0), c.operand(n, 1)); });
-  return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape()](const Tensor& g) {
-    return std::vector<Tensor>{index_add_into_zeros(g, idx, ws), Tensor()};
+  return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape(), padding_idx](const Tensor& g) {
+    Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, static_cast<double>(padding_idx)), -1), 0.0);
+    return std::vector<Tensor>{index_add_into_zeros(gg, idx, ws), Tensor()};
   });
 }
 

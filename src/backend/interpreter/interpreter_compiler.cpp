@@ -1,5 +1,10 @@
 // The reference backend: runs an HloModule instruction by instruction, freeing
 // each intermediate after its last use.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
 #include "backend/compiler.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
@@ -34,7 +39,14 @@ class InterpreterExecutable : public Executable {
         for (const Buffer* a : args) outputs.push_back(*a);
         break;
       }
-      values[in.id] = evaluate(in, args, arguments);
+      if (profile_) {
+        auto t0 = std::chrono::steady_clock::now();
+        values[in.id] = evaluate(in, args, arguments);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module_, in).c_str());
+      } else {
+        values[in.id] = evaluate(in, args, arguments);
+      }
       for (int o : in.operands) {
         if (last_use_[o] == in.id) values[o] = Buffer();
       }
@@ -70,6 +82,8 @@ class InterpreterExecutable : public Executable {
 
   hlo::HloModule module_;
   std::vector<int> last_use_;
+  // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 5 ms.
+  bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
 };
 
 class InterpreterCompiler : public Compiler {

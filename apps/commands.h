@@ -1,0 +1,29 @@
+// The subcommands of the lazytrain command line.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "train/training_arguments.h"
+
+namespace lazytrain::apps {
+
+// Flags of `lazytrain run_mlm`, named as Hugging Face's run_mlm.py.
+struct RunMlmOptions {
+  std::string train_file, validation_file;
+  std::string model_type = "bert";
+  std::string config_name, config_overrides, tokenizer_name;
+  int64_t max_seq_length = -1;  // -1: min(512, max_position_embeddings)
+  bool pad_to_max_length = false;
+  bool line_by_line = false;
+  double mlm_probability = 0.15;
+  train::TrainingArguments training;
+};
+
+void add_run_mlm_command(CLI::App& app, RunMlmOptions& options);
+// Runs masked-language-model training/evaluation; returns the exit code. Throws
+// Error (one line, nothing half-written in --output_dir) for bad input.
+int run_mlm(const RunMlmOptions& options);
+
+}  // namespace lazytrain::apps

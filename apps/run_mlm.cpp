@@ -1,0 +1,172 @@
+// `lazytrain run_mlm`: Hugging Face's run_mlm.py for BERT on the lazy pipeline.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "apps/commands.h"
+#include "core/error.h"
+#include "data/data_collator.h"
+#include "data/text_dataset.h"
+#include "data/wordpiece_tokenizer.h"
+#include "lazy/graph_executor.h"
+#include "models/bert.h"
+#include "runtime/metrics.h"
+#include "train/atomic_file.h"
+#include "train/model_io.h"
+#include "train/trainer.h"
+
+namespace lazytrain::apps {
+
+namespace fs = std::filesystem;
+
+void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
+  CLI::App* c = app.add_subcommand("run_mlm", "Train and/or evaluate a masked language model (BERT) on text files");
+  auto& t = o.training;
+  c->add_option("--train_file", o.train_file, "A text file to train on (one document or sentence per line)");
+  c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
+  c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"bert"}));
+  c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: BERT's defaults");
+  c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"hidden_size=128,num_hidden_layers=2\"");
+  c->add_option("--tokenizer_name", o.tokenizer_name, "A vocab.txt, or a directory holding one")->required();
+  c->add_option("--max_seq_length", o.max_seq_length, "Sequence length after tokenization (default: min(512, max_position_embeddings))");
+  c->add_flag("--pad_to_max_length", o.pad_to_max_length, "Pad every line to max_seq_length (with --line_by_line)");
+  c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
+  c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--output_dir", t.output_dir, "Where to write the model, metrics and logs")->required();
+  c->add_flag("--overwrite_output_dir", t.overwrite_output_dir, "Overwrite the content of the output directory");
+  c->add_flag("--do_train", t.do_train, "Run training");
+  c->add_flag("--do_eval", t.do_eval, "Run evaluation on the validation file");
+  c->add_option("--per_device_train_batch_size", t.per_device_train_batch_size, "Batch size for training");
+  c->add_option("--per_device_eval_batch_size", t.per_device_eval_batch_size, "Batch size for evaluation");
+  c->add_option("--learning_rate", t.learning_rate, "Initial learning rate for AdamW");
+  c->add_option("--weight_decay", t.weight_decay, "Weight decay for AdamW (not on biases and LayerNorm weights)");
+  c->add_option("--adam_beta1", t.adam_beta1, "AdamW beta1");
+  c->add_option("--adam_beta2", t.adam_beta2, "AdamW beta2");
+  c->add_option("--adam_epsilon", t.adam_epsilon, "AdamW epsilon");
+  c->add_option("--max_grad_norm", t.max_grad_norm, "Max gradient norm (0 disables clipping)");
+  c->add_option("--num_train_epochs", t.num_train_epochs, "Total number of training epochs");
+  c->add_option("--max_steps", t.max_steps, "If > 0: total number of training steps (overrides num_train_epochs)");
+  c->add_option("--warmup_steps", t.warmup_steps, "Linear warm-up over this many steps");
+  c->add_option("--logging_steps", t.logging_steps, "Log every X update steps");
+  c->add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
+  c->add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
+  c->add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
+}
+
+namespace {
+
+void require_file(const std::string& path, const std::string& flag) {
+  if (path.empty()) throw Error("[run_mlm] " + flag + " is required");
+  if (!fs::is_regular_file(path)) throw Error("[run_mlm] " + flag + " '" + path + "' does not exist or is not a file");
+}
+
+void check_output_dir(const train::TrainingArguments& t) {
+  fs::path dir(t.output_dir);
+  if (!fs::exists(dir)) return;
+  if (!fs::is_directory(dir)) throw Error("[run_mlm] --output_dir '" + t.output_dir + "' exists and is not a directory");
+  if (fs::is_empty(dir) || t.overwrite_output_dir) return;
+  throw Error("[run_mlm] Output directory (" + t.output_dir + ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
+}
+
+models::BertConfig load_config(const RunMlmOptions& o) {
+  models::BertConfig config;
+  if (!o.config_name.empty()) {
+    std::string path = fs::is_directory(o.config_name) ? o.config_name + "/config.json" : o.config_name;
+    config = models::BertConfig::from_json_file(path);
+  }
+  if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
+  return config;
+}
+
+std::vector<data::Example> load_dataset(const std::string& path, const data::WordPieceTokenizer& tokenizer, const RunMlmOptions& o,
+                                        int64_t max_seq_length) {
+  std::vector<std::string> lines = data::read_text_lines(path);
+  std::vector<data::Example> examples;
+  if (o.line_by_line) {
+    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, o.pad_to_max_length);
+    if (!o.pad_to_max_length) {
+      // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
+      std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
+      examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, true);
+    }
+  } else {
+    examples = data::group_texts(data::tokenize_lines(lines, tokenizer), max_seq_length);
+  }
+  if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
+  return examples;
+}
+
+Tensor to_tensor(const std::vector<int64_t>& values, int64_t rows, int64_t cols) { return from_vector(values, {rows, cols}); }
+
+void write_results(const std::string& path, const std::map<std::string, double>& metrics) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : metrics) j[k] = v;
+  train::write_json_file(path, j);
+}
+
+}  // namespace
+
+int run_mlm(const RunMlmOptions& o) {
+  const train::TrainingArguments& t = o.training;
+  // Validate everything before touching --output_dir.
+  t.validate();
+  if (!t.do_train && !t.do_eval) throw Error("[run_mlm] nothing to do: pass --do_train and/or --do_eval");
+  if (t.do_train) require_file(o.train_file, "--train_file");
+  if (t.do_eval) require_file(o.validation_file, "--validation_file");
+  check_output_dir(t);
+  models::BertConfig config = load_config(o);
+  data::WordPieceTokenizer tokenizer(o.tokenizer_name);
+  if (tokenizer.vocab_size() > config.vocab_size) {
+    throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the config's vocab_size is " +
+                std::to_string(config.vocab_size));
+  }
+  const int64_t max_seq_length = o.max_seq_length > 0 ? o.max_seq_length : std::min<int64_t>(512, config.max_position_embeddings);
+  if (max_seq_length > config.max_position_embeddings) {
+    throw Error("[run_mlm] --max_seq_length " + std::to_string(max_seq_length) + " is larger than the model's max_position_embeddings " +
+                std::to_string(config.max_position_embeddings));
+  }
+  std::vector<data::Example> train_set, eval_set;
+  if (t.do_train) train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
+  if (t.do_eval) eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
+
+  manual_seed(t.seed);
+  models::BertForMaskedLM model(config);
+  auto loss_fn = [&](const data::Batch& b) {
+    return model.forward(to_tensor(b.input_ids, b.batch_size, b.seq_len), to_tensor(b.attention_mask, b.batch_size, b.seq_len),
+                         to_tensor(b.labels, b.batch_size, b.seq_len)).loss;
+  };
+  data::DataCollatorOptions collator_options;
+  collator_options.mlm_probability = o.mlm_probability;
+  collator_options.seed = t.seed;
+  train::Trainer trainer(model, t, loss_fn, std::move(train_set), std::move(eval_set),
+                         [&] { return data::DataCollatorForLanguageModeling(tokenizer, collator_options); });
+
+  std::map<std::string, double> all;
+  std::map<std::string, double> train_metrics, eval_metrics;
+  if (t.do_train) train_metrics = trainer.train();
+  if (t.do_eval) eval_metrics = trainer.evaluate();
+
+  fs::create_directories(t.output_dir);
+  if (t.do_train) {
+    train::save_pretrained(model, config.to_json(), t.output_dir);
+    fs::copy_file(tokenizer.vocab_file(), t.output_dir + "/vocab.txt", fs::copy_options::overwrite_existing);
+    write_results(t.output_dir + "/train_results.json", train_metrics);
+    std::printf("***** train metrics *****\n");
+    for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+  }
+  if (t.do_eval) {
+    write_results(t.output_dir + "/eval_results.json", eval_metrics);
+    std::printf("***** eval metrics *****\n");
+    for (const auto& [k, v] : eval_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+  }
+  all.insert(train_metrics.begin(), train_metrics.end());
+  all.insert(eval_metrics.begin(), eval_metrics.end());
+  write_results(t.output_dir + "/all_results.json", all);
+  trainer.save_state();
+  std::string report = runtime::metrics_report();
+  train::write_file_atomically(t.output_dir + "/metrics_report.txt", report);
+  if (t.metrics_debug) std::printf("%s", report.c_str());
+  return 0;
+}
+
+}  // namespace lazytrain::apps

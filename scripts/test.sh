@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds with warnings as errors and runs the test suite.
+# Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh -DLAZYTRAIN_WERROR=ON
+cd build
+# One OpenMP thread per test process: ctest already runs tests in parallel.
+export OMP_NUM_THREADS=1
+ctest --output-on-failure -j "$(nproc)" --timeout 600

@@ -1,0 +1,112 @@
+// BertForMaskedLM exactly as Hugging Face's transformers defines it
+// (modeling_bert.py): parameter names, initialisation, the MLM head with the
+// decoder tied to the word embeddings and its own bias. No pooler.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/bert_config.h"
+#include "nn/layers.h"
+
+namespace lazytrain::models {
+
+class BertEmbeddings : public nn::Module {
+ public:
+  explicit BertEmbeddings(const BertConfig& c);
+  // input_ids int64 [B, S] → [B, S, hidden]; positions 0..S-1, token type 0.
+  Tensor forward(const Tensor& input_ids) const;
+  std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
+  std::shared_ptr<nn::LayerNorm> LayerNorm;
+  std::shared_ptr<nn::Dropout> dropout;
+};
+
+class BertSelfAttention : public nn::Module {
+ public:
+  explicit BertSelfAttention(const BertConfig& c);
+  // hidden [B, S, H], additive mask [B, 1, 1, S] → context [B, S, H].
+  Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  std::shared_ptr<nn::Linear> query, key, value;
+  std::shared_ptr<nn::Dropout> dropout;
+  int64_t heads, head_dim;
+};
+
+// dense → dropout → LayerNorm(x + residual); BertSelfOutput and BertOutput.
+class BertResidualOutput : public nn::Module {
+ public:
+  BertResidualOutput(const BertConfig& c, int64_t in_features);
+  Tensor forward(const Tensor& x, const Tensor& residual) const;
+  std::shared_ptr<nn::Linear> dense;
+  std::shared_ptr<nn::LayerNorm> LayerNorm;
+  std::shared_ptr<nn::Dropout> dropout;
+};
+
+class BertAttention : public nn::Module {
+ public:
+  explicit BertAttention(const BertConfig& c);
+  Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  std::shared_ptr<BertSelfAttention> self;
+  std::shared_ptr<BertResidualOutput> output;
+};
+
+class BertIntermediate : public nn::Module {
+ public:
+  explicit BertIntermediate(const BertConfig& c);
+  Tensor forward(const Tensor& x) const { return gelu(dense->forward(x)); }
+  std::shared_ptr<nn::Linear> dense;
+};
+
+class BertLayer : public nn::Module {
+ public:
+  explicit BertLayer(const BertConfig& c);
+  Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  std::shared_ptr<BertAttention> attention;
+  std::shared_ptr<BertIntermediate> intermediate;
+  std::shared_ptr<BertResidualOutput> output;
+};
+
+class BertEncoder : public nn::Module {
+ public:
+  explicit BertEncoder(const BertConfig& c);
+  std::vector<std::shared_ptr<BertLayer>> layer;
+};
+
+class BertModel : public nn::Module {
+ public:
+  explicit BertModel(const BertConfig& c);
+  // input_ids, attention_mask int64 [B, S] (mask 1 = attend) → [B, S, hidden].
+  Tensor forward(const Tensor& input_ids, const Tensor& attention_mask) const;
+  std::shared_ptr<BertEmbeddings> embeddings;
+  std::shared_ptr<BertEncoder> encoder;
+};
+
+// cls.predictions: transform (dense, gelu, LayerNorm) then the tied decoder.
+class BertLMPredictionHead : public nn::Module {
+ public:
+  BertLMPredictionHead(const BertConfig& c, const Tensor& word_embeddings);
+  Tensor forward(const Tensor& hidden) const;
+  std::shared_ptr<nn::Linear> transform_dense;
+  std::shared_ptr<nn::LayerNorm> transform_LayerNorm;
+  Tensor decoder_weight, bias;
+};
+
+struct MaskedLMOutput {
+  Tensor loss;    // 0-d, defined when labels were given
+  Tensor logits;  // [B, S, vocab_size]
+};
+
+class BertForMaskedLM : public nn::Module {
+ public:
+  explicit BertForMaskedLM(const BertConfig& config);
+  // labels int64 [B, S], -100 where no loss is taken; may be undefined.
+  // Throws Error when shapes disagree or S > max_position_embeddings.
+  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const;
+  const BertConfig& config() const { return config_; }
+  std::shared_ptr<BertModel> bert;
+  std::shared_ptr<BertLMPredictionHead> predictions;
+
+ private:
+  BertConfig config_;
+};
+
+}  // namespace lazytrain::models

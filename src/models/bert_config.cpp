@@ -1,0 +1,117 @@
+#include "models/bert_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace lazytrain::models {
+
+namespace {
+
+// Every field we read, as (name, pointer-to-member) visitors.
+template <typename F>
+void for_each_field(BertConfig& c, F&& f) {
+  f("vocab_size", c.vocab_size);
+  f("hidden_size", c.hidden_size);
+  f("num_hidden_layers", c.num_hidden_layers);
+  f("num_attention_heads", c.num_attention_heads);
+  f("intermediate_size", c.intermediate_size);
+  f("hidden_act", c.hidden_act);
+  f("hidden_dropout_prob", c.hidden_dropout_prob);
+  f("attention_probs_dropout_prob", c.attention_probs_dropout_prob);
+  f("max_position_embeddings", c.max_position_embeddings);
+  f("type_vocab_size", c.type_vocab_size);
+  f("initializer_range", c.initializer_range);
+  f("layer_norm_eps", c.layer_norm_eps);
+  f("pad_token_id", c.pad_token_id);
+  f("position_embedding_type", c.position_embedding_type);
+  f("model_type", c.model_type);
+}
+
+}  // namespace
+
+BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw Error("[BertConfig] " + source + ": expected a JSON object");
+  BertConfig c;
+  nlohmann::json rest = j;
+  for_each_field(c, [&](const char* name, auto& field) {
+    if (!j.contains(name)) return;
+    using T = std::decay_t<decltype(field)>;
+    const auto& v = j.at(name);
+    bool ok = std::is_same_v<T, std::string> ? v.is_string() : std::is_same_v<T, int64_t> ? v.is_number_integer() : v.is_number();
+    if (!ok) throw Error("[BertConfig] " + source + ": field '" + name + "' has the wrong type (" + v.dump() + ")");
+    field = v.get<T>();
+    rest.erase(name);
+  });
+  c.extra = rest;
+  c.validate(source);
+  return c;
+}
+
+BertConfig BertConfig::from_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("[BertConfig] cannot open config file '" + path + "': expected a Hugging Face config.json");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("[BertConfig] '" + path + "' is not valid JSON: " + e.what());
+  }
+  return from_json(j, "'" + path + "'");
+}
+
+nlohmann::json BertConfig::to_json() const {
+  nlohmann::json j = extra;
+  BertConfig copy = *this;
+  for_each_field(copy, [&](const char* name, auto& field) { j[name] = field; });
+  if (!j.contains("architectures")) j["architectures"] = {"BertForMaskedLM"};
+  return j;
+}
+
+void BertConfig::update_from_string(const std::string& overrides) {
+  std::stringstream ss(overrides);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw Error("[config_overrides] '" + item + "' is not of the form key=value");
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    bool found = false;
+    for_each_field(*this, [&](const char* name, auto& field) {
+      if (key != name) return;
+      found = true;
+      using T = std::decay_t<decltype(field)>;
+      try {
+        size_t used = 0;
+        if constexpr (std::is_same_v<T, std::string>) field = value, used = value.size();
+        else if constexpr (std::is_same_v<T, int64_t>) field = std::stoll(value, &used);
+        else field = std::stod(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        throw Error("[config_overrides] can't parse value '" + value + "' of key " + key);
+      }
+    });
+    if (!found) throw Error("[config_overrides] key " + key + " isn't in the original config dict");
+  }
+  validate("--config_overrides");
+}
+
+void BertConfig::validate(const std::string& source) const {
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw Error("[BertConfig] " + source + ": " + what);
+  };
+  require(vocab_size > 0 && hidden_size > 0 && num_hidden_layers >= 0 && num_attention_heads > 0 && intermediate_size > 0 &&
+              max_position_embeddings > 0 && type_vocab_size > 0,
+          "sizes must be positive");
+  require(hidden_size % num_attention_heads == 0, "the hidden size (" + std::to_string(hidden_size) +
+                                                      ") is not a multiple of the number of attention heads (" + std::to_string(num_attention_heads) + ")");
+  require(hidden_act == "gelu", "hidden_act '" + hidden_act + "' is not supported; expected 'gelu'");
+  require(position_embedding_type == "absolute", "position_embedding_type must be 'absolute'");
+  require(hidden_dropout_prob >= 0 && hidden_dropout_prob < 1 && attention_probs_dropout_prob >= 0 && attention_probs_dropout_prob < 1,
+          "dropout probabilities must be in [0, 1)");
+  require(layer_norm_eps > 0 && initializer_range >= 0, "layer_norm_eps must be positive and initializer_range non-negative");
+  require(pad_token_id >= 0 && pad_token_id < vocab_size, "pad_token_id must be a valid token id");
+}
+
+}  // namespace lazytrain::models

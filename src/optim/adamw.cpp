@@ -1,0 +1,59 @@
+#include "optim/adamw.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace lazytrain::optim {
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std::move(groups)), options_(options) {
+  check(options_.lr >= 0, "AdamW", "Invalid learning rate: " + std::to_string(options_.lr));
+  check(options_.eps >= 0, "AdamW", "Invalid epsilon value: " + std::to_string(options_.eps));
+  check(options_.beta1 >= 0 && options_.beta1 < 1, "AdamW", "Invalid beta parameter at index 0: " + std::to_string(options_.beta1));
+  check(options_.beta2 >= 0 && options_.beta2 < 1, "AdamW", "Invalid beta parameter at index 1: " + std::to_string(options_.beta2));
+  // State is made here, not at the first step (PyTorch makes it lazily), so that
+  // step 1 and step 2 record the same graph and the loop compiles once.
+  for (const auto& g : groups_) {
+    state_.emplace_back();
+    for (const Tensor& p : g.params) {
+      std::vector<uint8_t> zero_bytes(static_cast<size_t>(p.numel() * itemsize(p.dtype())), 0);
+      state_.back().push_back({from_buffer(zero_bytes.data(), p.shape(), p.dtype()), from_buffer(zero_bytes.data(), p.shape(), p.dtype())});
+    }
+  }
+}
+
+void AdamW::step() {
+  NoGradGuard no_grad;
+  ++step_;
+  const double t = static_cast<double>(step_);
+  const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
+  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
+  // Values that change between steps: device data, so the graph hash is stable.
+  Tensor step_size = scalar_tensor(options_.lr / bias_correction1);
+  Tensor bc2_sqrt = scalar_tensor(bias_correction2_sqrt);
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const ParamGroup& group = groups_[gi];
+    Tensor decay = scalar_tensor(1.0 - options_.lr * group.weight_decay);
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const Tensor& p = group.params[i];
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      State& s = state_[gi][i];
+      Tensor param = group.weight_decay != 0.0 ? mul(p.detach(), decay) : p.detach();
+      Tensor m = add(mul(s.exp_avg, options_.beta1), g, 1.0 - options_.beta1);
+      Tensor v = add(mul(s.exp_avg_sq, options_.beta2), mul(g, g), 1.0 - options_.beta2);
+      Tensor denom = add(div(sqrt(v), bc2_sqrt), options_.eps);
+      p.set_data(sub(param, mul(div(m, denom), step_size)));
+      s.exp_avg.set_data(m);
+      s.exp_avg_sq.set_data(v);
+    }
+  }
+}
+
+void AdamW::zero_grad() {
+  for (auto& g : groups_) {
+    for (auto& p : g.params) p.set_grad(Tensor());
+  }
+}
+
+}  // namespace lazytrain::optim

@@ -1,0 +1,183 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "optim/adamw.h"
+#include "optim/clip_grad.h"
+#include "optim/lr_scheduler.h"
+#include "train/model_io.h"
+#include "train/progress_bar.h"
+
+namespace lazytrain::train {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+double round4(double v) { return std::round(v * 1e4) / 1e4; }
+}  // namespace
+
+DecayGroups split_weight_decay(const nn::Module& model) {
+  DecayGroups groups;
+  for (const auto& [name, p] : model.named_parameters()) {
+    bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos;
+    (no_decay ? groups.no_decay : groups.decay).push_back(p);
+  }
+  return groups;
+}
+
+Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
+                 std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator)
+    : model_(model), args_(std::move(args)), loss_fn_(std::move(loss_fn)), train_dataset_(std::move(train_dataset)),
+      eval_dataset_(std::move(eval_dataset)), make_collator_(std::move(make_collator)) {
+  args_.validate();
+}
+
+std::vector<std::vector<size_t>> Trainer::epoch_batches(size_t n, int64_t batch_size, bool shuffle, uint64_t epoch) const {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (shuffle) {
+    // Fisher-Yates with raw 64-bit draws: the same order on every standard library.
+    std::mt19937_64 rng(args_.seed * 1000003ull + epoch);
+    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  }
+  std::vector<std::vector<size_t>> batches;
+  const size_t b = static_cast<size_t>(batch_size);
+  for (size_t start = 0; start + b <= n; start += b) batches.emplace_back(order.begin() + start, order.begin() + start + b);
+  return batches;
+}
+
+data::Batch Trainer::collate(data::DataCollatorForLanguageModeling& collator, const std::vector<data::Example>& dataset,
+                             const std::vector<size_t>& indices) const {
+  std::vector<data::Example> examples;
+  examples.reserve(indices.size());
+  for (size_t i : indices) examples.push_back(dataset[i]);
+  return collator(examples);
+}
+
+void Trainer::log(nlohmann::json entry) {
+  entry["epoch"] = round4(epoch_);
+  entry["step"] = global_step_;
+  log_history_.push_back(std::move(entry));
+}
+
+std::map<std::string, double> Trainer::train() {
+  const int64_t per_epoch = static_cast<int64_t>(train_dataset_.size()) / args_.per_device_train_batch_size;
+  if (per_epoch == 0) {
+    throw Error("[Trainer] the training set has " + std::to_string(train_dataset_.size()) + " examples, fewer than one batch of " +
+                std::to_string(args_.per_device_train_batch_size));
+  }
+  max_steps_ = args_.max_steps > 0 ? args_.max_steps : static_cast<int64_t>(std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch)));
+  DecayGroups groups = split_weight_decay(model_);
+  optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
+                         {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
+  std::vector<Tensor> params = model_.parameters();
+  data::DataCollatorForLanguageModeling collator = make_collator_();
+  model_.train();
+  ProgressBar bar(max_steps_, args_.disable_tqdm);
+  const auto start = std::chrono::steady_clock::now();
+  double total_loss = 0.0, interval_loss = 0.0;
+  int64_t interval_steps = 0;
+  for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
+    std::vector<std::vector<size_t>> batches = epoch_batches(train_dataset_.size(), args_.per_device_train_batch_size, true, epoch);
+    for (size_t i = 0; i < batches.size() && global_step_ < max_steps_; ++i) {
+      data::Batch batch = collate(collator, train_dataset_, batches[i]);
+      optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
+      Tensor loss = loss_fn_(batch);
+      loss.backward();
+      if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
+      optimizer.step();
+      optimizer.zero_grad();
+      lazy::mark_step();
+      const double value = loss.item();
+      if (!std::isfinite(value)) {
+        throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(global_step_ + 1) +
+                    "; lower --learning_rate or check the data");
+      }
+      ++global_step_;
+      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / static_cast<double>(batches.size());
+      total_loss += value;
+      interval_loss += value;
+      ++interval_steps;
+      bar.update(global_step_, value);
+      if (global_step_ % args_.logging_steps == 0) {
+        double lr = args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_);
+        log({{"loss", round4(interval_loss / static_cast<double>(interval_steps))}, {"learning_rate", lr}});
+        bar.message(log_history_.back().dump());
+        interval_loss = 0.0;
+        interval_steps = 0;
+      }
+    }
+  }
+  bar.finish();
+  const double runtime = seconds_since(start);
+  std::map<std::string, double> metrics = {
+      {"train_loss", total_loss / static_cast<double>(global_step_)},
+      {"train_runtime", round4(runtime)},
+      {"train_samples_per_second", round4(static_cast<double>(global_step_ * args_.per_device_train_batch_size) / runtime)},
+      {"train_steps_per_second", round4(static_cast<double>(global_step_) / runtime)},
+      {"epoch", round4(epoch_)}};
+  log({{"train_loss", metrics["train_loss"]}, {"train_runtime", metrics["train_runtime"]},
+       {"train_samples_per_second", metrics["train_samples_per_second"]}, {"train_steps_per_second", metrics["train_steps_per_second"]}});
+  return metrics;
+}
+
+std::map<std::string, double> Trainer::evaluate() {
+  std::vector<std::vector<size_t>> batches = epoch_batches(eval_dataset_.size(), args_.per_device_eval_batch_size, false, 0);
+  if (batches.empty()) {
+    throw Error("[Trainer] the evaluation set has " + std::to_string(eval_dataset_.size()) + " examples, fewer than one batch of " +
+                std::to_string(args_.per_device_eval_batch_size));
+  }
+  data::DataCollatorForLanguageModeling collator = make_collator_();
+  model_.eval();
+  NoGradGuard no_grad;
+  const auto start = std::chrono::steady_clock::now();
+  double total = 0.0;
+  for (const auto& indices : batches) {
+    data::Batch batch = collate(collator, eval_dataset_, indices);
+    Tensor loss = loss_fn_(batch);
+    lazy::mark_step();
+    total += loss.item();
+  }
+  model_.train();
+  const double runtime = seconds_since(start);
+  const double eval_loss = total / static_cast<double>(batches.size());
+  const double samples = static_cast<double>(batches.size() * static_cast<size_t>(args_.per_device_eval_batch_size));
+  std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
+                                           {"eval_runtime", round4(runtime)},
+                                           {"eval_samples_per_second", round4(samples / runtime)},
+                                           {"eval_steps_per_second", round4(static_cast<double>(batches.size()) / runtime)},
+                                           {"epoch", round4(epoch_)}};
+  nlohmann::json entry;
+  for (const auto& [k, v] : metrics) if (k != "epoch") entry[k] = v;
+  log(entry);
+  metrics["perplexity"] = std::exp(eval_loss);
+  return metrics;
+}
+
+void Trainer::save_state() const {
+  nlohmann::json state = {{"best_metric", nullptr},
+                          {"best_model_checkpoint", nullptr},
+                          {"epoch", round4(epoch_)},
+                          {"global_step", global_step_},
+                          {"is_hyper_param_search", false},
+                          {"is_local_process_zero", true},
+                          {"is_world_process_zero", true},
+                          {"log_history", log_history_},
+                          {"logging_steps", args_.logging_steps},
+                          {"max_steps", max_steps_},
+                          {"num_train_epochs", args_.num_train_epochs},
+                          {"train_batch_size", args_.per_device_train_batch_size},
+                          {"total_flos", 0},
+                          {"trial_name", nullptr},
+                          {"trial_params", nullptr}};
+  write_json_file(args_.output_dir + "/trainer_state.json", state);
+}
+
+}  // namespace lazytrain::train

@@ -1,0 +1,72 @@
+// Trainer: the Hugging Face Trainer's loop on lazy tensors. Each step records
+// forward, backward, gradient clipping and the AdamW update into one graph and
+// cuts it with mark_step(); with static batch shapes the step compiles once.
+//
+// Output files in args.output_dir, as Hugging Face writes them:
+// trainer_state.json (log_history), train_results.json, eval_results.json,
+// all_results.json, config.json + model.safetensors (save_model), metrics_report.txt.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/data_collator.h"
+#include "data/example.h"
+#include "nn/module.h"
+#include "train/training_arguments.h"
+
+namespace lazytrain::train {
+
+// Computes the mean loss of one collated batch (a 0-d float tensor).
+using LossFn = std::function<Tensor(const data::Batch& batch)>;
+
+class Trainer {
+ public:
+  // `train_dataset`/`eval_dataset` may be empty when not used. Examples of one
+  // dataset must all have the same length (static shapes).
+  Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
+          std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator);
+
+  // Trains for args.max_steps (or num_train_epochs); returns train metrics
+  // (train_loss, train_runtime, train_samples_per_second, train_steps_per_second, epoch).
+  // Throws Error when the dataset has fewer examples than one batch, or when the
+  // loss becomes NaN or infinite (naming the step).
+  std::map<std::string, double> train();
+  // Mean loss over the eval set (last partial batch dropped, so shapes stay
+  // static); returns eval_loss, perplexity = exp(eval_loss), eval_runtime, ...
+  std::map<std::string, double> evaluate();
+
+  // Writes trainer_state.json.
+  void save_state() const;
+  int64_t global_step() const { return global_step_; }
+  const nlohmann::json& log_history() const { return log_history_; }
+
+ private:
+  std::vector<std::vector<size_t>> epoch_batches(size_t dataset_size, int64_t batch_size, bool shuffle, uint64_t epoch) const;
+  data::Batch collate(data::DataCollatorForLanguageModeling& collator, const std::vector<data::Example>& dataset,
+                      const std::vector<size_t>& indices) const;
+  void log(nlohmann::json entry);
+
+  nn::Module& model_;
+  TrainingArguments args_;
+  LossFn loss_fn_;
+  std::vector<data::Example> train_dataset_, eval_dataset_;
+  std::function<data::DataCollatorForLanguageModeling()> make_collator_;
+  int64_t global_step_ = 0;
+  int64_t max_steps_ = 0;
+  double epoch_ = 0.0;
+  nlohmann::json log_history_ = nlohmann::json::array();
+};
+
+// Parameters split as the Trainer does: weight decay for all but biases and
+// LayerNorm weights (names ending in "bias" or containing "LayerNorm.weight").
+struct DecayGroups {
+  std::vector<Tensor> decay, no_decay;
+};
+DecayGroups split_weight_decay(const nn::Module& model);
+
+}  // namespace lazytrain::train

@@ -1,0 +1,51 @@
+// Loading golden tensors (tests/golden/*.safetensors, made by tools/ with PyTorch)
+// and comparing lazytrain tensors against them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "tensor/tensor.h"
+#include "train/safetensors.h"
+
+namespace lazytrain::testing {
+
+inline std::string golden_path(const std::string& file) { return std::string(LAZYTRAIN_SOURCE_DIR) + "/tests/golden/" + file; }
+
+class GoldenFile {
+ public:
+  explicit GoldenFile(const std::string& file) : records_(train::load_safetensors(golden_path(file), &metadata_)) {}
+  bool has(const std::string& name) const { return records_.count(name) > 0; }
+  // The golden tensor `name` as a lazytrain tensor (device data).
+  Tensor tensor(const std::string& name) const {
+    const auto& r = records_.at(name);
+    return from_buffer(r.data.data(), r.shape, dtype_from_safetensors_name(r.dtype));
+  }
+  std::vector<float> floats(const std::string& name) const { return tensor(name).to_vector<float>(); }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, train::TensorRecord> records_;
+};
+
+// Every element within rtol·|expected| + atol; reports the worst element.
+inline void expect_close(const Tensor& actual, const std::vector<float>& expected, double rtol, double atol, const std::string& what) {
+  std::vector<float> got = actual.to_vector<float>();
+  ASSERT_EQ(got.size(), expected.size()) << what << ": element count";
+  double worst = 0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double excess = std::abs(static_cast<double>(got[i]) - expected[i]) - (rtol * std::abs(expected[i]) + atol);
+    if (!(excess <= worst)) {
+      worst = std::isnan(excess) ? INFINITY : excess;
+      worst_i = i;
+    }
+  }
+  EXPECT_LE(worst, 0.0) << what << ": element " << worst_i << " is " << got[worst_i] << ", expected " << expected[worst_i];
+}
+
+}  // namespace lazytrain::testing
