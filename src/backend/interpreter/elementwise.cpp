@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/interpreter/kernels.h"
+#include "backend/interpreter/vector_math.h"
 #include "core/error.h"
 
 namespace lazytrain::backend::interpreter {
@@ -34,6 +35,12 @@ template <typename T>
 Buffer unary(const hlo::HloInstruction& in, const Buffer& x) {
   Buffer out(in.shape, in.dtype);
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (has_vector_kernel(in.opcode)) {
+      vector_unary(in.opcode, x.data<float>(), out.data<float>(), x.numel());
+      return out;
+    }
+  }
   switch (in.opcode) {
     case HloOpcode::kNegate: map_unary<T>(x, out, [](C v) { return -v; }); break;
     case HloOpcode::kAbs: map_unary<T>(x, out, [](C v) { return v < 0 ? -v : v; }); break;

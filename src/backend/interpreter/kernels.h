@@ -44,6 +44,6 @@ void strided_copy(const void* src, const std::vector<int64_t>& src_strides, void
                   int64_t elem_bytes);
 
 // Elements at which it pays to split a loop over the two cores.
-inline constexpr int64_t kParallelThreshold = 1 << 15;
+inline constexpr int64_t kParallelThreshold = 1 << 20;
 
 }  // namespace lazytrain::backend::interpreter

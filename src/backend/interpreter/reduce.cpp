@@ -14,42 +14,70 @@ namespace {
 template <typename T>
 using accum_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
 
-template <typename A>
-inline A combine(ReduceKind kind, A acc, A v) {
-  switch (kind) {
-    case ReduceKind::kAdd: return acc + v;
-    case ReduceKind::kMul: return acc * v;
-    case ReduceKind::kMax: return (v != v || v > acc) ? v : acc;
-    case ReduceKind::kMin: return (v != v || v < acc) ? v : acc;
-  }
-  return acc;
+template <ReduceKind K, typename A>
+inline A combine(A acc, A v) {
+  if constexpr (K == ReduceKind::kAdd) return acc + v;
+  else if constexpr (K == ReduceKind::kMul) return acc * v;
+  else if constexpr (K == ReduceKind::kMax) return (v != v || v > acc) ? v : acc;
+  else return (v != v || v < acc) ? v : acc;
 }
 
 // x viewed as [outer, inner]: reduce each row (the reduced dims are a suffix).
-template <typename T>
-void reduce_rows(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
+// Eight independent partial results per row let the loop vectorize without
+// reassociating a single chain.
+template <ReduceKind K, typename T>
+void reduce_rows(const T* x, T* out, int64_t outer, int64_t inner, accum_t<T> init) {
+  using A = accum_t<T>;
 #pragma omp parallel for if (outer * inner > kParallelThreshold) schedule(static)
   for (int64_t o = 0; o < outer; ++o) {
-    accum_t<T> acc = init;
     const T* row = x + o * inner;
-    for (int64_t i = 0; i < inner; ++i) acc = combine<accum_t<T>>(kind, acc, static_cast<accum_t<T>>(static_cast<compute_t<T>>(row[i])));
+    A lanes[8] = {init, init, init, init, init, init, init, init};
+    int64_t i = 0;
+    for (; i + 8 <= inner; i += 8) {
+      for (int k = 0; k < 8; ++k) lanes[k] = combine<K, A>(lanes[k], static_cast<A>(static_cast<compute_t<T>>(row[i + k])));
+    }
+    for (; i < inner; ++i) lanes[0] = combine<K, A>(lanes[0], static_cast<A>(static_cast<compute_t<T>>(row[i])));
+    A acc = lanes[0];
+    for (int k = 1; k < 8; ++k) acc = combine<K, A>(acc, lanes[k]);
     out[o] = static_cast<T>(static_cast<compute_t<T>>(acc));
   }
 }
 
 // x viewed as [outer, inner]: reduce over outer (the reduced dims are a prefix).
-template <typename T>
-void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
-  std::vector<accum_t<T>> acc(static_cast<size_t>(inner), init);
+template <ReduceKind K, typename T>
+void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, accum_t<T> init) {
+  using A = accum_t<T>;
 #pragma omp parallel for if (outer * inner > kParallelThreshold) schedule(static)
   for (int64_t i = 0; i < inner; i += 256) {
-    int64_t end = std::min(inner, i + 256);
+    const int64_t end = std::min(inner, i + 256);
+    A acc[256];
+    for (int64_t j = i; j < end; ++j) acc[j - i] = init;
     for (int64_t o = 0; o < outer; ++o) {
       const T* row = x + o * inner;
-      for (int64_t j = i; j < end; ++j) acc[j] = combine<accum_t<T>>(kind, acc[j], static_cast<accum_t<T>>(static_cast<compute_t<T>>(row[j])));
+      for (int64_t j = i; j < end; ++j) acc[j - i] = combine<K, A>(acc[j - i], static_cast<A>(static_cast<compute_t<T>>(row[j])));
     }
+    for (int64_t j = i; j < end; ++j) out[j] = static_cast<T>(static_cast<compute_t<T>>(acc[j - i]));
   }
-  for (int64_t j = 0; j < inner; ++j) out[j] = static_cast<T>(static_cast<compute_t<T>>(acc[j]));
+}
+
+template <typename T>
+void reduce_rows(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
+  switch (kind) {
+    case ReduceKind::kAdd: reduce_rows<ReduceKind::kAdd>(x, out, outer, inner, init); break;
+    case ReduceKind::kMul: reduce_rows<ReduceKind::kMul>(x, out, outer, inner, init); break;
+    case ReduceKind::kMax: reduce_rows<ReduceKind::kMax>(x, out, outer, inner, init); break;
+    case ReduceKind::kMin: reduce_rows<ReduceKind::kMin>(x, out, outer, inner, init); break;
+  }
+}
+
+template <typename T>
+void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
+  switch (kind) {
+    case ReduceKind::kAdd: reduce_columns<ReduceKind::kAdd>(x, out, outer, inner, init); break;
+    case ReduceKind::kMul: reduce_columns<ReduceKind::kMul>(x, out, outer, inner, init); break;
+    case ReduceKind::kMax: reduce_columns<ReduceKind::kMax>(x, out, outer, inner, init); break;
+    case ReduceKind::kMin: reduce_columns<ReduceKind::kMin>(x, out, outer, inner, init); break;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#include "backend/interpreter/vector_math.h"
+
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "backend/interpreter/kernels.h"
+
+namespace lazytrain::backend::interpreter {
+
+namespace {
+
+using VecFn = const __m256 (*)(__m256);  // SLEEF declares its functions CONST
+
+template <VecFn F>
+void apply(const float* in, float* out, int64_t n) {
+  const int64_t full = n / 8 * 8;
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < full; i += 8) _mm256_storeu_ps(out + i, F(_mm256_loadu_ps(in + i)));
+  if (full < n) {
+    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t i = full; i < n; ++i) tail[i - full] = in[i];
+    _mm256_store_ps(tail, F(_mm256_load_ps(tail)));
+    for (int64_t i = full; i < n; ++i) out[i] = tail[i - full];
+  }
+}
+
+}  // namespace
+
+bool has_vector_kernel(hlo::HloOpcode opcode) {
+  using hlo::HloOpcode;
+  return opcode == HloOpcode::kExp || opcode == HloOpcode::kLog || opcode == HloOpcode::kTanh || opcode == HloOpcode::kErf;
+}
+
+void vector_unary(hlo::HloOpcode opcode, const float* in, float* out, int64_t n) {
+  using hlo::HloOpcode;
+  switch (opcode) {
+    case HloOpcode::kExp: apply<Sleef_expf8_u10avx2>(in, out, n); break;
+    case HloOpcode::kLog: apply<Sleef_logf8_u10avx2>(in, out, n); break;
+    case HloOpcode::kTanh: apply<Sleef_tanhf8_u10avx2>(in, out, n); break;
+    case HloOpcode::kErf: apply<Sleef_erff8_u10avx2>(in, out, n); break;
+    default: break;
+  }
+}
+
+}  // namespace lazytrain::backend::interpreter
