@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   CLI::App* c = app.add_subcommand("run_mlm", "Train and/or evaluate a masked language model (BERT) on text files");
   auto& t = o.training;
+  // As argparse: a repeated flag takes its last value.
+  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c->add_option("--train_file", o.train_file, "A text file to train on (one document or sentence per line)");
   c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
   c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"bert"}));

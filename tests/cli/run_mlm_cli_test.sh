@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end checks of `lazytrain run_mlm`: bad input gets one clear error line, a
+# non-zero exit and nothing written to --output_dir; a tiny run writes Hugging
+# Face's files and compiles its training step once.
+# Usage: run_mlm_cli_test.sh <lazytrain binary> <shared data dir>
+set -uo pipefail
+bin="$1"
+data="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+vocab="$data/bert-base-uncased/vocab.txt"
+config="$data/bert-base-uncased/config.json"
+text="$data/sample-text/sample_text.txt"
+tiny="hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37"
+passed=0
+failed=0
+
+# expect_error NAME EXPECTED_SUBSTRING ARGS...: fails unless the run exits non-zero
+# with exactly one stderr line containing the substring, leaving $work/out absent.
+expect_error() {
+  local name="$1" expected="$2"
+  shift 2
+  rm -rf "$work/out"
+  "$bin" run_mlm "$@" > "$work/stdout" 2> "$work/stderr"
+  local rc=$?
+  local lines
+  lines=$(wc -l < "$work/stderr")
+  if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$expected" "$work/stderr" && [ ! -e "$work/out" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: rc=$rc lines=$lines out_exists=$([ -e "$work/out" ] && echo yes || echo no)"
+    cat "$work/stderr"
+  fi
+}
+
+common=(--tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 32
+        --per_device_train_batch_size 2 --max_steps 2 --do_train --disable_tqdm)
+
+expect_error missing_train_file "--train_file '$work/nope.txt' does not exist" \
+  "${common[@]}" --train_file "$work/nope.txt" --output_dir "$work/out"
+expect_error missing_vocabulary "cannot open vocabulary" \
+  --train_file "$text" --tokenizer_name "$work/no-vocab.txt" --config_name "$config" --do_train --output_dir "$work/out"
+expect_error unknown_override "key hidden_sise isn't in the original config dict" \
+  "${common[@]}" --config_overrides "hidden_sise=32" --train_file "$text" --output_dir "$work/out"
+expect_error seq_too_long "--max_seq_length 1024 is larger than the model's max_position_embeddings 512" \
+  "${common[@]}" --max_seq_length 1024 --train_file "$text" --output_dir "$work/out"
+: > "$work/empty.txt"
+expect_error empty_file "empty.txt" "${common[@]}" --train_file "$work/empty.txt" --output_dir "$work/out"
+printf 'valid line\n\xff\xfe broken\n' > "$work/latin1.txt"
+expect_error not_utf8 "UTF-8" "${common[@]}" --train_file "$work/latin1.txt" --output_dir "$work/out"
+expect_error bad_config "is not valid JSON" \
+  --tokenizer_name "$vocab" --config_name "$work/latin1.txt" --train_file "$text" --do_train --output_dir "$work/out"
+
+# An existing non-empty output directory without --overwrite_output_dir: untouched.
+mkdir -p "$work/existing" && echo keep > "$work/existing/notes.txt"
+"$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/existing" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "already exists and is not empty. Use --overwrite_output_dir" "$work/stderr" &&
+   [ "$(ls "$work/existing")" = "notes.txt" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL existing_output_dir: rc=$rc"; cat "$work/stderr"
+fi
+
+# A tiny real run: files as Hugging Face writes them; the step compiles once.
+"$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" --validation_file "$text" \
+  --do_eval --per_device_eval_batch_size 2 --output_dir "$work/run" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+ok=1
+for f in config.json model.safetensors vocab.txt train_results.json eval_results.json all_results.json trainer_state.json metrics_report.txt; do
+  [ -s "$work/run/$f" ] || { ok=0; echo "missing $f"; }
+done
+grep -q '"perplexity"' "$work/run/eval_results.json" || ok=0
+grep -q '"train_loss"' "$work/run/train_results.json" || ok=0
+# 2 graphs: the training step and the evaluation step; every other step hits the cache.
+grep -A1 "Metric: CompileTime" "$work/run/metrics_report.txt" | grep -q "TotalSamples: 2" || { ok=0; echo "CompileTime is not 2 samples"; }
+cached=$(grep -A1 "Counter: CachedCompile" "$work/run/metrics_report.txt" | sed -n 's/.*Value: //p')
+steps=$(grep -A1 "Counter: MarkStep" "$work/run/metrics_report.txt" | sed -n 's/.*Value: //p')
+[ -n "$cached" ] && [ "$cached" -eq $((steps - 2)) ] || { ok=0; echo "CachedCompile ($cached) is not MarkStep ($steps) - 2"; }
+ls "$work/run" | grep -q "\.tmp\." && { ok=0; echo "temporary file left behind"; }
+if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL tiny_run: rc=$rc"; cat "$work/stderr"; cat "$work/run/metrics_report.txt" 2>/dev/null
+fi
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
