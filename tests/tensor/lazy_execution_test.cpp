@@ -71,3 +71,58 @@ TEST(LazyExecution, ShapeErrorNamesOpAndCaller) {
 
 }  // namespace
 }  // namespace lazytrain
+
+namespace lazytrain {
+namespace {
+
+TEST(LazyExecution, IrDumpListsNodesInPostOrder) {
+  Tensor a = from_vector(std::vector<float>{1, 2}, {2});
+  Tensor b = exp(a * 2.0);
+  std::string ir = lazy::dump_ir({b.ir_value().get()});
+  EXPECT_EQ(ir,
+            "IR {\n"
+            "  %0 = f32[2]{0} xla::device_data(), device=cpu:0\n"
+            "  %1 = f32[] prim::Constant(), value=2\n"
+            "  %2 = f32[2]{0} aten::mul(%0, %1)\n"
+            "  %3 = f32[2]{0} aten::exp(%2)\n"
+            "  %3 = ROOT.output(0)\n"
+            "}\n");
+}
+
+TEST(LazyExecution, MarkStepMaterialisesEveryLiveTensorInOneGraph) {
+  Tensor a = from_vector(std::vector<float>{1, 2}, {2});
+  Tensor b = a + 1.0;
+  Tensor c = a * 3.0;
+  int64_t marks = runtime::counter_value("MarkStep");
+  int64_t executions = runtime::metric_data("ExecuteTime") ? runtime::metric_data("ExecuteTime")->total_samples : 0;
+  lazy::mark_step();
+  EXPECT_FALSE(b.impl()->has_pending_ir());
+  EXPECT_FALSE(c.impl()->has_pending_ir());
+  EXPECT_EQ(runtime::counter_value("MarkStep"), marks + 1);
+  EXPECT_EQ(runtime::metric_data("ExecuteTime")->total_samples, executions + 1);
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{2, 3}));
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{3, 6}));
+}
+
+TEST(LazyExecution, AttributesEnterTheHash) {
+  // Same ops and shapes, different attribute (the constant): two graphs.
+  Tensor a = from_vector(std::vector<float>{1, 2}, {2});
+  int64_t uncached = runtime::counter_value("UncachedCompile");
+  EXPECT_EQ((a * 5.0).to_vector<float>(), (std::vector<float>{5, 10}));
+  EXPECT_EQ((a * 7.0).to_vector<float>(), (std::vector<float>{7, 14}));
+  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached + 2);
+}
+
+TEST(LazyExecution, HloOfTheLastGraphIsXlaText) {
+  Tensor a = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor b = matmul(a, a.t()) + 0.25;
+  b.to_vector<float>();
+  std::string hlo = lazy::GraphExecutor::get().last_compiled_hlo();
+  EXPECT_NE(hlo.find("HloModule SyncTensorsGraph"), std::string::npos) << hlo;
+  EXPECT_NE(hlo.find("dot("), std::string::npos) << hlo;
+  EXPECT_NE(hlo.find("lhs_contracting_dims={1}, rhs_batch_dims={}, rhs_contracting_dims={1}"), std::string::npos) << hlo;
+  EXPECT_NE(hlo.find("ROOT %tuple"), std::string::npos) << hlo;
+}
+
+}  // namespace
+}  // namespace lazytrain
