@@ -1,11 +1,9 @@
 #include "tensor/tensor.h"
 
 #include <cstring>
-#include <random>
 
 #include "core/error.h"
 #include "core/half.h"
-#include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "tensor/autograd.h"
 #include "tensor/lowering.h"
@@ -30,10 +28,7 @@ int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this
 
 const runtime::Buffer& Tensor::buffer() const {
   deref(impl_);
-  if (impl_->has_pending_ir()) {
-    lazy::GraphExecutor::get().sync({impl_.get()});
-  }
-  return impl_->ir_value()->data();
+  return impl_->buffer();
 }
 
 template <typename T>

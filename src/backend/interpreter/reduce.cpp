@@ -92,7 +92,6 @@ Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
   // Kept dims first, reduced dims last, each in order.
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < rank; ++d) if (!reduced[d]) perm.push_back(d);
-  int64_t kept = static_cast<int64_t>(perm.size());
   for (int64_t d = 0; d < rank; ++d) if (reduced[d]) perm.push_back(d);
   int64_t inner = 1;
   for (int64_t d : in.dimensions) inner *= xs[d];
@@ -120,7 +119,6 @@ Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
       reduce_rows<T>(tmp.data<T>(), out.data<T>(), outer, inner, in.reduce_kind, init);
     }
   });
-  (void)kept;
   return out;
 }
 
