@@ -1,6 +1,7 @@
 // The subcommands of the lazytrain command line.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -13,8 +14,8 @@ namespace lazytrain::apps {
 struct RunMlmOptions {
   std::string train_file, validation_file;
   std::string model_type = "bert";
-  std::string config_name, config_overrides, tokenizer_name;
-  int64_t max_seq_length = -1;  // -1: min(512, max_position_embeddings)
+  std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
+  std::optional<int64_t> max_seq_length;  // unset: min(512, max_position_embeddings)
   bool pad_to_max_length = false;
   bool line_by_line = false;
   double mlm_probability = 0.15;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "apps/commands.h"
 #include "core/error.h"
@@ -13,11 +14,20 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_run_mlm_command(app, run_mlm);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, like every other error: "error: --flag: what was wrong".
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
   }
   try {
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)\n");
+    return 1;
   } catch (const lazytrain::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

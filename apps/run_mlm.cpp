@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 
 #include "apps/commands.h"
 #include "core/error.h"
@@ -23,13 +24,15 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   CLI::App* c = app.add_subcommand("run_mlm", "Train and/or evaluate a masked language model (BERT) on text files");
   auto& t = o.training;
   // As argparse: a repeated flag takes its last value.
-  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   c->add_option("--train_file", o.train_file, "A text file to train on (one document or sentence per line)");
   c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
   c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"bert"}));
+  c->add_option("--model_name_or_path", o.model_name_or_path,
+                "A directory written by run_mlm (config.json, model.safetensors, vocab.txt) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: BERT's defaults");
   c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"hidden_size=128,num_hidden_layers=2\"");
-  c->add_option("--tokenizer_name", o.tokenizer_name, "A vocab.txt, or a directory holding one")->required();
+  c->add_option("--tokenizer_name", o.tokenizer_name, "A vocab.txt, or a directory holding one (default: --model_name_or_path)");
   c->add_option("--max_seq_length", o.max_seq_length, "Sequence length after tokenization (default: min(512, max_position_embeddings))");
   c->add_flag("--pad_to_max_length", o.pad_to_max_length, "Pad every line to max_seq_length (with --line_by_line)");
   c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
@@ -59,6 +62,7 @@ namespace {
 
 void require_file(const std::string& path, const std::string& flag) {
   if (path.empty()) throw Error("[run_mlm] " + flag + " is required");
+  if (fs::is_directory(path)) throw Error("[run_mlm] " + flag + " '" + path + "' is a directory; expected a text file");
   if (!fs::is_regular_file(path)) throw Error("[run_mlm] " + flag + " '" + path + "' does not exist or is not a file");
 }
 
@@ -72,12 +76,26 @@ void check_output_dir(const train::TrainingArguments& t) {
 
 models::BertConfig load_config(const RunMlmOptions& o) {
   models::BertConfig config;
-  if (!o.config_name.empty()) {
-    std::string path = fs::is_directory(o.config_name) ? o.config_name + "/config.json" : o.config_name;
+  std::string source = o.config_name.empty() ? o.model_name_or_path : o.config_name;
+  if (!source.empty()) {
+    std::string path = fs::is_directory(source) ? source + "/config.json" : source;
     config = models::BertConfig::from_json_file(path);
   }
   if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
+  config.validate(o.config_overrides.empty() ? "'" + source + "'" : "the config after --config_overrides");
+  if (config.model_type != "bert") {
+    throw Error("[run_mlm] model_type '" + config.model_type + "' is not supported; expected 'bert'");
+  }
   return config;
+}
+
+// Fails before any work when --output_dir could not be created or written.
+void check_output_dir_writable(const std::string& dir) {
+  fs::path p = fs::absolute(dir);
+  while (!p.empty() && !fs::exists(p)) p = p.parent_path();
+  if (p.empty() || !fs::is_directory(p) || access(p.c_str(), W_OK) != 0) {
+    throw Error("[run_mlm] --output_dir '" + dir + "' cannot be created: '" + p.string() + "' is not a writable directory");
+  }
 }
 
 std::vector<data::Example> load_dataset(const std::string& path, const data::WordPieceTokenizer& tokenizer, const RunMlmOptions& o,
@@ -88,7 +106,9 @@ std::vector<data::Example> load_dataset(const std::string& path, const data::Wor
     examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, o.pad_to_max_length);
     if (!o.pad_to_max_length) {
       // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
-      std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
+      static bool noted = false;
+      if (!noted) std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
+      noted = true;
       examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, true);
     }
   } else {
@@ -96,6 +116,21 @@ std::vector<data::Example> load_dataset(const std::string& path, const data::Wor
   }
   if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
   return examples;
+}
+
+void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size, const std::string& file, const std::string& flag) {
+  if (static_cast<int64_t>(set.size()) < batch_size) {
+    throw Error("[run_mlm] '" + file + "' gives " + std::to_string(set.size()) + " examples, fewer than one batch of " +
+                std::to_string(batch_size) + " (" + flag + ")");
+  }
+}
+
+// Writes the vocabulary (not a file copy: the source may be read-only, and its
+// mode must not carry over to the output).
+void save_vocabulary(const data::WordPieceTokenizer& tokenizer, const std::string& path) {
+  std::string text;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) text += tokenizer.convert_id_to_token(id) + "\n";
+  train::write_file_atomically(path, text);
 }
 
 Tensor to_tensor(const std::vector<int64_t>& values, int64_t rows, int64_t cols) { return from_vector(values, {rows, cols}); }
@@ -115,24 +150,45 @@ int run_mlm(const RunMlmOptions& o) {
   if (!t.do_train && !t.do_eval) throw Error("[run_mlm] nothing to do: pass --do_train and/or --do_eval");
   if (t.do_train) require_file(o.train_file, "--train_file");
   if (t.do_eval) require_file(o.validation_file, "--validation_file");
+  if (!(o.mlm_probability > 0.0)) throw Error("[run_mlm] --mlm_probability must be in (0, 1]; with 0 no token is masked and the loss is undefined");
+  if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {
+    throw Error("[run_mlm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
+  }
   check_output_dir(t);
+  check_output_dir_writable(t.output_dir);
   models::BertConfig config = load_config(o);
-  data::WordPieceTokenizer tokenizer(o.tokenizer_name);
+  std::string tokenizer_name = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
+  if (tokenizer_name.empty()) throw Error("[run_mlm] --tokenizer_name is required (a vocab.txt or a directory holding one)");
+  data::WordPieceTokenizer tokenizer(tokenizer_name);
   if (tokenizer.vocab_size() > config.vocab_size) {
     throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the config's vocab_size is " +
                 std::to_string(config.vocab_size));
   }
-  const int64_t max_seq_length = o.max_seq_length > 0 ? o.max_seq_length : std::min<int64_t>(512, config.max_position_embeddings);
+  if (o.max_seq_length && *o.max_seq_length < 2) {
+    throw Error("[run_mlm] --max_seq_length must be at least 2 ([CLS] and [SEP]), got " + std::to_string(*o.max_seq_length));
+  }
+  const int64_t max_seq_length = o.max_seq_length ? *o.max_seq_length : std::min<int64_t>(512, config.max_position_embeddings);
   if (max_seq_length > config.max_position_embeddings) {
     throw Error("[run_mlm] --max_seq_length " + std::to_string(max_seq_length) + " is larger than the model's max_position_embeddings " +
                 std::to_string(config.max_position_embeddings));
   }
   std::vector<data::Example> train_set, eval_set;
-  if (t.do_train) train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
-  if (t.do_eval) eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
+  if (t.do_train) {
+    train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
+    require_one_batch(train_set, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
+  }
+  if (t.do_eval) {
+    eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
+    require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
+  }
 
   manual_seed(t.seed);
   models::BertForMaskedLM model(config);
+  if (!o.model_name_or_path.empty()) {
+    train::load_safetensors_into(model, o.model_name_or_path + "/model.safetensors");
+  } else if (!t.do_train) {
+    std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
+  }
   auto loss_fn = [&](const data::Batch& b) {
     return model.forward(to_tensor(b.input_ids, b.batch_size, b.seq_len), to_tensor(b.attention_mask, b.batch_size, b.seq_len),
                          to_tensor(b.labels, b.batch_size, b.seq_len)).loss;
@@ -151,7 +207,7 @@ int run_mlm(const RunMlmOptions& o) {
   fs::create_directories(t.output_dir);
   if (t.do_train) {
     train::save_pretrained(model, config.to_json(), t.output_dir);
-    fs::copy_file(tokenizer.vocab_file(), t.output_dir + "/vocab.txt", fs::copy_options::overwrite_existing);
+    save_vocabulary(tokenizer, t.output_dir + "/vocab.txt");
     write_results(t.output_dir + "/train_results.json", train_metrics);
     std::printf("***** train metrics *****\n");
     for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);

@@ -258,6 +258,22 @@ int HloBuilder::reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind) 
   return add(std::move(in));
 }
 
+int HloBuilder::fusion(std::shared_ptr<const HloModule> computation, std::vector<int> operands, FusionKind kind) {
+  HloInstruction in;
+  in.opcode = HloOpcode::kFusion;
+  in.fused_computation = std::move(computation);
+  in.fusion_kind = kind;
+  in.operands = std::move(operands);
+  return add(std::move(in));
+}
+
+int HloBuilder::copy(const HloInstruction& instruction, std::vector<int> operands) {
+  if (instruction.opcode == HloOpcode::kParameter) return parameter(instruction.shape, instruction.dtype);
+  HloInstruction in = instruction;
+  in.operands = std::move(operands);
+  return add(std::move(in));
+}
+
 HloModule HloBuilder::build(const std::vector<int>& outputs) {
   HloInstruction in;
   in.opcode = HloOpcode::kTuple;

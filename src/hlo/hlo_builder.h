@@ -49,6 +49,12 @@ class HloBuilder {
   int dot(int lhs, int rhs, DotDimensionNumbers dims);
   int reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind);
 
+  // A fusion calling `computation` (whose parameters match `operands`).
+  int fusion(std::shared_ptr<const HloModule> computation, std::vector<int> operands, FusionKind kind);
+  // Appends a copy of `instruction` (from another module) with new operand ids;
+  // a parameter keeps its parameter number only if it is the next one.
+  int copy(const HloInstruction& instruction, std::vector<int> operands);
+
   // Finishes the module with ROOT tuple(outputs) and verifies it.
   HloModule build(const std::vector<int>& outputs);
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct HloInstruction {
   DotDimensionNumbers dot;                                   // dot
   int64_t parameter_number = -1;                             // parameter
   runtime::Buffer literal;                                   // constant
+  // fusion: the fused computation; its parameters are this instruction's
+  // operands, its ROOT tuple holds the one result.
+  std::shared_ptr<const struct HloModule> fused_computation;
+  FusionKind fusion_kind = FusionKind::kLoop;
   // gather: operand [N, R...] and indices [I...] (integer) give [I..., R...]: rows
   // of operand dim 0 (XLA: offset_dims=trailing, collapsed_slice_dims={0},
   // start_index_map={0}, index_vector_dim=rank(indices), slice_sizes={1, R...}).

@@ -12,7 +12,8 @@ const std::array<std::string, static_cast<size_t>(HloOpcode::kCount)> kOpcodeNam
     "compare", "select",
     "broadcast", "reshape", "transpose", "slice", "concatenate", "gather", "scatter",
     "dot", "reduce",
-    "tuple"};
+    "tuple",
+    "fusion"};
 static_assert(kOpcodeNames.size() == static_cast<size_t>(HloOpcode::kCount));
 }  // namespace
 
@@ -29,6 +30,11 @@ std::string direction_name(ComparisonDirection d) {
 
 std::string reduce_kind_name(ReduceKind kind) {
   static const char* names[] = {"add", "maximum", "minimum", "multiply"};
+  return names[static_cast<int>(kind)];
+}
+
+std::string fusion_kind_name(FusionKind kind) {
+  static const char* names[] = {"kLoop", "kInput", "kOutput"};
   return names[static_cast<int>(kind)];
 }
 

@@ -19,6 +19,7 @@ enum class HloOpcode {
   // compute
   kDot, kReduce,
   kTuple,
+  kFusion,  // calls a fused computation (HloInstruction::fused_computation)
   kCount  // not an opcode: the number of opcodes
 };
 
@@ -34,5 +35,11 @@ std::string direction_name(ComparisonDirection direction);
 // The reduction computation of a kReduce (XLA spells it as a called computation).
 enum class ReduceKind { kAdd, kMax, kMin, kMul };
 std::string reduce_kind_name(ReduceKind kind);
+
+// What a fusion computes, as XLA names it: kLoop (elementwise, one output
+// element per iteration), kInput (a reduction fed by fused producers), kOutput
+// (a dot with a fused elementwise epilogue).
+enum class FusionKind { kLoop, kInput, kOutput };
+std::string fusion_kind_name(FusionKind kind);
 
 }  // namespace lazytrain::hlo

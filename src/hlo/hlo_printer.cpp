@@ -72,6 +72,8 @@ std::string attributes(const HloInstruction& in) {
       return ", offset_dims={trailing}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=" +
              std::to_string(in.shape.size());
     }
+    case HloOpcode::kFusion:
+      return ", kind=" + fusion_kind_name(in.fusion_kind) + ", calls=%fused_computation." + std::to_string(in.id);
     case HloOpcode::kScatter:
       return ", update_window_dims={trailing}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, to_apply=%" +
              reduce_kind_name(in.reduce_kind);
@@ -88,29 +90,47 @@ std::string shape_text(const HloModule& module, const HloInstruction& in) {
   return s + ")";
 }
 
+namespace {
+// The body of one computation: "%name (params) -> shape {\n instructions }".
+void print_computation(std::ostream& os, const HloModule& m, const std::string& title);
+}  // namespace
+
 std::string HloModule::to_string() const {
   std::ostringstream os;
-  os << "HloModule " << name << "\n\nENTRY %" << name << " (";
-  bool first = true;
+  os << "HloModule " << name << "\n\n";
   for (const auto& in : instructions) {
+    if (in.opcode != HloOpcode::kFusion) continue;
+    print_computation(os, *in.fused_computation, "%fused_computation." + std::to_string(in.id));
+    os << "\n";
+  }
+  print_computation(os, *this, "ENTRY %" + name);
+  return os.str();
+}
+
+namespace {
+void print_computation(std::ostream& os, const HloModule& m, const std::string& title) {
+  const HloModule& self = m;
+  os << title << " (";
+  bool first = true;
+  for (const auto& in : self.instructions) {
     if (in.opcode != HloOpcode::kParameter) continue;
-    os << (first ? "" : ", ") << "p" << in.parameter_number << "." << in.id << ": " << shape_text(*this, in);
+    os << (first ? "" : ", ") << "p" << in.parameter_number << "." << in.id << ": " << shape_text(self, in);
     first = false;
   }
-  os << ") -> " << (root >= 0 ? shape_text(*this, at(root)) : "()") << " {\n";
-  for (const auto& in : instructions) {
-    os << "  " << (in.id == root ? "ROOT " : "") << "%" << in.name() << " = " << shape_text(*this, in) << " "
+  os << ") -> " << (self.root >= 0 ? shape_text(self, self.at(self.root)) : "()") << " {\n";
+  for (const auto& in : self.instructions) {
+    os << "  " << (in.id == self.root ? "ROOT " : "") << "%" << in.name() << " = " << shape_text(self, in) << " "
        << opcode_name(in.opcode) << "(";
     if (in.opcode == HloOpcode::kParameter) os << in.parameter_number;
     if (in.opcode == HloOpcode::kConstant) os << literal_text(in.literal);
     for (size_t i = 0; i < in.operands.size(); ++i) {
-      const auto& o = at(in.operands[i]);
-      os << (i ? ", " : "") << shape_text(*this, o) << " %" << o.name();
+      const auto& o = self.at(in.operands[i]);
+      os << (i ? ", " : "") << shape_text(self, o) << " %" << o.name();
     }
     os << ")" << attributes(in) << "\n";
   }
   os << "}\n";
-  return os.str();
 }
+}  // namespace
 
 }  // namespace lazytrain::hlo

@@ -15,6 +15,7 @@ void verify(const HloModule& module) {
             in.name() + ": has " + xla_name(in.dtype) + shape_str(in.shape) + ", expected " + xla_name(expected.dtype) +
                 shape_str(expected.shape));
     }
+    if (in.opcode == HloOpcode::kFusion) verify(*in.fused_computation);
     if (in.opcode == HloOpcode::kParameter) {
       check(in.parameter_number == parameters++, "hlo verifier", in.name() + ": parameters must be numbered in order");
     }

@@ -198,6 +198,20 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     }
     case HloOpcode::kTuple:
       return {{}, DType::kFloat32};
+    case HloOpcode::kFusion: {
+      const HloModule* f = in.fused_computation.get();
+      c.require(f != nullptr, "fusion has no fused computation");
+      c.require(static_cast<int>(in.operands.size()) == f->num_parameters, "fusion operand count differs from its computation's parameters");
+      for (const auto& p : f->instructions) {
+        if (p.opcode != HloOpcode::kParameter) continue;
+        const auto& o = operand(static_cast<size_t>(p.parameter_number));
+        c.require(o.shape == p.shape && o.dtype == p.dtype, "fusion operand " + std::to_string(p.parameter_number) + " does not match its parameter");
+      }
+      const auto& root = f->at(f->root);
+      c.require(root.operands.size() == 1, "a fused computation returns exactly one value");
+      const auto& result = f->at(root.operands[0]);
+      return {result.shape, result.dtype};
+    }
     default:
       break;
   }

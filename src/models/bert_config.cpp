@@ -45,7 +45,6 @@ BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& sou
     rest.erase(name);
   });
   c.extra = rest;
-  c.validate(source);
   return c;
 }
 
@@ -77,6 +76,7 @@ void BertConfig::update_from_string(const std::string& overrides) {
     auto eq = item.find('=');
     if (eq == std::string::npos) throw Error("[config_overrides] '" + item + "' is not of the form key=value");
     std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key.empty()) throw Error("[config_overrides] '" + item + "' has no key; expected key=value");
     bool found = false;
     for_each_field(*this, [&](const char* name, auto& field) {
       if (key != name) return;
@@ -94,16 +94,26 @@ void BertConfig::update_from_string(const std::string& overrides) {
     });
     if (!found) throw Error("[config_overrides] key " + key + " isn't in the original config dict");
   }
-  validate("--config_overrides");
 }
 
 void BertConfig::validate(const std::string& source) const {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw Error("[BertConfig] " + source + ": " + what);
   };
-  require(vocab_size > 0 && hidden_size > 0 && num_hidden_layers >= 0 && num_attention_heads > 0 && intermediate_size > 0 &&
-              max_position_embeddings > 0 && type_vocab_size > 0,
-          "sizes must be positive");
+  // Sizes: positive, and small enough that the parameters fit in memory.
+  const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", vocab_size}, {"hidden_size", hidden_size},
+                                                   {"num_hidden_layers", num_hidden_layers}, {"num_attention_heads", num_attention_heads},
+                                                   {"intermediate_size", intermediate_size}, {"max_position_embeddings", max_position_embeddings},
+                                                   {"type_vocab_size", type_vocab_size}};
+  for (const auto& [name, value] : sizes) {
+    require(value > 0 || (value == 0 && std::string(name) == "num_hidden_layers"), std::string(name) + " must be positive, got " + std::to_string(value));
+    require(value <= (int64_t{1} << 24), std::string(name) + " = " + std::to_string(value) + " is too large (at most 16777216)");
+  }
+  const double parameters = static_cast<double>(vocab_size + max_position_embeddings + type_vocab_size) * static_cast<double>(hidden_size) +
+                            static_cast<double>(num_hidden_layers) * (4.0 * static_cast<double>(hidden_size) * static_cast<double>(hidden_size) +
+                                                                     2.0 * static_cast<double>(hidden_size) * static_cast<double>(intermediate_size));
+  require(parameters <= 4e9, "the model would have about " + std::to_string(static_cast<int64_t>(parameters)) +
+                                 " parameters; lazytrain's limit is 4e9 (check hidden_size, intermediate_size, vocab_size)");
   require(hidden_size % num_attention_heads == 0, "the hidden size (" + std::to_string(hidden_size) +
                                                       ") is not a multiple of the number of attention heads (" + std::to_string(num_attention_heads) + ")");
   require(hidden_act == "gelu", "hidden_act '" + hidden_act + "' is not supported; expected 'gelu'");

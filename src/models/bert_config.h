@@ -27,19 +27,22 @@ struct BertConfig {
   std::string model_type = "bert";
 
   // Reads a config.json. Unknown fields are kept (extra) and written back.
-  // Throws Error naming the file for a missing/unreadable file, invalid JSON, a
-  // field of the wrong type, or invalid values (see validate()).
+  // Throws Error naming the file for a missing/unreadable file, invalid JSON or a
+  // field of the wrong type. Values are checked by validate(), which callers run
+  // after applying overrides (BertForMaskedLM's constructor runs it too).
   static BertConfig from_json_file(const std::string& path);
   static BertConfig from_json(const nlohmann::json& j, const std::string& source);
   nlohmann::json to_json() const;
 
   // Applies "hidden_size=128,num_hidden_layers=2" (transformers'
   // PretrainedConfig.update_from_string). Throws Error for an unknown key
-  // ("key foo isn't in the original config dict") or a value of the wrong type.
+  // ("key foo isn't in the original config dict"), a missing key or a value of
+  // the wrong type.
   void update_from_string(const std::string& overrides);
 
-  // hidden_size divisible by num_attention_heads, positive sizes, hidden_act gelu,
-  // probabilities in [0, 1); throws Error otherwise.
+  // hidden_size divisible by num_attention_heads, positive sizes (each at most
+  // 2^24, about 4e9 parameters in all), hidden_act gelu, probabilities in [0, 1);
+  // throws Error naming the field otherwise.
   void validate(const std::string& source) const;
 
   nlohmann::json extra = nlohmann::json::object();  // fields we carry but do not use

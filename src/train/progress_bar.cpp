@@ -33,7 +33,10 @@ void ProgressBar::update(int64_t step, double loss) {
 }
 
 void ProgressBar::message(const std::string& text) {
-  if (disabled_) return;
+  if (disabled_) {
+    std::fprintf(stderr, "%s\n", text.c_str());  // log lines show even without the bar
+    return;
+  }
   std::fprintf(stderr, tty_ ? "\r\033[K%s\n%s" : "%s\n%s", text.c_str(), tty_ ? line(last_step_, last_loss_).c_str() : "");
   std::fflush(stderr);
 }

@@ -12,7 +12,8 @@ class ProgressBar {
  public:
   ProgressBar(int64_t total, bool disabled);
   void update(int64_t step, double loss);
-  // Prints `text` on its own line (a log entry), keeping the bar intact.
+  // Prints `text` on its own line (a log entry), keeping the bar intact; printed
+  // even when the bar is disabled.
   void message(const std::string& text);
   void finish();
 

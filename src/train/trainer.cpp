@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 double round4(double v) { return std::round(v * 1e4) / 1e4; }
+bool has_labels(const data::Batch& batch) {
+  return std::any_of(batch.labels.begin(), batch.labels.end(), [](int64_t l) { return l != -100; });
+}
 }  // namespace
 
 DecayGroups split_weight_decay(const nn::Module& model) {
@@ -73,7 +77,17 @@ std::map<std::string, double> Trainer::train() {
     throw Error("[Trainer] the training set has " + std::to_string(train_dataset_.size()) + " examples, fewer than one batch of " +
                 std::to_string(args_.per_device_train_batch_size));
   }
-  max_steps_ = args_.max_steps > 0 ? args_.max_steps : static_cast<int64_t>(std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch)));
+  if (args_.max_steps > 0) {
+    max_steps_ = args_.max_steps;
+  } else {
+    const double steps = std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch));
+    if (!(steps >= 1 && steps <= 1e12)) {
+      throw Error("[Trainer] --num_train_epochs " + std::to_string(args_.num_train_epochs) + " gives " + std::to_string(steps) +
+                  " steps; expected between 1 and 1e12");
+    }
+    max_steps_ = static_cast<int64_t>(steps);
+  }
+  epochs_ = std::ceil(static_cast<double>(max_steps_) / static_cast<double>(per_epoch));
   DecayGroups groups = split_weight_decay(model_);
   optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
                          {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
@@ -83,7 +97,7 @@ std::map<std::string, double> Trainer::train() {
   ProgressBar bar(max_steps_, args_.disable_tqdm);
   const auto start = std::chrono::steady_clock::now();
   double total_loss = 0.0, interval_loss = 0.0;
-  int64_t interval_steps = 0;
+  int64_t interval_steps = 0, counted_steps = 0;
   for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
     std::vector<std::vector<size_t>> batches = epoch_batches(train_dataset_.size(), args_.per_device_train_batch_size, true, epoch);
     for (size_t i = 0; i < batches.size() && global_step_ < max_steps_; ++i) {
@@ -96,19 +110,26 @@ std::map<std::string, double> Trainer::train() {
       optimizer.zero_grad();
       lazy::mark_step();
       const double value = loss.item();
-      if (!std::isfinite(value)) {
+      // A batch without a masked token has loss 0/0 and zero gradients; Hugging
+      // Face filters such losses from the logs (logging_nan_inf_filter).
+      const bool counted = has_labels(batch);
+      if (!counted) ++skipped_batches_;
+      if (counted && !std::isfinite(value)) {
         throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(global_step_ + 1) +
                     "; lower --learning_rate or check the data");
       }
       ++global_step_;
       epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / static_cast<double>(batches.size());
-      total_loss += value;
-      interval_loss += value;
-      ++interval_steps;
+      if (counted) {
+        total_loss += value;
+        ++counted_steps;
+        interval_loss += value;
+        ++interval_steps;
+      }
       bar.update(global_step_, value);
       if (global_step_ % args_.logging_steps == 0) {
         double lr = args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_);
-        log({{"loss", round4(interval_loss / static_cast<double>(interval_steps))}, {"learning_rate", lr}});
+        log({{"loss", round4(interval_loss / static_cast<double>(std::max<int64_t>(1, interval_steps)))}, {"learning_rate", lr}});
         bar.message(log_history_.back().dump());
         interval_loss = 0.0;
         interval_steps = 0;
@@ -116,9 +137,13 @@ std::map<std::string, double> Trainer::train() {
     }
   }
   bar.finish();
+  if (skipped_batches_ > 0) {
+    std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
+                 static_cast<long long>(skipped_batches_));
+  }
   const double runtime = seconds_since(start);
   std::map<std::string, double> metrics = {
-      {"train_loss", total_loss / static_cast<double>(global_step_)},
+      {"train_loss", total_loss / static_cast<double>(std::max<int64_t>(1, counted_steps))},
       {"train_runtime", round4(runtime)},
       {"train_samples_per_second", round4(static_cast<double>(global_step_ * args_.per_device_train_batch_size) / runtime)},
       {"train_steps_per_second", round4(static_cast<double>(global_step_) / runtime)},
@@ -139,15 +164,19 @@ std::map<std::string, double> Trainer::evaluate() {
   NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
   double total = 0.0;
+  int64_t counted = 0;
   for (const auto& indices : batches) {
     data::Batch batch = collate(collator, eval_dataset_, indices);
+    if (!has_labels(batch)) continue;  // nothing masked: no loss to average
     Tensor loss = loss_fn_(batch);
     lazy::mark_step();
     total += loss.item();
+    ++counted;
   }
+  if (counted == 0) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
   model_.train();
   const double runtime = seconds_since(start);
-  const double eval_loss = total / static_cast<double>(batches.size());
+  const double eval_loss = total / static_cast<double>(counted);
   const double samples = static_cast<double>(batches.size() * static_cast<size_t>(args_.per_device_eval_batch_size));
   std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
                                            {"eval_runtime", round4(runtime)},
@@ -172,7 +201,7 @@ void Trainer::save_state() const {
                           {"log_history", log_history_},
                           {"logging_steps", args_.logging_steps},
                           {"max_steps", max_steps_},
-                          {"num_train_epochs", args_.num_train_epochs},
+                          {"num_train_epochs", epochs_},
                           {"train_batch_size", args_.per_device_train_batch_size},
                           {"total_flos", 0},
                           {"trial_name", nullptr},

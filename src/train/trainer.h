@@ -58,6 +58,8 @@ class Trainer {
   std::function<data::DataCollatorForLanguageModeling()> make_collator_;
   int64_t global_step_ = 0;
   int64_t max_steps_ = 0;
+  double epochs_ = 0.0;
+  int64_t skipped_batches_ = 0;
   double epoch_ = 0.0;
   nlohmann::json log_history_ = nlohmann::json::array();
 };

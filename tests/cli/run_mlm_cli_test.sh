@@ -52,6 +52,20 @@ expect_error not_utf8 "UTF-8" "${common[@]}" --train_file "$work/latin1.txt" --o
 expect_error bad_config "is not valid JSON" \
   --tokenizer_name "$vocab" --config_name "$work/latin1.txt" --train_file "$text" --do_train --output_dir "$work/out"
 
+expect_error output_dir_not_creatable "cannot be created" \
+  "${common[@]}" --train_file "$text" --output_dir "$work/latin1.txt/sub"
+expect_error eval_batch_too_large "fewer than one batch of 100000 (--per_device_eval_batch_size)" \
+  "${common[@]}" --train_file "$text" --validation_file "$text" --do_eval --per_device_eval_batch_size 100000 --output_dir "$work/out"
+expect_error huge_epochs "--num_train_epochs" \
+  --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 32 \
+  --per_device_train_batch_size 2 --num_train_epochs 1e30 --do_train --train_file "$text" --output_dir "$work/out"
+expect_error zero_mlm_probability "--mlm_probability must be in (0, 1]" \
+  "${common[@]}" --mlm_probability 0 --train_file "$text" --output_dir "$work/out"
+expect_error nonpositive_seq_length "--max_seq_length must be at least 2" "${common[@]}" --max_seq_length 0 --train_file "$text" --output_dir "$work/out"
+expect_error heads_not_dividing "is not a multiple of the number of attention heads" \
+  "${common[@]}" --config_overrides "hidden_size=30,num_attention_heads=4" --train_file "$text" --output_dir "$work/out"
+expect_error directory_as_train_file "is a directory" "${common[@]}" --train_file "$work" --output_dir "$work/out"
+
 # An existing non-empty output directory without --overwrite_output_dir: untouched.
 mkdir -p "$work/existing" && echo keep > "$work/existing/notes.txt"
 "$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/existing" > /dev/null 2> "$work/stderr"
@@ -83,6 +97,16 @@ if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL tiny_run: rc=$rc"; cat "$work/stderr"; cat "$work/run/metrics_report.txt" 2>/dev/null
+fi
+
+# Resume from the tiny run's model: evaluation only, with the trained weights.
+"$bin" run_mlm --model_name_or_path "$work/run" --validation_file "$text" --do_eval --max_seq_length 32 \
+  --per_device_eval_batch_size 2 --disable_tqdm --output_dir "$work/eval" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"eval_loss"' "$work/eval/eval_results.json" && ! grep -q "randomly initialised" "$work/stderr"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL model_name_or_path: rc=$rc"; cat "$work/stderr"
 fi
 
 echo "$passed passed, $failed failed"

@@ -16,72 +16,79 @@ namespace {
 using hlo::HloOpcode;
 using interpreter::Buffer;
 
+// Runs `module` on `arguments`, freeing each intermediate after its last use.
+// Fusions run their fused computation the same way.
+std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile);
+
+Buffer evaluate(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments, bool profile) {
+  switch (in.opcode) {
+    case HloOpcode::kParameter: {
+      const Buffer& a = arguments[static_cast<size_t>(in.parameter_number)];
+      check(a.shape() == in.shape && a.dtype() == in.dtype, "interpreter",
+            "argument " + std::to_string(in.parameter_number) + " is " + xla_name(a.dtype()) + shape_str(a.shape()) +
+                ", expected " + xla_name(in.dtype) + shape_str(in.shape));
+      return a;
+    }
+    case HloOpcode::kConstant: return in.literal;
+    case HloOpcode::kIota:
+    case HloOpcode::kRngBitGenerator: return interpreter::eval_generator(in, args);
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+    case HloOpcode::kConcatenate: return interpreter::eval_data_movement(in, args);
+    case HloOpcode::kGather: return interpreter::eval_gather(in, args);
+    case HloOpcode::kScatter: return interpreter::eval_scatter(in, args);
+    case HloOpcode::kDot: return interpreter::eval_dot(in, args);
+    case HloOpcode::kReduce: return interpreter::eval_reduce(in, args);
+    case HloOpcode::kFusion: {
+      std::vector<Buffer> fused_args;
+      for (const Buffer* a : args) fused_args.push_back(*a);
+      return evaluate_module(*in.fused_computation, fused_args, profile)[0];
+    }
+    default: return interpreter::eval_elementwise(in, args);
+  }
+}
+
+std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile) {
+  check(static_cast<int>(arguments.size()) == module.num_parameters, "interpreter",
+        module.name + " expects " + std::to_string(module.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
+  std::vector<int> last_use(module.instructions.size(), -1);
+  for (const auto& in : module.instructions) {
+    for (int o : in.operands) last_use[o] = in.id;
+  }
+  std::vector<Buffer> values(module.instructions.size());
+  std::vector<Buffer> outputs;
+  for (const auto& in : module.instructions) {
+    interpreter::Operands args;
+    for (int o : in.operands) args.push_back(&values[o]);
+    if (in.opcode == HloOpcode::kTuple) {
+      for (const Buffer* a : args) outputs.push_back(*a);
+      break;
+    }
+    if (profile) {
+      auto t0 = std::chrono::steady_clock::now();
+      values[in.id] = evaluate(in, args, arguments, false);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module, in).c_str());
+    } else {
+      values[in.id] = evaluate(in, args, arguments, false);
+    }
+    for (int o : in.operands) {
+      if (last_use[o] == in.id) values[o] = Buffer();
+    }
+  }
+  return outputs;
+}
+
 class InterpreterExecutable : public Executable {
  public:
-  explicit InterpreterExecutable(hlo::HloModule module) : module_(std::move(module)) {
-    last_use_.assign(module_.instructions.size(), -1);
-    for (const auto& in : module_.instructions) {
-      for (int o : in.operands) last_use_[o] = in.id;
-    }
-  }
-
+  explicit InterpreterExecutable(hlo::HloModule module) : module_(std::move(module)) {}
   const hlo::HloModule& module() const override { return module_; }
-
-  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override {
-    check(static_cast<int>(arguments.size()) == module_.num_parameters, "interpreter",
-          module_.name + " expects " + std::to_string(module_.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
-    std::vector<Buffer> values(module_.instructions.size());
-    std::vector<Buffer> outputs;
-    for (const auto& in : module_.instructions) {
-      interpreter::Operands args;
-      for (int o : in.operands) args.push_back(&values[o]);
-      if (in.opcode == HloOpcode::kTuple) {
-        for (const Buffer* a : args) outputs.push_back(*a);
-        break;
-      }
-      if (profile_) {
-        auto t0 = std::chrono::steady_clock::now();
-        values[in.id] = evaluate(in, args, arguments);
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module_, in).c_str());
-      } else {
-        values[in.id] = evaluate(in, args, arguments);
-      }
-      for (int o : in.operands) {
-        if (last_use_[o] == in.id) values[o] = Buffer();
-      }
-    }
-    return outputs;
-  }
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return evaluate_module(module_, arguments, profile_); }
 
  private:
-  static Buffer evaluate(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments) {
-    switch (in.opcode) {
-      case HloOpcode::kParameter: {
-        const Buffer& a = arguments[static_cast<size_t>(in.parameter_number)];
-        check(a.shape() == in.shape && a.dtype() == in.dtype, "interpreter",
-              "argument " + std::to_string(in.parameter_number) + " is " + xla_name(a.dtype()) + shape_str(a.shape()) +
-                  ", expected " + xla_name(in.dtype) + shape_str(in.shape));
-        return a;
-      }
-      case HloOpcode::kConstant: return in.literal;
-      case HloOpcode::kIota:
-      case HloOpcode::kRngBitGenerator: return interpreter::eval_generator(in, args);
-      case HloOpcode::kBroadcast:
-      case HloOpcode::kReshape:
-      case HloOpcode::kTranspose:
-      case HloOpcode::kSlice:
-      case HloOpcode::kConcatenate: return interpreter::eval_data_movement(in, args);
-      case HloOpcode::kGather: return interpreter::eval_gather(in, args);
-      case HloOpcode::kScatter: return interpreter::eval_scatter(in, args);
-      case HloOpcode::kDot: return interpreter::eval_dot(in, args);
-      case HloOpcode::kReduce: return interpreter::eval_reduce(in, args);
-      default: return interpreter::eval_elementwise(in, args);
-    }
-  }
-
   hlo::HloModule module_;
-  std::vector<int> last_use_;
   // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 5 ms.
   bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
 };
