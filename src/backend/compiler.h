@@ -33,4 +33,10 @@ class Compiler {
 // The reference backend: evaluates instructions one by one (dot through oneDNN).
 std::unique_ptr<Compiler> make_interpreter_compiler();
 
+// The native CPU backend: optimizes the module (src/hlo/passes), fuses
+// elementwise work into generated C++ kernels compiled by the system compiler
+// and loaded with dlopen; dot through oneDNN. Falls back to the interpreter's
+// kernels for what it does not generate.
+std::unique_ptr<Compiler> make_cpu_compiler();
+
 }  // namespace lazytrain::backend

@@ -1,0 +1,35 @@
+// HloPass: one rewrite of an HloModule (simplification, CSE, fusion, ...), and
+// the pipeline that runs passes in order.
+//
+// Passes rewrite by reconstruction: walk the old module in order and emit into
+// an HloBuilder (HloBuilder::copy keeps an instruction with new operand ids),
+// then replace the module. Parameters keep their numbers and order; the ROOT
+// tuple keeps its outputs.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hlo/hlo_instruction.h"
+
+namespace lazytrain::hlo {
+
+class HloPass {
+ public:
+  virtual ~HloPass() = default;
+  // A short name for dumps and errors: "algebraic-simplifier", "cse", ...
+  virtual std::string name() const = 0;
+  // Rewrites `module`; returns true when anything changed. The result verifies.
+  virtual bool run(HloModule& module) = 0;
+};
+
+using PassDumpFn = std::function<void(const std::string& pass_name, const HloModule& module)>;
+
+// Runs `passes` in order, verifying the module after each (Error names the pass
+// that broke it), and calls `dump` after each pass that changed something.
+// Returns true when any pass changed the module.
+bool run_passes(HloModule& module, const std::vector<std::unique_ptr<HloPass>>& passes, const PassDumpFn& dump = {});
+
+}  // namespace lazytrain::hlo
