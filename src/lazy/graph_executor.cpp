@@ -1,5 +1,6 @@
 #include "lazy/graph_executor.h"
 
+#include <cstdlib>
 #include <sstream>
 #include <unordered_map>
 
@@ -88,7 +89,18 @@ GraphExecutor& GraphExecutor::get() {
   return executor;
 }
 
-GraphExecutor::GraphExecutor() : compiler_(backend::make_interpreter_compiler()) {}
+namespace {
+// LAZYTRAIN_BACKEND=interpreter|cpu picks the backend (default: interpreter).
+std::unique_ptr<backend::Compiler> default_compiler() {
+  const char* name = std::getenv("LAZYTRAIN_BACKEND");
+  std::string backend = name && *name ? name : "interpreter";
+  if (backend == "cpu") return backend::make_cpu_compiler();
+  if (backend != "interpreter") throw Error("[GraphExecutor] unknown LAZYTRAIN_BACKEND '" + backend + "'; expected 'cpu' or 'interpreter'");
+  return backend::make_interpreter_compiler();
+}
+}  // namespace
+
+GraphExecutor::GraphExecutor() : compiler_(default_compiler()) {}
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -20,7 +20,10 @@ using interpreter::Buffer;
 // Fusions run their fused computation the same way.
 std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile);
 
-Buffer evaluate(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments, bool profile) {
+}  // namespace
+
+Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments) {
+  const bool profile = false;
   switch (in.opcode) {
     case HloOpcode::kParameter: {
       const Buffer& a = arguments[static_cast<size_t>(in.parameter_number)];
@@ -50,6 +53,8 @@ Buffer evaluate(const hlo::HloInstruction& in, const interpreter::Operands& args
   }
 }
 
+namespace {
+
 std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile) {
   check(static_cast<int>(arguments.size()) == module.num_parameters, "interpreter",
         module.name + " expects " + std::to_string(module.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
@@ -68,11 +73,11 @@ std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vec
     }
     if (profile) {
       auto t0 = std::chrono::steady_clock::now();
-      values[in.id] = evaluate(in, args, arguments, false);
+      values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module, in).c_str());
     } else {
-      values[in.id] = evaluate(in, args, arguments, false);
+      values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
     }
     for (int o : in.operands) {
       if (last_use[o] == in.id) values[o] = Buffer();

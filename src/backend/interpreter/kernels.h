@@ -21,6 +21,10 @@ Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args);  // oneDNN
 Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args);
 Buffer eval_generator(const hlo::HloInstruction& in, const Operands& args);  // iota, rng-bit-generator
 
+// Evaluates one instruction of a module on its operand buffers; `arguments` are
+// the module's parameters (for kParameter). Fusions run their fused computation.
+Buffer evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments);
+
 // Calls f.template operator()<T>() with the C++ storage type of `dtype`.
 template <typename F>
 void dispatch_dtype(DType dtype, F&& f) {

@@ -1,0 +1,120 @@
+#include "backend/cpu/jit.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace lazytrain::backend::cpu {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A private temporary directory, removed with its contents on destruction.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "lazytrain-jit-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw Error("[cpu backend] cannot create a temporary directory under " + fs::temp_directory_path().string());
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// Runs `command` through the shell; returns its exit status and output.
+int run(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
+  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) throw Error(std::string("[cpu backend] cannot load generated code '") + path + "': " + dlerror());
+}
+
+SharedLibrary::~SharedLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+void* SharedLibrary::symbol(const std::string& name) const {
+  void* p = dlsym(handle_, name.c_str());
+  if (!p) throw Error("[cpu backend] generated code '" + path_ + "' has no symbol '" + name + "'");
+  return p;
+}
+
+std::optional<std::string> find_cxx_compiler() {
+  static const std::optional<std::string> found = []() -> std::optional<std::string> {
+    const char* env = std::getenv("CXX");
+    std::string candidate = env && *env ? env : "c++";
+    std::string output;
+    if (run(quote(candidate) + " --version", output) == 0) return candidate;
+    return std::nullopt;
+  }();
+  return found;
+}
+
+const std::vector<std::string>& kernel_flags() {
+  static const std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=x86-64-v3", "-fno-math-errno", "-fopenmp",
+                                                 "-fPIC", "-shared", "-w"};
+  return flags;
+}
+
+std::string compiler_version(const std::string& compiler) {
+  std::string output;
+  run(quote(compiler) + " --version", output);
+  return output.substr(0, output.find('\n'));
+}
+
+std::string compile_shared_object(const std::string& compiler, const std::vector<std::pair<std::string, std::string>>& sources) {
+  TempDir dir;
+  std::string command = quote(compiler);
+  for (const auto& f : kernel_flags()) command += " " + f;
+  for (const auto& [name, text] : sources) {
+    std::ofstream(dir.path / name) << text;
+    command += " " + quote((dir.path / name).string());
+  }
+  const fs::path so = dir.path / "kernels.so";
+  command += " -o " + quote(so.string()) + " -lsleef";
+  std::string output;
+  if (run(command, output) != 0) {
+    throw Error("[cpu backend] compiling generated kernels failed: " + output.substr(0, 2000));
+  }
+  return read_file(so);
+}
+
+std::shared_ptr<SharedLibrary> load_shared_object(const std::string& bytes) {
+  TempDir dir;
+  const fs::path so = dir.path / "kernels.so";
+  std::ofstream(so, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // The mapping stays valid after the file is removed.
+  return std::make_shared<SharedLibrary>(so.string());
+}
+
+}  // namespace lazytrain::backend::cpu

@@ -1,0 +1,332 @@
+#include "backend/cpu/kernel_emitter.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "core/half.h"
+
+namespace lazytrain::backend::cpu {
+
+namespace {
+
+using hlo::HloInstruction;
+using hlo::HloModule;
+using hlo::HloOpcode;
+
+// Iterations below this many elements run on one thread.
+constexpr int64_t kParallelElements = 1 << 16;
+// Inner ranges are cut into chunks of this many elements when rows are few.
+constexpr int64_t kChunk = 1 << 14;
+
+std::optional<std::string> ctype(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float";
+    case DType::kInt32: return "int32_t";
+    case DType::kInt64: return "int64_t";
+    case DType::kBool: return "uint8_t";
+    default: return std::nullopt;
+  }
+}
+
+std::string literal(const runtime::Buffer& b) {
+  std::ostringstream os;
+  switch (b.dtype()) {
+    case DType::kFloat32: {
+      float v = *b.data<float>();
+      if (std::isnan(v)) return "__builtin_nanf(\"\")";
+      if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+      os.precision(9);
+      os << std::scientific << v << "f";
+      return os.str();
+    }
+    case DType::kInt32: return "int32_t(" + std::to_string(*b.data<int32_t>()) + ")";
+    case DType::kInt64: {
+      int64_t v = *b.data<int64_t>();
+      return v == INT64_MIN ? "INT64_MIN" : "int64_t(" + std::to_string(v) + "LL)";
+    }
+    case DType::kBool: return *b.data<uint8_t>() ? "uint8_t(1)" : "uint8_t(0)";
+    default: return "0";
+  }
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+// The smallest t with prod(shape[t:]) == inner, or -1.
+int64_t split_for(const Shape& shape, int64_t inner) {
+  for (int64_t t = static_cast<int64_t>(shape.size()); t >= 0; --t) {
+    if (product(shape, static_cast<size_t>(t), shape.size()) == inner) {
+      // Prefer the smallest t (leading size-1 dims belong to the inner block).
+      int64_t best = t;
+      while (best > 0 && shape[static_cast<size_t>(best - 1)] == 1) --best;
+      return best;
+    }
+  }
+  return -1;
+}
+
+class Emitter {
+ public:
+  Emitter(const HloModule& f, Shape iter_shape) : f_(f), iter_(std::move(iter_shape)) {}
+
+  // True when every broadcast from a parameter is affine on an inner block of `inner` elements.
+  bool supports_inner(int64_t inner) const {
+    for (const auto& in : f_.instructions) {
+      if (in.opcode != HloOpcode::kBroadcast) continue;
+      if (f_.at(in.operands[0]).shape.empty()) continue;
+      int64_t t = split_for(in.shape, inner);
+      if (t < 0) return false;
+      int64_t mapped = 0;
+      for (int64_t d : in.dimensions) mapped += d >= t ? 1 : 0;
+      if (mapped != 0 && mapped != static_cast<int64_t>(in.shape.size()) - t) return false;
+    }
+    return true;
+  }
+
+  // Per-row setup: base offsets of broadcast reads for row `r` of `inner` elements.
+  std::string row_code(int64_t inner) const {
+    std::ostringstream os;
+    for (const auto& in : f_.instructions) {
+      if (in.opcode != HloOpcode::kBroadcast || f_.at(in.operands[0]).shape.empty()) continue;
+      const Shape& s = in.shape;
+      int64_t t = split_for(s, inner);
+      std::vector<int64_t> operand_strides = contiguous_strides(f_.at(in.operands[0]).shape);
+      os << "      int64_t b" << in.id << " = 0;\n";
+      // Decompose r over the row dims of this broadcast's shape.
+      int64_t row_stride = 1;
+      for (int64_t d = t - 1; d >= 0; --d) {
+        for (size_t k = 0; k < in.dimensions.size(); ++k) {
+          if (in.dimensions[k] != d) continue;
+          os << "      b" << in.id << " += ((r / " << row_stride << "LL) % " << s[d] << "LL) * " << operand_strides[k] << "LL;\n";
+        }
+        row_stride *= s[d];
+      }
+    }
+    return os.str();
+  }
+
+  // Statements computing every value at linear index i (row r, inner j); returns
+  // false for an unsupported instruction. `value_of` maps ids to variable names.
+  bool body(std::ostringstream& os, int64_t inner, int stop_before = -1) {
+    for (const auto& in : f_.instructions) {
+      if (in.id == stop_before || in.opcode == HloOpcode::kTuple) break;
+      auto t = ctype(in.dtype);
+      if (!t) return false;
+      std::string v = "v" + std::to_string(in.id);
+      names_[in.id] = v;
+      auto a = [&](size_t k) { return names_.at(in.operands[k]); };
+      std::string expr;
+      switch (in.opcode) {
+        case HloOpcode::kParameter:
+          if (in.shape.empty()) expr = "p" + std::to_string(in.parameter_number) + "[0]";
+          else if (numel(in.shape) == numel(iter_)) expr = "p" + std::to_string(in.parameter_number) + "[i]";
+          else continue;  // read only through broadcasts
+          break;
+        case HloOpcode::kConstant:
+          if (!in.shape.empty()) return false;
+          expr = literal(in.literal);
+          break;
+        case HloOpcode::kBroadcast: {
+          const HloInstruction& x = f_.at(in.operands[0]);
+          if (x.shape.empty()) {
+            names_[in.id] = names_.count(x.id) ? names_.at(x.id) : "p" + std::to_string(x.parameter_number) + "[0]";
+            continue;
+          }
+          if (x.opcode != HloOpcode::kParameter) return false;
+          int64_t tb = split_for(in.shape, inner);
+          int64_t mapped = 0;
+          for (int64_t d : in.dimensions) mapped += d >= tb ? 1 : 0;
+          expr = "p" + std::to_string(x.parameter_number) + "[b" + std::to_string(in.id) + (mapped ? " + j" : "") + "]";
+          break;
+        }
+        case HloOpcode::kReshape:
+          names_[in.id] = a(0);
+          continue;
+        case HloOpcode::kIota: {
+          const int64_t d = in.dimensions[0];
+          expr = *t + "((i / " + std::to_string(product(in.shape, static_cast<size_t>(d) + 1, in.shape.size())) + "LL) % " +
+                 std::to_string(in.shape[static_cast<size_t>(d)]) + "LL)";
+          break;
+        }
+        case HloOpcode::kConvert:
+          expr = in.dtype == DType::kBool ? "uint8_t(" + a(0) + " != 0)" : *t + "(" + a(0) + ")";
+          break;
+        case HloOpcode::kNegate: expr = "-" + a(0); break;
+        case HloOpcode::kAbs: expr = "(" + a(0) + " < 0 ? -" + a(0) + " : " + a(0) + ")"; break;
+        case HloOpcode::kNot: expr = "uint8_t(!" + a(0) + ")"; break;
+        case HloOpcode::kExp: expr = "lt_expf(" + a(0) + ")"; break;
+        case HloOpcode::kLog: expr = "lt_logf(" + a(0) + ")"; break;
+        case HloOpcode::kTanh: expr = "lt_tanhf(" + a(0) + ")"; break;
+        case HloOpcode::kErf: expr = "lt_erff(" + a(0) + ")"; break;
+        case HloOpcode::kCosine: expr = "lt_cosf(" + a(0) + ")"; break;
+        case HloOpcode::kSqrt: expr = "std::sqrt(" + a(0) + ")"; break;
+        case HloOpcode::kRsqrt: expr = "(1.0f / std::sqrt(" + a(0) + "))"; break;
+        case HloOpcode::kAdd: expr = a(0) + " + " + a(1); break;
+        case HloOpcode::kSubtract: expr = a(0) + " - " + a(1); break;
+        case HloOpcode::kMultiply: expr = a(0) + " * " + a(1); break;
+        case HloOpcode::kDivide:
+          if (in.dtype != DType::kFloat32) return false;  // integer division by zero must raise
+          expr = a(0) + " / " + a(1);
+          break;
+        case HloOpcode::kMaximum: expr = "lt_max<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
+        case HloOpcode::kMinimum: expr = "lt_min<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
+        case HloOpcode::kPower:
+          if (in.dtype != DType::kFloat32) return false;
+          expr = "lt_powf(" + a(0) + ", " + a(1) + ")";
+          break;
+        case HloOpcode::kAnd: expr = *t + "(" + a(0) + " & " + a(1) + ")"; break;
+        case HloOpcode::kOr: expr = *t + "(" + a(0) + " | " + a(1) + ")"; break;
+        case HloOpcode::kShiftRightLogical:
+          expr = "int32_t((" + a(1) + " < 0 || " + a(1) + " >= 32) ? 0u : (uint32_t(" + a(0) + ") >> " + a(1) + "))";
+          break;
+        case HloOpcode::kCompare: {
+          static const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
+          expr = "uint8_t(" + a(0) + " " + ops[static_cast<int>(in.direction)] + " " + a(1) + ")";
+          break;
+        }
+        case HloOpcode::kSelect: expr = "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")"; break;
+        default: return false;
+      }
+      os << "        const " << *t << " " << v << " = " << expr << ";\n";
+    }
+    return true;
+  }
+
+  std::string params(const std::string& indent) const {
+    std::ostringstream os;
+    for (const auto& in : f_.instructions) {
+      if (in.opcode != HloOpcode::kParameter) continue;
+      os << indent << "const " << *ctype(in.dtype) << "* __restrict__ p" << in.parameter_number << " = static_cast<const "
+         << *ctype(in.dtype) << "*>(args[" << in.parameter_number << "]);\n";
+    }
+    return os.str();
+  }
+
+  const std::string& name_of(int id) const { return names_.at(id); }
+
+ private:
+  const HloModule& f_;
+  Shape iter_;
+  std::map<int, std::string> names_;
+};
+
+bool all_types_supported(const HloModule& f) {
+  for (const auto& in : f.instructions) {
+    if (in.opcode != HloOpcode::kTuple && !ctype(in.dtype)) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& root, const std::string& name) {
+  const int64_t n = numel(root.shape);
+  Emitter e(f, root.shape);
+  // The largest inner block (product of trailing dims) every broadcast reads affinely.
+  int64_t inner = 1;
+  for (int64_t t = 0; t <= static_cast<int64_t>(root.shape.size()); ++t) {
+    int64_t candidate = product(root.shape, static_cast<size_t>(t), root.shape.size());
+    if (e.supports_inner(candidate)) {
+      inner = candidate;
+      break;
+    }
+  }
+  if (!e.supports_inner(inner)) return std::nullopt;
+  const int64_t rows = inner == 0 ? 0 : n / inner;
+  const int64_t chunk = rows < 64 && inner > kChunk ? kChunk : inner;
+  const int64_t chunks = chunk == 0 ? 0 : (inner + chunk - 1) / chunk;
+  std::ostringstream body;
+  if (!e.body(body, inner)) return std::nullopt;
+  std::string t = *ctype(root.dtype);
+  std::ostringstream os;
+  os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
+     << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n"
+     << "#pragma omp parallel for collapse(2) schedule(static) if (" << n << "LL >= " << kParallelElements << "LL)\n"
+     << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
+     << "    for (int64_t c = 0; c < " << chunks << "LL; ++c) {\n"
+     << e.row_code(inner)
+     << "      const int64_t j_end = c * " << chunk << "LL + " << chunk << "LL < " << inner << "LL ? c * " << chunk << "LL + " << chunk
+     << "LL : " << inner << "LL;\n"
+     << "#pragma omp simd\n"
+     << "      for (int64_t j = c * " << chunk << "LL; j < j_end; ++j) {\n"
+     << "        const int64_t i = r * " << inner << "LL + j;\n"
+     << body.str() << "        out[i] = " << e.name_of(root.id) << ";\n"
+     << "      }\n    }\n  }\n}\n";
+  return os.str();
+}
+
+std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name) {
+  const HloInstruction& operand = f.at(reduce.operands[0]);
+  const Shape& s = operand.shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  const auto& dims = reduce.dimensions;
+  bool suffix = true;
+  for (size_t k = 0; k < dims.size(); ++k) suffix = suffix && dims[k] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(k);
+  const int64_t reduced = product(s, suffix ? static_cast<size_t>(rank) - dims.size() : 0, suffix ? s.size() : dims.size());
+  const int64_t kept = numel(s) / std::max<int64_t>(reduced, 1);
+  const int64_t inner = suffix ? reduced : kept;
+  const int64_t rows = suffix ? kept : reduced;
+  Emitter e(f, s);
+  if (!e.supports_inner(inner)) return std::nullopt;
+  std::ostringstream body;
+  if (!e.body(body, inner, reduce.id)) return std::nullopt;
+  const std::string t = *ctype(reduce.dtype);
+  const std::string init = literal(f.at(reduce.operands[1]).literal);
+  const std::string value = e.name_of(operand.id);
+  std::string combine, omp;
+  switch (reduce.reduce_kind) {
+    case hlo::ReduceKind::kAdd: combine = "acc + " + value; omp = "+"; break;
+    case hlo::ReduceKind::kMul: combine = "acc * " + value; omp = "*"; break;
+    case hlo::ReduceKind::kMax: combine = value + " > acc ? " + value + " : acc"; omp = "max"; break;
+    case hlo::ReduceKind::kMin: combine = value + " < acc ? " + value + " : acc"; omp = "min"; break;
+  }
+  std::ostringstream os;
+  os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
+     << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n";
+  if (suffix) {
+    os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
+       << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
+       << "    const int64_t c = 0; (void)c;\n"
+       << e.row_code(inner) << "    " << t << " acc = " << init << ";\n"
+       << "#pragma omp simd reduction(" << omp << ":acc)\n"
+       << "    for (int64_t j = 0; j < " << inner << "LL; ++j) {\n"
+       << "      const int64_t i = r * " << inner << "LL + j;\n"
+       << body.str() << "      acc = " << combine << ";\n"
+       << "    }\n    out[r] = acc;\n  }\n}\n";
+  } else {
+    const int64_t block = 512;
+    os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
+       << "  for (int64_t c0 = 0; c0 < " << inner << "LL; c0 += " << block << "LL) {\n"
+       << "    const int64_t c1 = c0 + " << block << "LL < " << inner << "LL ? c0 + " << block << "LL : " << inner << "LL;\n"
+       << "    " << t << " accs[" << block << "];\n"
+       << "    for (int64_t j = c0; j < c1; ++j) accs[j - c0] = " << init << ";\n"
+       << "    for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
+       << e.row_code(inner)
+       << "#pragma omp simd\n"
+       << "      for (int64_t j = c0; j < c1; ++j) {\n"
+       << "        const int64_t i = r * " << inner << "LL + j;\n"
+       << body.str() << "        " << t << " acc = accs[j - c0];\n        accs[j - c0] = " << combine << ";\n"
+       << "      }\n    }\n"
+       << "    for (int64_t j = c0; j < c1; ++j) out[j] = accs[j - c0];\n  }\n}\n";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name) {
+  const HloModule& f = *fusion.fused_computation;
+  if (!all_types_supported(f)) return std::nullopt;
+  const HloInstruction& root = f.at(f.at(f.root).operands[0]);
+  if (fusion.fusion_kind == hlo::FusionKind::kInput) {
+    if (root.opcode != HloOpcode::kReduce) return std::nullopt;
+    return emit_reduction(f, root, name);
+  }
+  if (fusion.fusion_kind != hlo::FusionKind::kLoop) return std::nullopt;
+  return emit_loop(f, root, name);
+}
+
+}  // namespace lazytrain::backend::cpu

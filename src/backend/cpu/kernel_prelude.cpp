@@ -1,0 +1,49 @@
+#include "backend/cpu/kernel_emitter.h"
+
+namespace lazytrain::backend::cpu {
+
+// Scalar lt_* wrappers and their AVX2 vector-ABI variants (_ZGVdN8v*, the names
+// GCC calls from loops vectorized under `#pragma omp declare simd`).
+std::string kernel_prelude_source() {
+  return R"(#include <immintrin.h>
+#include <sleef.h>
+extern "C" {
+float lt_expf(float x) { return Sleef_expf_u10(x); }
+float lt_logf(float x) { return Sleef_logf_u10(x); }
+float lt_tanhf(float x) { return Sleef_tanhf_u10(x); }
+float lt_erff(float x) { return Sleef_erff_u10(x); }
+float lt_cosf(float x) { return Sleef_cosf_u10(x); }
+float lt_powf(float x, float y) { return Sleef_powf_u10(x, y); }
+__m256 _ZGVdN8v_lt_expf(__m256 x) { return Sleef_expf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_logf(__m256 x) { return Sleef_logf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_tanhf(__m256 x) { return Sleef_tanhf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_erff(__m256 x) { return Sleef_erff8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_cosf(__m256 x) { return Sleef_cosf8_u10avx2(x); }
+__m256 _ZGVdN8vv_lt_powf(__m256 x, __m256 y) { return Sleef_powf8_u10avx2(x, y); }
+}
+)";
+}
+
+std::string kernel_header_source() {
+  return R"(#include <cmath>
+#include <cstdint>
+extern "C" {
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_expf(float);
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_logf(float);
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_tanhf(float);
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_erff(float);
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_cosf(float);
+#pragma omp declare simd simdlen(8) notinbranch
+float lt_powf(float, float);
+}
+template <typename T> static inline T lt_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T> static inline T lt_min(T a, T b) { return (a != a || a < b) ? a : b; }
+)";
+}
+
+}  // namespace lazytrain::backend::cpu

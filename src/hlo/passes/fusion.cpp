@@ -1,0 +1,202 @@
+#include "hlo/passes/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+
+namespace {
+
+bool fusible_dtype(DType t) { return t == DType::kFloat32 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool; }
+
+bool is_elementwise(const HloInstruction& in) {
+  return is_elementwise_unary(in.opcode) || is_elementwise_binary(in.opcode) || in.opcode == HloOpcode::kCompare ||
+         in.opcode == HloOpcode::kSelect;
+}
+
+bool is_transcendental(HloOpcode op) {
+  return op == HloOpcode::kExp || op == HloOpcode::kLog || op == HloOpcode::kTanh || op == HloOpcode::kErf ||
+         op == HloOpcode::kCosine || op == HloOpcode::kPower || op == HloOpcode::kSqrt || op == HloOpcode::kRsqrt ||
+         op == HloOpcode::kDivide;
+}
+
+bool is_scalar_constant(const HloInstruction& in) { return in.opcode == HloOpcode::kConstant && in.shape.empty(); }
+
+// Can `in` be computed inside a loop fusion at all?
+bool loop_fusible(const HloModule& m, const HloInstruction& in) {
+  if (!fusible_dtype(in.dtype)) return false;
+  for (int o : in.operands) {
+    if (!fusible_dtype(m.at(o).dtype)) return false;
+  }
+  if (is_elementwise(in)) return true;
+  switch (in.opcode) {
+    case HloOpcode::kReshape:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kIota: return true;
+    case HloOpcode::kConstant: return in.shape.empty();
+    default: return false;
+  }
+}
+
+// Worth recomputing in each consumer instead of materialising once.
+bool cheap(const HloInstruction& in) {
+  if (in.opcode == HloOpcode::kBroadcast || in.opcode == HloOpcode::kIota || is_scalar_constant(in)) return true;
+  return is_elementwise(in) && !is_transcendental(in.opcode);
+}
+
+struct Group {
+  int root = -1;
+  std::set<int> members;  // includes root; sorted = def-before-use order
+  int reduce = -1;        // kInput: the reduce that consumes `root`
+};
+
+class GroupBuilder {
+ public:
+  explicit GroupBuilder(const HloModule& m) : m_(m), users_(m.instructions.size()), owner_(m.instructions.size(), -1) {
+    for (const auto& in : m.instructions) {
+      for (int o : in.operands) users_[o].push_back(in.id);
+    }
+  }
+
+  std::vector<Group> build() {
+    // Consumers first: when an operand is considered, all its users have been.
+    for (int id = static_cast<int>(m_.instructions.size()) - 1; id >= 0; --id) {
+      const HloInstruction& in = m_.at(id);
+      if (owner_[id] >= 0 || !is_elementwise(in) || !loop_fusible(m_, in)) continue;
+      Group g;
+      g.root = id;
+      g.members.insert(id);
+      int index = static_cast<int>(groups_.size());
+      owner_[id] = index;
+      grow(g, index, id);
+      if (count_compute(g) >= 1 && g.members.size() >= 2) {
+        attach_reduce(g);
+        groups_.push_back(std::move(g));
+      } else {
+        for (int mem : g.members) if (owner_[mem] == index) owner_[mem] = -1;
+        owner_[id] = -2;  // not fused; never a member either
+      }
+    }
+    return groups_;
+  }
+
+ private:
+  // Pulls operands of `id` into the group while the rules allow.
+  void grow(Group& g, int index, int id) {
+    const HloInstruction& in = m_.at(id);
+    if (in.opcode == HloOpcode::kBroadcast) {
+      // A broadcast reads its operand from outside the fusion, except a scalar constant.
+      return;
+    }
+    for (int o : in.operands) {
+      const HloInstruction& op = m_.at(o);
+      if (g.members.count(o) || !loop_fusible(m_, op)) continue;
+      bool all_users_inside = std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
+      if (!all_users_inside && !cheap(op)) continue;
+      if (owner_[o] == -2 && !cheap(op)) continue;
+      g.members.insert(o);
+      if (all_users_inside && owner_[o] == -1) owner_[o] = index;
+      grow(g, index, o);
+    }
+  }
+
+  int count_compute(const Group& g) const {
+    int n = 0;
+    for (int mem : g.members) n += is_elementwise(m_.at(mem)) ? 1 : 0;
+    return n;
+  }
+
+  // A reduce over leading or trailing dims whose operand is this group's root
+  // (and its only user) becomes part of the fusion (kInput).
+  void attach_reduce(Group& g) {
+    if (users_[g.root].size() != 1) return;
+    const HloInstruction& r = m_.at(users_[g.root][0]);
+    if (r.opcode != HloOpcode::kReduce || r.operands[0] != g.root || !is_scalar_constant(m_.at(r.operands[1]))) return;
+    if (!fusible_dtype(r.dtype) || r.dtype == DType::kBool) return;
+    const int64_t rank = static_cast<int64_t>(m_.at(g.root).shape.size());
+    const auto& dims = r.dimensions;
+    if (dims.empty()) return;
+    bool prefix = true, suffix = true;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      prefix = prefix && dims[i] == static_cast<int64_t>(i);
+      suffix = suffix && dims[i] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(i);
+    }
+    if (prefix || suffix) g.reduce = r.id;
+  }
+
+  const HloModule& m_;
+  std::vector<std::vector<int>> users_;
+  std::vector<int> owner_;  // group index for members with all users inside; -1 none; -2 tried as root, not fused
+  std::vector<Group> groups_;
+};
+
+// Builds the fused computation of `g`; `external` receives the outer ids of its parameters.
+std::shared_ptr<const HloModule> make_fused_computation(const HloModule& m, const Group& g, std::vector<int>& external) {
+  HloBuilder b("fused_computation");
+  std::map<int, int> local;      // member id -> fused id
+  std::map<int, int> parameter;  // outer id read from outside -> fused parameter id
+  auto operand_id = [&](int o) {
+    auto it = parameter.find(o);
+    if (it != parameter.end()) return it->second;
+    int p = b.parameter(m.at(o).shape, m.at(o).dtype);
+    external.push_back(o);
+    parameter[o] = p;
+    return p;
+  };
+  std::vector<int> order(g.members.begin(), g.members.end());
+  if (g.reduce >= 0) order.push_back(g.reduce);
+  for (int id : order) {
+    const HloInstruction& in = m.at(id);
+    std::vector<int> ops;
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      int o = in.operands[k];
+      // A broadcast always reads from outside the fusion (affine indexing).
+      if (g.members.count(o) && in.opcode != HloOpcode::kBroadcast) ops.push_back(local.at(o));
+      else if (id == g.reduce && k == 1) ops.push_back(b.copy(m.at(o), {}));  // the init constant
+      else ops.push_back(operand_id(o));
+    }
+    local[id] = b.copy(in, ops);
+  }
+  return std::make_shared<HloModule>(b.build({local.at(order.back())}));
+}
+
+}  // namespace
+
+bool InstructionFusion::run(HloModule& module) {
+  std::vector<Group> groups = GroupBuilder(module).build();
+  if (groups.empty()) return false;
+  // The outer instruction each group replaces: its reduce, else its root.
+  std::map<int, const Group*> replaced;
+  for (const Group& g : groups) replaced[g.reduce >= 0 ? g.reduce : g.root] = &g;
+  HloBuilder b(module.name);
+  std::vector<int> new_id(module.instructions.size(), -1);
+  for (const HloInstruction& in : module.instructions) {
+    if (in.opcode == HloOpcode::kTuple) continue;
+    auto it = replaced.find(in.id);
+    if (it != replaced.end()) {
+      std::vector<int> external;
+      auto computation = make_fused_computation(module, *it->second, external);
+      std::vector<int> ops;
+      for (int e : external) ops.push_back(new_id[e]);
+      new_id[in.id] = b.fusion(computation, ops, it->second->reduce >= 0 ? FusionKind::kInput : FusionKind::kLoop);
+      continue;
+    }
+    std::vector<int> ops;
+    bool available = true;
+    for (int o : in.operands) {
+      available = available && new_id[o] >= 0;
+      ops.push_back(new_id[o]);
+    }
+    // Members absorbed into a fusion have no outer copy; nothing outside uses them.
+    if (available) new_id[in.id] = b.copy(in, ops);
+  }
+  std::vector<int> outputs;
+  for (int o : module.at(module.root).operands) outputs.push_back(new_id[o]);
+  module = b.build(outputs);
+  return true;
+}
+
+}  // namespace lazytrain::hlo
