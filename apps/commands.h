@@ -19,6 +19,8 @@ struct RunMlmOptions {
   bool pad_to_max_length = false;
   bool line_by_line = false;
   double mlm_probability = 0.15;
+  std::string backend;  // empty: $LAZYTRAIN_BACKEND, else the default
+  std::string compile_cache_dir, dump_hlo;
   train::TrainingArguments training;
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "apps/commands.h"
+#include "backend/compiler.h"
 #include "core/error.h"
 #include "data/data_collator.h"
 #include "data/text_dataset.h"
@@ -56,6 +57,11 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
   c->add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
   c->add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
+  c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
+      ->check(CLI::IsMember({"cpu", "interpreter"}));
+  c->add_option("--compile_cache_dir", o.compile_cache_dir,
+                "Persistent compile cache directory (default: $LAZYTRAIN_CACHE_DIR); a second run compiles nothing");
+  c->add_option("--dump_hlo", o.dump_hlo, "Write each graph's HLO before and after the passes and its generated kernels here");
 }
 
 namespace {
@@ -180,6 +186,12 @@ int run_mlm(const RunMlmOptions& o) {
   if (t.do_eval) {
     eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
     require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
+  }
+
+  if (!o.compile_cache_dir.empty()) setenv("LAZYTRAIN_CACHE_DIR", o.compile_cache_dir.c_str(), 1);
+  if (!o.dump_hlo.empty()) setenv("LAZYTRAIN_DUMP_HLO", o.dump_hlo.c_str(), 1);
+  if (!o.backend.empty()) {
+    lazy::GraphExecutor::get().set_compiler(o.backend == "cpu" ? backend::make_cpu_compiler() : backend::make_interpreter_compiler());
   }
 
   manual_seed(t.seed);

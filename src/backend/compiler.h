@@ -28,6 +28,18 @@ class Compiler {
   virtual std::string name() const = 0;
   // Compiles a verified module. Throws Error when the backend cannot run an instruction.
   virtual std::unique_ptr<Executable> compile(hlo::HloModule module) = 0;
+  // The same, storing the result in the backend's persistent compile cache (if it
+  // has one and LAZYTRAIN_CACHE_DIR is set) under `graph_key` (the graph hash).
+  virtual std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key) {
+    (void)graph_key;
+    return compile(std::move(module));
+  }
+  // The executable an earlier compile stored under `graph_key`, or nullptr (no
+  // persistent cache, a miss, or an unusable entry).
+  virtual std::unique_ptr<Executable> load_cached(const std::string& graph_key) {
+    (void)graph_key;
+    return nullptr;
+  }
 };
 
 // The reference backend: evaluates instructions one by one (dot through oneDNN).

@@ -217,14 +217,16 @@ int HloBuilder::matmul(int a, int b) {
     d.lhs_batch_dimensions.push_back(i);
     d.rhs_batch_dimensions.push_back(i);
   }
+  // Each transpose of the last two dims folded away flips the contracting dim
+  // (a transpose of a transpose folds twice, back to the original).
   int64_t lc = r - 1, rc = r - 2;
-  if (is_minor_transpose(module_.at(a))) {
+  while (is_minor_transpose(module_.at(a))) {
     a = module_.at(a).operands[0];
-    lc = r - 2;
+    lc = lc == r - 1 ? r - 2 : r - 1;
   }
-  if (is_minor_transpose(module_.at(b))) {
+  while (is_minor_transpose(module_.at(b))) {
     b = module_.at(b).operands[0];
-    rc = r - 1;
+    rc = rc == r - 2 ? r - 1 : r - 2;
   }
   d.lhs_contracting_dimensions = {lc};
   d.rhs_contracting_dimensions = {rc};

@@ -30,6 +30,33 @@ void check_float(const Tensor& x, const char* op, Loc loc) {
   if (!is_floating_point(x.dtype())) throw_error(op, "expects a floating-point tensor, got " + torch_name(x.dtype()), loc);
 }
 
+// torch.gather(x, 1, index.unsqueeze(1)).squeeze(1) for x [N, C], index int [N]:
+// forward reads N values through a gather over the flattened x; the backward is
+// a one-hot select (iota == index), which the CPU backend fuses into the
+// consumer instead of materialising an N x C scatter.
+Tensor pick_along_dim1(const Tensor& x, const Tensor& index) {
+  const int64_t n = x.shape()[0];
+  Tensor out = make_op("aten::gather", {x, index}, {n}, x.dtype(), {{"dim", int64_t{1}}}, +[](LoweringContext& c, const Node& nd) {
+    auto& b = c.builder();
+    const Shape& xs = nd.operand(0)->shape();
+    DType it = nd.operand(1)->dtype();
+    int rows = b.binary(HloOpcode::kMultiply, b.iota({xs[0]}, it, 0), b.full(static_cast<double>(xs[1]), {xs[0]}, it));
+    int flat = b.binary(HloOpcode::kAdd, rows, c.operand(nd, 1));
+    int picked = b.gather(b.reshape(c.operand(nd, 0), {xs[0] * xs[1], 1}), flat);
+    return b.reshape(picked, nd.shape());
+  });
+  return record(out, "GatherBackward0", {x, index}, [idx = index.detach(), xs = x.shape()](const Tensor& g) {
+    Tensor gx = make_op("aten::gather_backward", {g, idx}, xs, g.dtype(), {{"dim", int64_t{1}}}, +[](LoweringContext& c, const Node& nd) {
+      auto& b = c.builder();
+      const Shape& s = nd.shape();
+      DType it = nd.operand(1)->dtype();
+      int hit = b.compare(b.iota(s, it, 1), b.broadcast(c.operand(nd, 1), s, {0}), hlo::ComparisonDirection::kEq);
+      return b.select(hit, b.broadcast(c.operand(nd, 0), s, {0}), b.full(0.0, s, nd.dtype()));
+    });
+    return std::vector<Tensor>{gx, Tensor()};
+  });
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
@@ -106,11 +133,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   Tensor logp = log_softmax(logits, 1, loc);
   Tensor valid = ne(target, static_cast<double>(ignore_index));
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));
-  // Pick logp[i, target_i] by a gather over the flattened logits: one small
-  // read instead of a one-hot mask over all N x C values.
-  const int64_t n = target.shape()[0];
-  Tensor flat_index = add(mul(arange(n, target.dtype()), static_cast<double>(classes)), safe);
-  Tensor picked = index_select(logp.reshape({n * classes, 1}), 0, flat_index).reshape({n});
+  Tensor picked = pick_along_dim1(logp, safe);
   Tensor weight = to_dtype(valid, logits.dtype());
   Tensor total = sum(weight);
   // Every target ignored: PyTorch's loss is NaN (0/0) but its gradient is 0. Divide by 1

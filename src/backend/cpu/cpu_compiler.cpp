@@ -1,8 +1,12 @@
 // The CPU backend: HLO passes, then one generated kernel per fusion, compiled
 // into a shared object by the system C++ compiler; everything else runs through
 // the interpreter's kernels (dot through oneDNN).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -12,7 +16,9 @@
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
 #include "hlo/passes/hlo_pass.h"
+#include "hlo/hlo_serialization.h"
 #include "hlo/passes/pipeline.h"
+#include "runtime/persistent_cache.h"
 #include "runtime/metrics.h"
 
 namespace lazytrain::backend {
@@ -47,6 +53,7 @@ class CpuExecutable : public Executable {
         for (int o : in.operands) outputs.push_back(values[o]);
         break;
       }
+      const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       auto kernel = kernels_.find(in.id);
       if (kernel != kernels_.end()) {
         Buffer out(in.shape, in.dtype);
@@ -58,6 +65,13 @@ class CpuExecutable : public Executable {
         interpreter::Operands args;
         for (int o : in.operands) args.push_back(&values[o]);
         values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+      }
+      if (profile_) {
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (ms > 2) {
+          std::fprintf(stderr, "[profile] %8.1f ms  %s %s%s\n", ms, in.name().c_str(), hlo::shape_text(module_, in).c_str(),
+                       kernel != kernels_.end() ? " (generated)" : "");
+        }
       }
       for (int o : in.operands) {
         if (last_use_[o] == in.id) values[o] = Buffer();
@@ -71,20 +85,149 @@ class CpuExecutable : public Executable {
   std::shared_ptr<cpu::SharedLibrary> library_;  // keeps the kernels loaded
   std::map<int, KernelFn> kernels_;
   std::vector<int> last_use_;
+  // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 2 ms.
+  bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
 };
+
+// A persistent cache entry: the optimized module, the kernel symbol of each
+// fusion, and the shared object's bytes.
+std::string encode_entry(const hlo::HloModule& module, const std::map<int, std::string>& names, const std::string& so) {
+  std::string out;
+  auto u64 = [&](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); };
+  std::string m = hlo::serialize_module(module);
+  u64(m.size());
+  out += m;
+  u64(names.size());
+  for (const auto& [id, name] : names) {
+    u64(static_cast<uint64_t>(id));
+    u64(name.size());
+    out += name;
+  }
+  out += so;
+  return out;
+}
+
+struct Entry {
+  hlo::HloModule module;
+  std::map<int, std::string> names;
+  std::string so;
+};
+
+Entry decode_entry(std::string_view in) {
+  size_t pos = 0;
+  auto u64 = [&]() {
+    check(pos + 8 <= in.size(), "cpu backend", "truncated cache entry");
+    uint64_t v;
+    std::memcpy(&v, in.data() + pos, 8);
+    pos += 8;
+    return v;
+  };
+  auto bytes = [&](uint64_t n) {
+    check(n <= in.size() - pos, "cpu backend", "truncated cache entry");
+    std::string_view s = in.substr(pos, n);
+    pos += n;
+    return s;
+  };
+  Entry e;
+  e.module = hlo::deserialize_module(bytes(u64()));
+  uint64_t count = u64();
+  for (uint64_t k = 0; k < count; ++k) {
+    int id = static_cast<int>(u64());
+    e.names[id] = std::string(bytes(u64()));
+  }
+  e.so = std::string(in.substr(pos));
+  return e;
+}
+
+std::unique_ptr<Executable> make_executable(hlo::HloModule module, const std::map<int, std::string>& names, const std::string& so) {
+  std::shared_ptr<cpu::SharedLibrary> library;
+  std::map<int, KernelFn> kernels;
+  if (!names.empty()) {
+    library = cpu::load_shared_object(so);
+    for (const auto& [id, name] : names) kernels[id] = reinterpret_cast<KernelFn>(library->symbol(name));
+  }
+  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels));
+}
 
 class CpuCompiler : public Compiler {
  public:
   std::string name() const override { return "cpu"; }
 
-  std::unique_ptr<Executable> compile(hlo::HloModule module) override {
+  std::unique_ptr<Executable> load_cached(const std::string& graph_key) override {
+    runtime::PersistentCache* disk = disk_cache();
+    if (!disk || !cpu::find_cxx_compiler()) return nullptr;
+    std::optional<std::string> bytes = disk->get(entry_key(graph_key));
+    if (!bytes) return nullptr;
+    try {
+      Entry e = decode_entry(*bytes);
+      return make_executable(std::move(e.module), e.names, e.so);
+    } catch (const Error& err) {
+      std::fprintf(stderr, "warning: unusable compile cache entry for graph %s (%s); recompiling\n", graph_key.c_str(), err.what());
+      runtime::counter("PersistentCacheCorrupt").add(1);
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key) override {
+    Compiled c = build(std::move(module), graph_key);
+    if (!c.fallback) {
+      if (runtime::PersistentCache* disk = disk_cache()) disk->put(entry_key(graph_key), encode_entry(c.module, c.names, c.so));
+    }
+    return finish(std::move(c));
+  }
+
+  std::unique_ptr<Executable> compile(hlo::HloModule module) override { return finish(build(std::move(module), "")); }
+
+ private:
+  struct Compiled {
+    hlo::HloModule module;
+    std::map<int, std::string> names;
+    std::string so;
+    bool fallback = false;
+  };
+
+  // LAZYTRAIN_CACHE_DIR, read at the first compile (the CLI sets it from --compile_cache_dir).
+  runtime::PersistentCache* disk_cache() {
+    if (!disk_checked_) {
+      disk_ = runtime::PersistentCache::from_environment();
+      disk_checked_ = true;
+    }
+    return disk_ ? &*disk_ : nullptr;
+  }
+
+  // Graph hash + backend + compiler version and flags + this build of lazytrain.
+  std::string entry_key(const std::string& graph_key) const {
+    std::string flags;
+    for (const auto& f : cpu::kernel_flags()) flags += f + " ";
+    static const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler());
+    return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
+  }
+
+  std::unique_ptr<Executable> finish(Compiled c) {
+    if (c.fallback) return make_interpreter_compiler()->compile(std::move(c.module));
+    return make_executable(std::move(c.module), c.names, c.so);
+  }
+
+  // LAZYTRAIN_DUMP_HLO=DIR (the CLI's --dump_hlo): <graph>.before.hlo,
+  // <graph>.after.hlo and <graph>.kernels.cpp for every compiled graph.
+  static void dump(const std::string& graph_key, const std::string& suffix, const std::string& text) {
+    const char* dir = std::getenv("LAZYTRAIN_DUMP_HLO");
+    if (!dir || !*dir) return;
+    std::filesystem::create_directories(dir);
+    std::ofstream(std::string(dir) + "/" + (graph_key.empty() ? "graph" : graph_key) + "." + suffix) << text;
+  }
+
+  Compiled build(hlo::HloModule module, const std::string& graph_key) {
+    dump(graph_key, "before.hlo", module.to_string());
     hlo::run_passes(module, hlo::default_pipeline());
+    dump(graph_key, "after.hlo", module.to_string());
     std::optional<std::string> cxx = cpu::find_cxx_compiler();
     if (!cxx) {
       static bool warned = false;
       if (!warned) std::fprintf(stderr, "warning: no C++ compiler found ($CXX or c++); the cpu backend interprets instead\n");
       warned = true;
-      return make_interpreter_compiler()->compile(std::move(module));
+      Compiled c{std::move(module), {}, {}, true};
+      return c;
     }
     std::ostringstream source;
     source << cpu::kernel_header_source();
@@ -97,15 +240,16 @@ class CpuCompiler : public Compiler {
         names[in.id] = name;
       }
     }
-    std::shared_ptr<cpu::SharedLibrary> library;
-    std::map<int, KernelFn> kernels;
+    dump(graph_key, "kernels.cpp", source.str());
+    std::string so;
     if (!names.empty()) {
-      std::string bytes = cpu::compile_shared_object(*cxx, {{"kernels.cpp", source.str()}, {"prelude.cpp", cpu::kernel_prelude_source()}});
-      library = cpu::load_shared_object(bytes);
-      for (const auto& [id, name] : names) kernels[id] = reinterpret_cast<KernelFn>(library->symbol(name));
+      so = cpu::compile_shared_object(*cxx, {{"kernels.cpp", source.str()}, {"prelude.cpp", cpu::kernel_prelude_source()}});
     }
-    return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels));
+    return Compiled{std::move(module), std::move(names), std::move(so), false};
   }
+
+  bool disk_checked_ = false;
+  std::optional<runtime::PersistentCache> disk_;
 };
 
 }  // namespace

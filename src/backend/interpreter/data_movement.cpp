@@ -11,6 +11,21 @@ namespace {
 
 Buffer broadcast(const hlo::HloInstruction& in, const Buffer& x) {
   Buffer out(in.shape, in.dtype);
+  if (x.numel() == 1) {  // a scalar: a fill
+    const int64_t n = out.numel(), size = itemsize(in.dtype);
+    const auto* v = static_cast<const uint8_t*>(x.raw());
+    auto* o = static_cast<uint8_t*>(out.raw());
+    bool zero = true;
+    for (int64_t k = 0; k < size; ++k) zero = zero && v[k] == 0;
+    if (zero) {
+      std::memset(o, 0, static_cast<size_t>(out.nbytes()));
+      return out;
+    }
+    std::vector<int64_t> strides(in.shape.size(), 0);
+    strided_copy(x.raw(), strides, out.raw(), in.shape, size);
+    (void)n;
+    return out;
+  }
   std::vector<int64_t> strides(in.shape.size(), 0);
   std::vector<int64_t> xs = contiguous_strides(x.shape());
   for (size_t i = 0; i < in.dimensions.size(); ++i) strides[in.dimensions[i]] = xs[i];
