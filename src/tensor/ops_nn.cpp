@@ -129,7 +129,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   if (target.dtype() != DType::kInt64 && target.dtype() != DType::kInt32) {
     throw_error("aten::cross_entropy", "target must be int64 class indices, got " + torch_name(target.dtype()), loc);
   }
-  const int64_t classes = logits.shape()[1];
   Tensor logp = log_softmax(logits, 1, loc);
   Tensor valid = ne(target, static_cast<double>(ignore_index));
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));

@@ -229,21 +229,31 @@ class CpuCompiler : public Compiler {
       Compiled c{std::move(module), {}, {}, true};
       return c;
     }
-    std::ostringstream source;
-    source << cpu::kernel_header_source();
+    // Kernels go round-robin into two translation units that compile in parallel.
+    std::ostringstream sources[2];
+    for (auto& src : sources) src << cpu::kernel_header_source();
+    int next_source = 0;
     std::map<int, std::string> names;
+    // Identical fusions (every layer of a model has the same ones) share one kernel.
+    std::map<std::string, std::string> kernel_by_text;
     for (const auto& in : module.instructions) {
       if (in.opcode != HloOpcode::kFusion) continue;
-      std::string name = "fusion_" + std::to_string(in.id);
-      if (auto text = cpu::emit_fusion_kernel(in, name)) {
-        source << "\n" << *text;
-        names[in.id] = name;
+      std::optional<std::string> text = cpu::emit_fusion_kernel(in, "LAZYTRAIN_KERNEL");
+      if (!text) continue;
+      auto [it, inserted] = kernel_by_text.emplace(*text, "fusion_" + std::to_string(in.id));
+      if (inserted) {
+        std::string named = *text;
+        named.replace(named.find("LAZYTRAIN_KERNEL"), 16, it->second);
+        sources[next_source++ % 2] << "\n" << named;
       }
+      names[in.id] = it->second;
     }
-    dump(graph_key, "kernels.cpp", source.str());
+    dump(graph_key, "kernels.cpp", sources[0].str() + sources[1].str());
     std::string so;
     if (!names.empty()) {
-      so = cpu::compile_shared_object(*cxx, {{"kernels.cpp", source.str()}, {"prelude.cpp", cpu::kernel_prelude_source()}});
+      so = cpu::compile_shared_object(*cxx, {{"kernels0.cpp", sources[0].str()},
+                                             {"kernels1.cpp", sources[1].str()},
+                                             {"prelude.cpp", cpu::kernel_prelude_source()}});
     }
     return Compiled{std::move(module), std::move(names), std::move(so), false};
   }

@@ -94,17 +94,25 @@ std::string compiler_version(const std::string& compiler) {
 
 std::string compile_shared_object(const std::string& compiler, const std::vector<std::pair<std::string, std::string>>& sources) {
   TempDir dir;
-  std::string command = quote(compiler);
-  for (const auto& f : kernel_flags()) command += " " + f;
+  std::string flags;
+  for (const auto& f : kernel_flags()) flags += " " + f;
+  // Each source compiles to an object in parallel (one per core), then one link.
+  std::string command, objects;
   for (const auto& [name, text] : sources) {
     std::ofstream(dir.path / name) << text;
-    command += " " + quote((dir.path / name).string());
+    const fs::path object = dir.path / (name + ".o");
+    command += quote(compiler) + flags + " -c " + quote((dir.path / name).string()) + " -o " + quote(object.string()) + " & ";
+    objects += " " + quote(object.string());
+  }
+  command += "wait";
+  std::string output;
+  run(command, output);
+  for (const auto& [name, text] : sources) {
+    if (!fs::exists(dir.path / (name + ".o"))) throw Error("[cpu backend] compiling generated kernels failed: " + output.substr(0, 2000));
   }
   const fs::path so = dir.path / "kernels.so";
-  command += " -o " + quote(so.string()) + " -lsleef";
-  std::string output;
-  if (run(command, output) != 0) {
-    throw Error("[cpu backend] compiling generated kernels failed: " + output.substr(0, 2000));
+  if (run(quote(compiler) + flags + objects + " -o " + quote(so.string()) + " -lsleef", output) != 0) {
+    throw Error("[cpu backend] linking generated kernels failed: " + output.substr(0, 2000));
   }
   return read_file(so);
 }

@@ -1,0 +1,169 @@
+#include "hlo/passes/algebraic_simplifier.h"
+
+#include "core/half.h"
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+
+namespace {
+
+template <typename T>
+bool all_equal(const runtime::Buffer& literal, double value) {
+  const T* data = literal.data<T>();
+  for (int64_t i = 0; i < literal.numel(); ++i) {
+    if (static_cast<double>(static_cast<float>(data[i])) != value) return false;
+  }
+  return true;
+}
+
+template <>
+bool all_equal<int64_t>(const runtime::Buffer& literal, double value) {
+  const int64_t* data = literal.data<int64_t>();
+  for (int64_t i = 0; i < literal.numel(); ++i) {
+    if (static_cast<double>(data[i]) != value) return false;
+  }
+  return true;
+}
+
+template <>
+bool all_equal<int32_t>(const runtime::Buffer& literal, double value) {
+  const int32_t* data = literal.data<int32_t>();
+  for (int64_t i = 0; i < literal.numel(); ++i) {
+    if (static_cast<double>(data[i]) != value) return false;
+  }
+  return true;
+}
+
+// True when every element of `literal` equals `value` (a NaN never does).
+bool literal_all_equal(const runtime::Buffer& literal, double value) {
+  switch (literal.dtype()) {
+    case DType::kFloat32: return all_equal<float>(literal, value);
+    case DType::kBFloat16: return all_equal<BFloat16>(literal, value);
+    case DType::kFloat16: return all_equal<Half>(literal, value);
+    case DType::kInt32: return all_equal<int32_t>(literal, value);
+    case DType::kInt64: return all_equal<int64_t>(literal, value);
+    case DType::kBool: {
+      const uint8_t* data = literal.data<uint8_t>();
+      for (int64_t i = 0; i < literal.numel(); ++i) {
+        if ((data[i] != 0 ? 1.0 : 0.0) != value) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+// True when `id` is a constant with every element equal to `value`, directly or
+// through broadcasts and reshapes of one.
+bool is_splat_of(const HloBuilder& b, int id, double value) {
+  while (b.at(id).opcode == HloOpcode::kBroadcast || b.at(id).opcode == HloOpcode::kReshape) id = b.at(id).operands[0];
+  return b.at(id).opcode == HloOpcode::kConstant && literal_all_equal(b.at(id).literal, value);
+}
+
+bool is_identity(const std::vector<int64_t>& dims) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+// The id that replaces `in` (whose operands are already mapped to `ops` in
+// `b`), or -1 when no rewrite applies.
+int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+  auto same_type = [&](int id) { return b.shape(id) == in.shape && b.dtype(id) == in.dtype; };
+  switch (in.opcode) {
+    case HloOpcode::kAdd:
+      if (is_splat_of(b, ops[1], 0.0) && same_type(ops[0])) return ops[0];
+      if (is_splat_of(b, ops[0], 0.0) && same_type(ops[1])) return ops[1];
+      break;
+    case HloOpcode::kSubtract:
+      if (is_splat_of(b, ops[1], 0.0) && same_type(ops[0])) return ops[0];
+      break;
+    case HloOpcode::kMultiply:
+      if (is_splat_of(b, ops[1], 1.0) && same_type(ops[0])) return ops[0];
+      if (is_splat_of(b, ops[0], 1.0) && same_type(ops[1])) return ops[1];
+      if (!is_floating_point(in.dtype)) {
+        // Integer and pred products with 0 are 0; float ones are not (inf, NaN).
+        if (is_splat_of(b, ops[1], 0.0) && same_type(ops[1])) return ops[1];
+        if (is_splat_of(b, ops[0], 0.0) && same_type(ops[0])) return ops[0];
+      }
+      break;
+    case HloOpcode::kDivide:
+      if (is_splat_of(b, ops[1], 1.0) && same_type(ops[0])) return ops[0];
+      break;
+    case HloOpcode::kNegate: {
+      const HloInstruction& x = b.at(ops[0]);
+      if (x.opcode == HloOpcode::kNegate && same_type(x.operands[0])) return x.operands[0];
+      break;
+    }
+    case HloOpcode::kConvert:
+      if (same_type(ops[0])) return ops[0];
+      break;
+    case HloOpcode::kReshape: {
+      if (same_type(ops[0])) return ops[0];
+      const HloInstruction& x = b.at(ops[0]);
+      if (x.opcode == HloOpcode::kReshape) return b.reshape(x.operands[0], in.shape);  // returns x's operand when shapes agree
+      break;
+    }
+    case HloOpcode::kTranspose: {
+      if (is_identity(in.dimensions) && same_type(ops[0])) return ops[0];
+      const HloInstruction& x = b.at(ops[0]);
+      if (x.opcode == HloOpcode::kTranspose) {
+        // Output dim i is x's dim in.dimensions[i], which is x's operand's dim x.dimensions[in.dimensions[i]].
+        std::vector<int64_t> permutation;
+        for (int64_t d : in.dimensions) permutation.push_back(x.dimensions[static_cast<size_t>(d)]);
+        return b.transpose(x.operands[0], std::move(permutation));  // returns the operand for the identity
+      }
+      break;
+    }
+    case HloOpcode::kBroadcast: {
+      if (is_identity(in.dimensions) && in.dimensions.size() == in.shape.size() && same_type(ops[0])) return ops[0];
+      const HloInstruction& x = b.at(ops[0]);
+      if (x.opcode == HloOpcode::kBroadcast) {
+        // x's operand dim i lands in x's dim x.dimensions[i], which lands in dim in.dimensions[that].
+        std::vector<int64_t> dimensions;
+        for (int64_t d : x.dimensions) dimensions.push_back(in.dimensions[static_cast<size_t>(d)]);
+        return b.broadcast(x.operands[0], in.shape, std::move(dimensions));
+      }
+      break;
+    }
+    case HloOpcode::kSlice: {
+      bool from_start = true;
+      for (int64_t s : in.slice_starts) from_start = from_start && s == 0;
+      // Starting at 0 with the operand's own shape, every element is kept in order.
+      if (from_start && same_type(ops[0])) return ops[0];
+      break;
+    }
+    default: break;
+  }
+  return -1;
+}
+
+}  // namespace
+
+bool AlgebraicSimplifier::run(HloModule& module) {
+  HloBuilder b(module.name);
+  std::vector<int> map(module.instructions.size(), -1);
+  bool rewritten = false;
+  std::vector<int> outputs;
+  for (const HloInstruction& in : module.instructions) {
+    std::vector<int> ops;
+    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
+    if (in.id == module.root) {
+      outputs = std::move(ops);
+      break;
+    }
+    int replacement = simplify(b, in, ops);
+    if (replacement >= 0) {
+      rewritten = true;
+      map[static_cast<size_t>(in.id)] = replacement;
+    } else {
+      map[static_cast<size_t>(in.id)] = b.copy(in, std::move(ops));
+    }
+  }
+  size_t before = module.instructions.size();
+  module = b.build(outputs);
+  return rewritten || module.instructions.size() != before;
+}
+
+}  // namespace lazytrain::hlo

@@ -1,0 +1,131 @@
+#include "hlo/passes/constant_folding.h"
+
+#include <optional>
+
+#include "backend/compiler.h"
+#include "core/error.h"
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+
+namespace {
+
+bool is_constant(const HloBuilder& b, int id) { return b.at(id).opcode == HloOpcode::kConstant; }
+
+bool is_scalar_constant(const HloBuilder& b, int id) { return is_constant(b, id) && b.shape(id).empty(); }
+
+// A constant, or a broadcast of one: a value known at compile time.
+bool is_known(const HloBuilder& b, int id) {
+  return is_constant(b, id) || (b.at(id).opcode == HloOpcode::kBroadcast && is_constant(b, b.at(id).operands[0]));
+}
+
+// The rank-0 constant that `id` is or broadcasts (every element equal), or -1.
+int splat_scalar(const HloBuilder& b, int id) {
+  if (is_scalar_constant(b, id)) return id;
+  const HloInstruction& in = b.at(id);
+  if (in.opcode == HloOpcode::kBroadcast && is_scalar_constant(b, in.operands[0])) return in.operands[0];
+  return -1;
+}
+
+bool is_elementwise(HloOpcode op) {
+  return is_elementwise_unary(op) || is_elementwise_binary(op) || op == HloOpcode::kCompare || op == HloOpcode::kSelect;
+}
+
+// Ops whose result is a splat of the operand's value when the operand is a splat.
+bool moves_data_only(HloOpcode op) {
+  return op == HloOpcode::kReshape || op == HloOpcode::kTranspose || op == HloOpcode::kBroadcast || op == HloOpcode::kSlice;
+}
+
+// Evaluates `in` over operands `ops` of `b` (each known: a constant or a
+// broadcast of one) with the interpreter. nullopt when evaluation raises Error.
+std::optional<runtime::Buffer> evaluate(backend::Compiler& compiler, const HloBuilder& b, const HloInstruction& in,
+                                        const std::vector<int>& ops) {
+  try {
+    HloBuilder e("constant_folding");
+    std::vector<int> operands;
+    for (int o : ops) {
+      const HloInstruction& op = b.at(o);
+      if (op.opcode == HloOpcode::kConstant) {
+        operands.push_back(e.constant(op.literal));
+      } else {
+        operands.push_back(e.copy(op, {e.constant(b.at(op.operands[0]).literal)}));
+      }
+    }
+    int result = e.copy(in, std::move(operands));
+    std::vector<runtime::Buffer> values = compiler.compile(e.build({result}))->execute({});
+    return values.at(0);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The id that replaces `in` (operands mapped to `ops` in `b`), or -1.
+int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+  switch (in.opcode) {
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kIota:
+    case HloOpcode::kRngBitGenerator:
+    case HloOpcode::kTuple: return -1;
+    default: break;
+  }
+  if (ops.empty()) return -1;
+  for (int o : ops) {
+    if (!is_known(b, o)) return -1;
+  }
+  if (in.opcode == HloOpcode::kBroadcast && is_scalar_constant(b, ops[0])) return -1;  // already a splat
+
+  bool all_splats = true;
+  for (int o : ops) all_splats = all_splats && splat_scalar(b, o) >= 0;
+  if (all_splats && (is_elementwise(in.opcode) || moves_data_only(in.opcode))) {
+    int scalar = -1;
+    if (moves_data_only(in.opcode)) {
+      scalar = splat_scalar(b, ops[0]);
+    } else {
+      // Elementwise: the same op on the scalars gives every element of the result.
+      std::vector<int> scalars;
+      for (int o : ops) scalars.push_back(splat_scalar(b, o));
+      std::optional<runtime::Buffer> value = evaluate(compiler, b, in, scalars);
+      if (!value) return -1;
+      scalar = b.constant(*value);
+    }
+    return in.shape.empty() ? scalar : b.broadcast(scalar, in.shape, {});
+  }
+  if (numel(in.shape) > ConstantFolding::kMaxFoldedElements) return -1;
+  int64_t evaluated = 0;
+  for (int o : ops) evaluated += numel(b.shape(o));
+  if (evaluated > ConstantFolding::kMaxEvaluatedElements) return -1;
+  std::optional<runtime::Buffer> value = evaluate(compiler, b, in, ops);
+  if (!value) return -1;
+  return b.constant(*value);
+}
+
+}  // namespace
+
+bool ConstantFolding::run(HloModule& module) {
+  std::unique_ptr<backend::Compiler> compiler = backend::make_interpreter_compiler();
+  HloBuilder b(module.name);
+  std::vector<int> map(module.instructions.size(), -1);
+  bool folded = false;
+  std::vector<int> outputs;
+  for (const HloInstruction& in : module.instructions) {
+    std::vector<int> ops;
+    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
+    if (in.id == module.root) {
+      outputs = std::move(ops);
+      break;
+    }
+    int replacement = fold(*compiler, b, in, ops);
+    if (replacement >= 0) {
+      folded = true;
+      map[static_cast<size_t>(in.id)] = replacement;
+    } else {
+      map[static_cast<size_t>(in.id)] = b.copy(in, std::move(ops));
+    }
+  }
+  size_t before = module.instructions.size();
+  module = b.build(outputs);
+  return folded || module.instructions.size() != before;
+}
+
+}  // namespace lazytrain::hlo

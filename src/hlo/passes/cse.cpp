@@ -1,0 +1,105 @@
+#include "hlo/passes/cse.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+
+namespace {
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+size_t mix_all(size_t h, const std::vector<int64_t>& values) {
+  h = mix(h, values.size());
+  for (int64_t v : values) h = mix(h, static_cast<size_t>(v));
+  return h;
+}
+
+// A hash of everything `same_value` compares, except literal bytes beyond the first few.
+size_t hash_instruction(const HloInstruction& in) {
+  size_t h = mix(static_cast<size_t>(in.opcode), static_cast<size_t>(in.dtype));
+  h = mix_all(h, in.shape);
+  h = mix(h, in.operands.size());
+  for (int o : in.operands) h = mix(h, static_cast<size_t>(o));
+  h = mix_all(h, in.dimensions);
+  h = mix_all(h, in.slice_starts);
+  h = mix_all(h, in.slice_limits);
+  h = mix_all(h, in.slice_strides);
+  if (in.opcode == HloOpcode::kConstant) {
+    size_t n = static_cast<size_t>(std::min<int64_t>(in.literal.nbytes(), 64));
+    h = mix(h, std::hash<std::string_view>()(std::string_view(static_cast<const char*>(in.literal.raw()), n)));
+  }
+  return mix(h, std::hash<const void*>()(in.fused_computation.get()));
+}
+
+bool same_dot(const DotDimensionNumbers& a, const DotDimensionNumbers& b) {
+  return a.lhs_batch_dimensions == b.lhs_batch_dimensions && a.rhs_batch_dimensions == b.rhs_batch_dimensions &&
+         a.lhs_contracting_dimensions == b.lhs_contracting_dimensions &&
+         a.rhs_contracting_dimensions == b.rhs_contracting_dimensions;
+}
+
+bool same_literal(const runtime::Buffer& a, const runtime::Buffer& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  if (a.raw() == b.raw() || a.nbytes() == 0) return true;
+  return std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+// True when `a` and `b` (operands already canonical) compute the same value.
+bool same_value(const HloInstruction& a, const HloInstruction& b) {
+  return a.opcode == b.opcode && a.dtype == b.dtype && a.shape == b.shape && a.operands == b.operands &&
+         a.dimensions == b.dimensions && a.slice_starts == b.slice_starts && a.slice_limits == b.slice_limits &&
+         a.slice_strides == b.slice_strides && a.direction == b.direction && a.reduce_kind == b.reduce_kind &&
+         same_dot(a.dot, b.dot) && a.parameter_number == b.parameter_number &&
+         a.fused_computation == b.fused_computation && a.fusion_kind == b.fusion_kind &&
+         (a.opcode != HloOpcode::kConstant || same_literal(a.literal, b.literal));
+}
+
+bool never_merged(HloOpcode op) {
+  return op == HloOpcode::kParameter || op == HloOpcode::kRngBitGenerator || op == HloOpcode::kTuple;
+}
+
+}  // namespace
+
+bool Cse::run(HloModule& module) {
+  HloBuilder b(module.name);
+  std::vector<int> map(module.instructions.size(), -1);
+  std::unordered_multimap<size_t, int> seen;  // hash → id in b
+  bool merged = false;
+  std::vector<int> outputs;
+  for (const HloInstruction& in : module.instructions) {
+    std::vector<int> ops;
+    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
+    if (in.id == module.root) {
+      outputs = std::move(ops);
+      break;
+    }
+    int id = b.copy(in, std::move(ops));
+    if (never_merged(in.opcode)) {
+      map[static_cast<size_t>(in.id)] = id;
+      continue;
+    }
+    size_t h = hash_instruction(b.at(id));
+    int match = -1;
+    auto [first, last] = seen.equal_range(h);
+    for (auto it = first; it != last && match < 0; ++it) {
+      if (same_value(b.at(it->second), b.at(id))) match = it->second;
+    }
+    if (match >= 0) {
+      merged = true;  // the copy just made is dead and is removed by build()
+      map[static_cast<size_t>(in.id)] = match;
+    } else {
+      seen.emplace(h, id);
+      map[static_cast<size_t>(in.id)] = id;
+    }
+  }
+  size_t before = module.instructions.size();
+  module = b.build(outputs);
+  return merged || module.instructions.size() != before;
+}
+
+}  // namespace lazytrain::hlo

@@ -1,0 +1,310 @@
+// AlgebraicSimplifier: each rewrite on a small module, checked for structure
+// (which instructions are left) and for values (the interpreter gives the same
+// results before and after on random inputs); and the rewrites that must not
+// happen (x * 0 for floats, constants of another value).
+#include "hlo/passes/algebraic_simplifier.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/compiler.h"
+#include "core/half.h"
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+namespace {
+
+using runtime::Buffer;
+
+// ---- helpers (each pass test file keeps its own copy) ----
+
+// Random values for every parameter of `m`: normal floats, small integers, random preds.
+std::vector<Buffer> random_arguments(const HloModule& m, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> small(-5, 5);
+  std::vector<Buffer> args;
+  for (const HloInstruction& in : m.instructions) {
+    if (in.opcode != HloOpcode::kParameter) continue;
+    Buffer b(in.shape, in.dtype);
+    for (int64_t i = 0; i < b.numel(); ++i) {
+      switch (in.dtype) {
+        case DType::kFloat32: b.data<float>()[i] = normal(gen); break;
+        case DType::kBFloat16: b.data<BFloat16>()[i] = BFloat16(normal(gen)); break;
+        case DType::kFloat16: b.data<Half>()[i] = static_cast<Half>(normal(gen)); break;
+        case DType::kInt32: b.data<int32_t>()[i] = small(gen); break;
+        case DType::kInt64: b.data<int64_t>()[i] = small(gen); break;
+        case DType::kBool: b.data<uint8_t>()[i] = small(gen) > 0; break;
+      }
+    }
+    args.push_back(b);
+  }
+  return args;
+}
+
+std::vector<Buffer> run(const HloModule& m, const std::vector<Buffer>& args) {
+  return backend::make_interpreter_compiler()->compile(m)->execute(args);
+}
+
+double element(const Buffer& b, int64_t i) {
+  switch (b.dtype()) {
+    case DType::kFloat32: return b.data<float>()[i];
+    case DType::kBFloat16: return static_cast<float>(b.data<BFloat16>()[i]);
+    case DType::kFloat16: return static_cast<float>(b.data<Half>()[i]);
+    case DType::kInt32: return b.data<int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(b.data<int64_t>()[i]);
+    case DType::kBool: return b.data<uint8_t>()[i];
+  }
+  return 0;
+}
+
+// Same outputs: shapes, dtypes, and values within rtol (0: equal; NaN matches NaN).
+void expect_same_values(const std::vector<Buffer>& expected, const std::vector<Buffer>& actual, double rtol = 0) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    ASSERT_EQ(expected[k].shape(), actual[k].shape()) << "output " << k;
+    ASSERT_EQ(expected[k].dtype(), actual[k].dtype()) << "output " << k;
+    for (int64_t i = 0; i < expected[k].numel(); ++i) {
+      double e = element(expected[k], i), a = element(actual[k], i);
+      if (e == a || (std::isnan(e) && std::isnan(a))) continue;
+      ASSERT_LE(std::abs(e - a), rtol * std::abs(e)) << "output " << k << " element " << i << ": " << a << " vs " << e;
+    }
+  }
+}
+
+// Runs the pass on `m`, checking that the module verifies and computes what it did.
+bool run_and_compare(HloModule& m, bool expect_changed = true) {
+  std::vector<Buffer> args = random_arguments(m, 7);
+  std::vector<Buffer> before = run(m, args);
+  int parameters = m.num_parameters;
+  bool changed = AlgebraicSimplifier().run(m);
+  EXPECT_EQ(changed, expect_changed) << m.to_string();
+  verify(m);
+  EXPECT_EQ(m.num_parameters, parameters);
+  expect_same_values(before, run(m, args));
+  return changed;
+}
+
+int count(const HloModule& m, HloOpcode op) {
+  int n = 0;
+  for (const HloInstruction& in : m.instructions) n += in.opcode == op;
+  return n;
+}
+
+// The instruction output `i` of the ROOT tuple names.
+const HloInstruction& output(const HloModule& m, size_t i) { return m.at(m.at(m.root).operands[i]); }
+
+// An instruction the builder's helpers would not make (they skip no-ops):
+// `op` of x with the given shape/dimensions/dtype, appended as is.
+int raw(HloBuilder& b, HloOpcode op, int x, const Shape& shape, std::vector<int64_t> dimensions = {},
+        DType dtype = DType::kFloat32) {
+  HloInstruction in;
+  in.opcode = op;
+  in.shape = shape;
+  in.dtype = dtype;
+  in.dimensions = std::move(dimensions);
+  return b.copy(in, {x});
+}
+
+// ---- tests ----
+
+TEST(AlgebraicSimplifier, RemovesAdditiveAndMultiplicativeIdentities) {
+  HloBuilder b("identities");
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  int zero = b.full(0.0, {2, 3}, DType::kFloat32);
+  int one = b.full(1.0, {2, 3}, DType::kFloat32);
+  int v = b.binary(HloOpcode::kAdd, x, zero);
+  v = b.binary(HloOpcode::kAdd, zero, v);
+  v = b.binary(HloOpcode::kSubtract, v, zero);
+  v = b.binary(HloOpcode::kMultiply, v, one);
+  v = b.binary(HloOpcode::kMultiply, one, v);
+  v = b.binary(HloOpcode::kDivide, v, one);
+  HloModule m = b.build({b.unary(HloOpcode::kExp, v)});
+  run_and_compare(m);
+  // parameter, exp, tuple: the constants went with the arithmetic.
+  ASSERT_EQ(m.instructions.size(), 3u) << m.to_string();
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kExp);
+  EXPECT_EQ(m.at(output(m, 0).operands[0]).opcode, HloOpcode::kParameter);
+}
+
+TEST(AlgebraicSimplifier, IdentitiesWorkOnScalarsIntegersAndFullConstants) {
+  HloBuilder b("kinds");
+  int s = b.parameter({}, DType::kFloat32);
+  int i = b.parameter({4}, DType::kInt32);
+  int h = b.parameter({4}, DType::kBFloat16);
+  Buffer zeros({4}, DType::kInt32);
+  std::memset(zeros.raw(), 0, 16);
+  int a = b.binary(HloOpcode::kAdd, s, b.scalar(0.0, DType::kFloat32));
+  int c = b.binary(HloOpcode::kAdd, i, b.constant(zeros));  // a non-broadcast constant of zeros
+  int d = b.binary(HloOpcode::kMultiply, h, b.full(1.0, {4}, DType::kBFloat16));
+  HloModule m = b.build({a, c, d});
+  run_and_compare(m);
+  EXPECT_EQ(m.instructions.size(), 4u) << m.to_string();  // three parameters and the tuple
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(output(m, k).opcode, HloOpcode::kParameter);
+}
+
+TEST(AlgebraicSimplifier, KeepsArithmeticWithOtherConstants) {
+  HloBuilder b("other");
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  Buffer mixed({3}, DType::kFloat32);
+  for (int k = 0; k < 3; ++k) mixed.data<float>()[k] = k == 1 ? 1.0f : 0.0f;
+  int outs[] = {
+      b.binary(HloOpcode::kAdd, x, b.full(1e-30, {2, 3}, DType::kFloat32)),
+      b.binary(HloOpcode::kMultiply, x, b.full(-1.0, {2, 3}, DType::kFloat32)),
+      b.binary(HloOpcode::kSubtract, b.full(0.0, {2, 3}, DType::kFloat32), x),  // 0 - x is -x, not x
+      b.binary(HloOpcode::kDivide, b.full(1.0, {2, 3}, DType::kFloat32), x),
+      b.binary(HloOpcode::kAdd, x, b.broadcast(b.constant(mixed), {2, 3}, {1})),
+  };
+  HloModule m = b.build({outs[0], outs[1], outs[2], outs[3], outs[4]});
+  size_t before = m.instructions.size();
+  run_and_compare(m, /*expect_changed=*/false);
+  EXPECT_EQ(m.instructions.size(), before);
+}
+
+TEST(AlgebraicSimplifier, FloatTimesZeroStaysIntegerTimesZeroIsZero) {
+  HloBuilder b("zero");
+  int x = b.parameter({4}, DType::kFloat32);
+  int n = b.parameter({4}, DType::kInt64);
+  int fz = b.binary(HloOpcode::kMultiply, x, b.full(0.0, {4}, DType::kFloat32));
+  int iz = b.binary(HloOpcode::kMultiply, b.full(0.0, {4}, DType::kInt64), n);
+  HloModule m = b.build({fz, iz});
+  run_and_compare(m);
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kMultiply);
+  EXPECT_EQ(output(m, 1).opcode, HloOpcode::kBroadcast);  // the zero itself
+  EXPECT_EQ(count(m, HloOpcode::kMultiply), 1);
+
+  // The kept float product still turns inf and NaN into NaN.
+  Buffer special({4}, DType::kFloat32);
+  float values[] = {INFINITY, NAN, -2.0f, 0.0f};
+  std::memcpy(special.raw(), values, sizeof(values));
+  Buffer ints({4}, DType::kInt64);
+  std::memset(ints.raw(), 0, 32);
+  std::vector<Buffer> out = run(m, {special, ints});
+  EXPECT_TRUE(std::isnan(out[0].data<float>()[0]));
+  EXPECT_TRUE(std::isnan(out[0].data<float>()[1]));
+}
+
+TEST(AlgebraicSimplifier, NegateOfNegate) {
+  HloBuilder b("negate");
+  int x = b.parameter({5}, DType::kFloat32);
+  int two = b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, x));
+  int three = b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, x)));
+  int four = b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, x))));
+  HloModule m = b.build({two, three, four});
+  run_and_compare(m);
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(output(m, 1).opcode, HloOpcode::kNegate);
+  EXPECT_EQ(output(m, 2).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kNegate), 1);  // three: the inner pair cancels, the outer negate stays
+}
+
+TEST(AlgebraicSimplifier, ConvertToSameDType) {
+  HloBuilder b("convert");
+  int x = b.parameter({3}, DType::kFloat32);
+  int same = raw(b, HloOpcode::kConvert, x, {3}, {}, DType::kFloat32);
+  int other = b.convert(x, DType::kBFloat16);
+  HloModule m = b.build({b.unary(HloOpcode::kExp, same), other});
+  run_and_compare(m);
+  EXPECT_EQ(count(m, HloOpcode::kConvert), 1);
+  EXPECT_EQ(output(m, 1).dtype, DType::kBFloat16);
+}
+
+TEST(AlgebraicSimplifier, ReshapeChains) {
+  HloBuilder b("reshape");
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  int flat = b.reshape(x, {6});
+  int back = b.reshape(flat, {2, 3});             // reshape(reshape(x)) to x's shape → x
+  int other = b.reshape(b.reshape(flat, {3, 2}), {1, 6});  // three reshapes → one
+  int same = raw(b, HloOpcode::kReshape, x, {2, 3});       // to its own shape → x
+  HloModule m = b.build({back, other, b.unary(HloOpcode::kExp, same)});
+  run_and_compare(m);
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(output(m, 1).opcode, HloOpcode::kReshape);
+  EXPECT_EQ(output(m, 1).shape, (Shape{1, 6}));
+  EXPECT_EQ(m.at(output(m, 1).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(m.at(output(m, 2).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kReshape), 1);
+}
+
+TEST(AlgebraicSimplifier, TransposeChains) {
+  HloBuilder b("transpose");
+  int x = b.parameter({2, 3, 4}, DType::kFloat32);
+  int inverse = b.transpose(b.transpose(x, {1, 2, 0}), {2, 0, 1});  // composes to the identity
+  int composed = b.transpose(b.transpose(x, {1, 0, 2}), {0, 2, 1});  // → {1, 2, 0}
+  int identity = raw(b, HloOpcode::kTranspose, x, {2, 3, 4}, {0, 1, 2});
+  HloModule m = b.build({inverse, composed, b.unary(HloOpcode::kExp, identity)});
+  run_and_compare(m);
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kParameter);
+  ASSERT_EQ(output(m, 1).opcode, HloOpcode::kTranspose);
+  EXPECT_EQ(output(m, 1).dimensions, (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(m.at(output(m, 1).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 1);
+}
+
+TEST(AlgebraicSimplifier, BroadcastChains) {
+  HloBuilder b("broadcast");
+  int x = b.parameter({3}, DType::kFloat32);
+  int twice = b.broadcast(b.broadcast(x, {2, 3}, {1}), {4, 2, 3}, {1, 2});
+  int spread = b.broadcast(b.broadcast(x, {3, 5}, {0}), {3, 2, 5}, {0, 2});
+  int identity = raw(b, HloOpcode::kBroadcast, x, {3}, {0});
+  HloModule m = b.build({twice, spread, b.unary(HloOpcode::kExp, identity)});
+  run_and_compare(m);
+  ASSERT_EQ(output(m, 0).opcode, HloOpcode::kBroadcast);
+  EXPECT_EQ(output(m, 0).dimensions, (std::vector<int64_t>{2}));
+  EXPECT_EQ(m.at(output(m, 0).operands[0]).opcode, HloOpcode::kParameter);
+  ASSERT_EQ(output(m, 1).opcode, HloOpcode::kBroadcast);
+  EXPECT_EQ(output(m, 1).dimensions, (std::vector<int64_t>{0}));
+  EXPECT_EQ(m.at(output(m, 2).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kBroadcast), 2);
+}
+
+TEST(AlgebraicSimplifier, SliceOfEverything) {
+  HloBuilder b("slice");
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  int y = b.parameter({1, 4}, DType::kFloat32);
+  int whole = b.slice(x, {0, 0}, {2, 3}, {1, 1});
+  int strided_unit = b.slice(y, {0, 0}, {1, 4}, {3, 1});  // stride 3 over a size-1 dim keeps it all
+  int part = b.slice(x, {0, 1}, {2, 3}, {1, 1});
+  int skip = b.slice(x, {0, 0}, {2, 3}, {1, 2});
+  HloModule m = b.build({b.unary(HloOpcode::kExp, whole), b.unary(HloOpcode::kExp, strided_unit), part, skip});
+  run_and_compare(m);
+  EXPECT_EQ(m.at(output(m, 0).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(m.at(output(m, 1).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kSlice), 2);
+}
+
+TEST(AlgebraicSimplifier, RewritesCompose) {
+  // exp(transpose(transpose(negate(negate(x + 0))) * 1)) → exp(x), and unused
+  // parameters and the order of outputs survive.
+  HloBuilder b("compose");
+  int unused = b.parameter({7}, DType::kInt32);
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  (void)unused;
+  int v = b.binary(HloOpcode::kAdd, x, b.full(0.0, {2, 3}, DType::kFloat32));
+  v = b.unary(HloOpcode::kNegate, b.unary(HloOpcode::kNegate, v));
+  v = b.transpose(b.transpose(v, {1, 0}), {1, 0});
+  v = b.binary(HloOpcode::kMultiply, v, b.full(1.0, {2, 3}, DType::kFloat32));
+  HloModule m = b.build({b.unary(HloOpcode::kTanh, x), b.unary(HloOpcode::kExp, v)});
+  run_and_compare(m);
+  EXPECT_EQ(m.num_parameters, 2);
+  ASSERT_EQ(m.instructions.size(), 5u) << m.to_string();  // 2 parameters, tanh, exp, tuple
+  EXPECT_EQ(output(m, 0).opcode, HloOpcode::kTanh);
+  EXPECT_EQ(output(m, 1).opcode, HloOpcode::kExp);
+  EXPECT_EQ(m.at(output(m, 1).operands[0]).parameter_number, 1);
+}
+
+TEST(AlgebraicSimplifier, ReportsNoChangeOnASimpleModule) {
+  HloBuilder b("plain");
+  int x = b.parameter({2, 3}, DType::kFloat32);
+  int y = b.parameter({2, 3}, DType::kFloat32);
+  HloModule m = b.build({b.binary(HloOpcode::kAdd, x, y)});
+  std::string text = m.to_string();
+  run_and_compare(m, /*expect_changed=*/false);
+  EXPECT_EQ(m.to_string(), text);
+}
+
+}  // namespace
+}  // namespace lazytrain::hlo
