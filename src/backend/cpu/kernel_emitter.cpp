@@ -1,5 +1,6 @@
 #include "backend/cpu/kernel_emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -70,6 +71,20 @@ int64_t split_for(const Shape& shape, int64_t inner) {
   return -1;
 }
 
+// Dims at or after `t` of broadcast `in` wider than 1: how many there are, and
+// how many of them its operand maps (a size-1 dim reads index 0 either way, so
+// it is ignored). The inner block reads the operand contiguously when all wide
+// dims are mapped, and one element when none is.
+std::pair<int64_t, int64_t> wide_inner_dims(const HloInstruction& in, int64_t t) {
+  int64_t wide = 0, mapped = 0;
+  for (int64_t d = t; d < static_cast<int64_t>(in.shape.size()); ++d) {
+    if (in.shape[static_cast<size_t>(d)] == 1) continue;
+    ++wide;
+    mapped += std::count(in.dimensions.begin(), in.dimensions.end(), d);
+  }
+  return {wide, mapped};
+}
+
 class Emitter {
  public:
   Emitter(const HloModule& f, Shape iter_shape) : f_(f), iter_(std::move(iter_shape)) {}
@@ -81,9 +96,8 @@ class Emitter {
       if (f_.at(in.operands[0]).shape.empty()) continue;
       int64_t t = split_for(in.shape, inner);
       if (t < 0) return false;
-      int64_t mapped = 0;
-      for (int64_t d : in.dimensions) mapped += d >= t ? 1 : 0;
-      if (mapped != 0 && mapped != static_cast<int64_t>(in.shape.size()) - t) return false;
+      auto [wide, mapped] = wide_inner_dims(in, t);
+      if (mapped != 0 && mapped != wide) return false;
     }
     return true;
   }
@@ -92,6 +106,14 @@ class Emitter {
   std::string row_code(int64_t inner) const {
     std::ostringstream os;
     for (const auto& in : f_.instructions) {
+      if (in.opcode == HloOpcode::kIota) {
+        // An iota along a row dim is constant across the inner loop: one value per row.
+        const int64_t d = in.dimensions[0], t = split_for(in.shape, inner);
+        if (t >= 0 && d < t) {
+          os << "      const int64_t io" << in.id << " = (r / " << product(in.shape, static_cast<size_t>(d) + 1, static_cast<size_t>(t))
+             << "LL) % " << in.shape[static_cast<size_t>(d)] << "LL;\n";
+        }
+      }
       if (in.opcode != HloOpcode::kBroadcast || f_.at(in.operands[0]).shape.empty()) continue;
       const Shape& s = in.shape;
       int64_t t = split_for(s, inner);
@@ -139,8 +161,7 @@ class Emitter {
           }
           if (x.opcode != HloOpcode::kParameter) return false;
           int64_t tb = split_for(in.shape, inner);
-          int64_t mapped = 0;
-          for (int64_t d : in.dimensions) mapped += d >= tb ? 1 : 0;
+          const int64_t mapped = wide_inner_dims(in, tb).second;
           expr = "p" + std::to_string(x.parameter_number) + "[b" + std::to_string(in.id) + (mapped ? " + j" : "") + "]";
           break;
         }
@@ -148,16 +169,26 @@ class Emitter {
           names_[in.id] = a(0);
           continue;
         case HloOpcode::kIota: {
-          const int64_t d = in.dimensions[0];
-          expr = *t + "((i / " + std::to_string(product(in.shape, static_cast<size_t>(d) + 1, in.shape.size())) + "LL) % " +
-                 std::to_string(in.shape[static_cast<size_t>(d)]) + "LL)";
+          // Row dims: the per-row value; the last dim of a one-dim inner block: j;
+          // otherwise index arithmetic on j alone.
+          const int64_t d = in.dimensions[0], ti = split_for(in.shape, inner);
+          const int64_t rank = static_cast<int64_t>(in.shape.size());
+          if (ti >= 0 && d < ti) expr = *t + "(io" + std::to_string(in.id) + ")";
+          else if (ti == rank - 1 && d == rank - 1) expr = *t + "(j)";
+          else if (ti >= 0) {
+            expr = *t + "((j / " + std::to_string(product(in.shape, static_cast<size_t>(d) + 1, in.shape.size())) + "LL) % " +
+                   std::to_string(in.shape[static_cast<size_t>(d)]) + "LL)";
+          } else {
+            expr = *t + "((i / " + std::to_string(product(in.shape, static_cast<size_t>(d) + 1, in.shape.size())) + "LL) % " +
+                   std::to_string(in.shape[static_cast<size_t>(d)]) + "LL)";
+          }
           break;
         }
         case HloOpcode::kConvert:
           expr = in.dtype == DType::kBool ? "uint8_t(" + a(0) + " != 0)" : *t + "(" + a(0) + ")";
           break;
         case HloOpcode::kNegate: expr = "-" + a(0); break;
-        case HloOpcode::kAbs: expr = "(" + a(0) + " < 0 ? -" + a(0) + " : " + a(0) + ")"; break;
+        case HloOpcode::kAbs: expr = "lt_select<" + *t + ">(" + a(0) + " < 0, -" + a(0) + ", " + a(0) + ")"; break;
         case HloOpcode::kNot: expr = "uint8_t(!" + a(0) + ")"; break;
         case HloOpcode::kExp: expr = "lt_expf(" + a(0) + ")"; break;
         case HloOpcode::kLog: expr = "lt_logf(" + a(0) + ")"; break;
@@ -189,7 +220,7 @@ class Emitter {
           expr = "uint8_t(" + a(0) + " " + ops[static_cast<int>(in.direction)] + " " + a(1) + ")";
           break;
         }
-        case HloOpcode::kSelect: expr = "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")"; break;
+        case HloOpcode::kSelect: expr = "lt_select<" + *t + ">(" + a(0) + ", " + a(1) + ", " + a(2) + ")"; break;
         default: return false;
       }
       os << "        const " << *t << " " << v << " = " << expr << ";\n";
@@ -283,6 +314,15 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
     case hlo::ReduceKind::kMax: combine = value + " > acc ? " + value + " : acc"; omp = "max"; break;
     case hlo::ReduceKind::kMin: combine = value + " < acc ? " + value + " : acc"; omp = "min"; break;
   }
+  // max/min propagate NaN, as the interpreter's do. The row loop's omp max/min
+  // reduction may drop a NaN lane, so a NaN is flagged separately; the column
+  // loop combines element by element and can propagate it directly.
+  const bool float_minmax = t == "float" && (reduce.reduce_kind == hlo::ReduceKind::kMax || reduce.reduce_kind == hlo::ReduceKind::kMin);
+  const std::string nan_combine = "(" + value + " != " + value + " || " + combine.substr(0, combine.find(" ?")) + ") ? " + value + " : acc";
+  // f32 sums and products accumulate in double, as the interpreter's do: a long
+  // float accumulation drifts by up to ~n/2 ulps (2e-4 relative over 57400 terms).
+  const bool wide = t == "float" && (reduce.reduce_kind == hlo::ReduceKind::kAdd || reduce.reduce_kind == hlo::ReduceKind::kMul);
+  const std::string at = wide ? "double" : t;
   std::ostringstream os;
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
      << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n";
@@ -290,27 +330,29 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
     os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
        << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
        << "    const int64_t c = 0; (void)c;\n"
-       << e.row_code(inner) << "    " << t << " acc = " << init << ";\n"
-       << "#pragma omp simd reduction(" << omp << ":acc)\n"
+       << e.row_code(inner) << "    " << at << " acc = " << init << ";\n"
+       << (float_minmax ? "    int has_nan = 0;\n" : "")
+       << "#pragma omp simd reduction(" << omp << ":acc)" << (float_minmax ? " reduction(|:has_nan)" : "") << "\n"
        << "    for (int64_t j = 0; j < " << inner << "LL; ++j) {\n"
        << "      const int64_t i = r * " << inner << "LL + j;\n"
        << body.str() << "      acc = " << combine << ";\n"
-       << "    }\n    out[r] = acc;\n  }\n}\n";
+       << (float_minmax ? "      has_nan |= " + value + " != " + value + ";\n" : "")
+       << "    }\n    out[r] = " << (float_minmax ? "has_nan ? __builtin_nanf(\"\") : acc" : t + "(acc)") << ";\n  }\n}\n";
   } else {
     const int64_t block = 512;
     os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
        << "  for (int64_t c0 = 0; c0 < " << inner << "LL; c0 += " << block << "LL) {\n"
        << "    const int64_t c1 = c0 + " << block << "LL < " << inner << "LL ? c0 + " << block << "LL : " << inner << "LL;\n"
-       << "    " << t << " accs[" << block << "];\n"
+       << "    " << at << " accs[" << block << "];\n"
        << "    for (int64_t j = c0; j < c1; ++j) accs[j - c0] = " << init << ";\n"
        << "    for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
        << e.row_code(inner)
        << "#pragma omp simd\n"
        << "      for (int64_t j = c0; j < c1; ++j) {\n"
        << "        const int64_t i = r * " << inner << "LL + j;\n"
-       << body.str() << "        " << t << " acc = accs[j - c0];\n        accs[j - c0] = " << combine << ";\n"
+       << body.str() << "        " << at << " acc = accs[j - c0];\n        accs[j - c0] = " << (float_minmax ? nan_combine : combine) << ";\n"
        << "      }\n    }\n"
-       << "    for (int64_t j = c0; j < c1; ++j) out[j] = accs[j - c0];\n  }\n}\n";
+       << "    for (int64_t j = c0; j < c1; ++j) out[j] = " << t << "(accs[j - c0]);\n  }\n}\n";
   }
   return os.str();
 }

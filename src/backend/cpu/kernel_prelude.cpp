@@ -27,6 +27,7 @@ __m256 _ZGVdN8vv_lt_powf(__m256 x, __m256 y) { return Sleef_powf8_u10avx2(x, y);
 std::string kernel_header_source() {
   return R"(#include <cmath>
 #include <cstdint>
+#include <type_traits>
 extern "C" {
 #pragma omp declare simd simdlen(8) notinbranch
 float lt_expf(float);
@@ -41,8 +42,25 @@ float lt_cosf(float);
 #pragma omp declare simd simdlen(8) notinbranch
 float lt_powf(float, float);
 }
-template <typename T> static inline T lt_max(T a, T b) { return (a != a || a > b) ? a : b; }
-template <typename T> static inline T lt_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// Branch-free select: GCC does not if-convert `c ? a : b` in loops that also
+// call SIMD clones, so blend the bits instead (exact for every value).
+template <typename T> static inline T lt_select(bool c, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    int32_t ia, ib, r;
+    __builtin_memcpy(&ia, &a, 4);
+    __builtin_memcpy(&ib, &b, 4);
+    const int32_t m = -int32_t(c);
+    r = (ia & m) | (ib & ~m);
+    T out;
+    __builtin_memcpy(&out, &r, 4);
+    return out;
+  } else {
+    const T m = T(-T(c));
+    return T((a & m) | (b & T(~m)));
+  }
+}
+template <typename T> static inline T lt_max(T a, T b) { return lt_select<T>(a != a || a > b, a, b); }
+template <typename T> static inline T lt_min(T a, T b) { return lt_select<T>(a != a || a < b, a, b); }
 )";
 }
 
