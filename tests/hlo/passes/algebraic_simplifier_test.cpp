@@ -12,6 +12,7 @@
 
 #include "backend/compiler.h"
 #include "core/half.h"
+#include "../../support/hlo_pass_test_util.h"
 #include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
@@ -19,83 +20,9 @@ namespace {
 
 using runtime::Buffer;
 
-// ---- helpers (each pass test file keeps its own copy) ----
+using namespace testing;
 
-// Random values for every parameter of `m`: normal floats, small integers, random preds.
-std::vector<Buffer> random_arguments(const HloModule& m, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> small(-5, 5);
-  std::vector<Buffer> args;
-  for (const HloInstruction& in : m.instructions) {
-    if (in.opcode != HloOpcode::kParameter) continue;
-    Buffer b(in.shape, in.dtype);
-    for (int64_t i = 0; i < b.numel(); ++i) {
-      switch (in.dtype) {
-        case DType::kFloat32: b.data<float>()[i] = normal(gen); break;
-        case DType::kBFloat16: b.data<BFloat16>()[i] = BFloat16(normal(gen)); break;
-        case DType::kFloat16: b.data<Half>()[i] = static_cast<Half>(normal(gen)); break;
-        case DType::kInt32: b.data<int32_t>()[i] = small(gen); break;
-        case DType::kInt64: b.data<int64_t>()[i] = small(gen); break;
-        case DType::kBool: b.data<uint8_t>()[i] = small(gen) > 0; break;
-      }
-    }
-    args.push_back(b);
-  }
-  return args;
-}
-
-std::vector<Buffer> run(const HloModule& m, const std::vector<Buffer>& args) {
-  return backend::make_interpreter_compiler()->compile(m)->execute(args);
-}
-
-double element(const Buffer& b, int64_t i) {
-  switch (b.dtype()) {
-    case DType::kFloat32: return b.data<float>()[i];
-    case DType::kBFloat16: return static_cast<float>(b.data<BFloat16>()[i]);
-    case DType::kFloat16: return static_cast<float>(b.data<Half>()[i]);
-    case DType::kInt32: return b.data<int32_t>()[i];
-    case DType::kInt64: return static_cast<double>(b.data<int64_t>()[i]);
-    case DType::kBool: return b.data<uint8_t>()[i];
-  }
-  return 0;
-}
-
-// Same outputs: shapes, dtypes, and values within rtol (0: equal; NaN matches NaN).
-void expect_same_values(const std::vector<Buffer>& expected, const std::vector<Buffer>& actual, double rtol = 0) {
-  ASSERT_EQ(expected.size(), actual.size());
-  for (size_t k = 0; k < expected.size(); ++k) {
-    ASSERT_EQ(expected[k].shape(), actual[k].shape()) << "output " << k;
-    ASSERT_EQ(expected[k].dtype(), actual[k].dtype()) << "output " << k;
-    for (int64_t i = 0; i < expected[k].numel(); ++i) {
-      double e = element(expected[k], i), a = element(actual[k], i);
-      if (e == a || (std::isnan(e) && std::isnan(a))) continue;
-      ASSERT_LE(std::abs(e - a), rtol * std::abs(e)) << "output " << k << " element " << i << ": " << a << " vs " << e;
-    }
-  }
-}
-
-// Runs the pass on `m`, checking that the module verifies and computes what it did.
-bool run_and_compare(HloModule& m, bool expect_changed = true) {
-  std::vector<Buffer> args = random_arguments(m, 7);
-  std::vector<Buffer> before = run(m, args);
-  int parameters = m.num_parameters;
-  bool changed = AlgebraicSimplifier().run(m);
-  EXPECT_EQ(changed, expect_changed) << m.to_string();
-  verify(m);
-  EXPECT_EQ(m.num_parameters, parameters);
-  expect_same_values(before, run(m, args));
-  return changed;
-}
-
-int count(const HloModule& m, HloOpcode op) {
-  int n = 0;
-  for (const HloInstruction& in : m.instructions) n += in.opcode == op;
-  return n;
-}
-
-// The instruction output `i` of the ROOT tuple names.
-const HloInstruction& output(const HloModule& m, size_t i) { return m.at(m.at(m.root).operands[i]); }
+bool run_and_compare(HloModule& m, bool expect_changed = true, double rtol = 0) { return run_pass_and_compare<AlgebraicSimplifier>(m, expect_changed, rtol); }
 
 // An instruction the builder's helpers would not make (they skip no-ops):
 // `op` of x with the given shape/dimensions/dtype, appended as is.
