@@ -1,0 +1,296 @@
+// bench_bert_train: training-step throughput of BertForMaskedLM (bench/README.md).
+//
+// Builds models::BertForMaskedLM from a models::BertConfig (bert-tiny, bert-mini,
+// bert-base or overrides), feeds random token batches and runs N warm-up plus M
+// timed steps of forward / backward / clip_grad_norm_(1.0) / AdamW / zero_grad /
+// mark_step / loss.item(), the step of src/train/trainer.cpp. Prints tokens/s, the
+// ExecuteTime share of the timed steps, the compile time of the first step
+// (CompileTime), recompiles after warm-up, the process CPU time per step, peak
+// resident memory (VmHWM) and the
+// model's training FLOPs per token (for MFU), then one machine-readable line:
+//   RESULT bench=bert_train model=bert-tiny backend=cpu dtype=f32 ... tokens_per_s=...
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include "backend/compiler.h"
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "models/bert.h"
+#include "optim/adamw.h"
+#include "optim/clip_grad.h"
+#include "runtime/metrics.h"
+#include "train/trainer.h"
+
+using namespace lazytrain;
+
+namespace {
+
+struct Options {
+  std::string model = "bert-tiny";
+  std::string config_overrides;
+  std::string backend = "cpu";
+  int64_t batch_size = 0;  // 0: 8 for tiny/mini, 4 for base
+  int64_t seq_len = 128;
+  int warmup = 3;
+  int steps = 10;
+  bool bf16 = false;
+  uint64_t seed = 42;
+};
+
+const char* kUsage =
+    "usage: bench_bert_train [--model bert-tiny|bert-mini|bert-base] [--config_overrides k=v,...]\n"
+    "                        [--backend interpreter|cpu] [--batch_size B] [--seq_len S]\n"
+    "                        [--warmup N] [--steps M] [--bf16] [--seed N]\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "bench_bert_train: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(value, &used);
+    if (used == value.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  usage_error(flag + " expects an integer >= " + std::to_string(min) + ", got '" + value + "'");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
+    if (flag == "--bf16") {
+      o.bf16 = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage_error("unknown flag or missing value: " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--model") o.model = value;
+    else if (flag == "--config_overrides") o.config_overrides = value;
+    else if (flag == "--backend") o.backend = value;
+    else if (flag == "--batch_size") o.batch_size = parse_int(flag, value, 1);
+    else if (flag == "--seq_len") o.seq_len = parse_int(flag, value, 2);
+    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, value, 1));
+    else if (flag == "--steps") o.steps = static_cast<int>(parse_int(flag, value, 1));
+    else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, value, 0));
+    else usage_error("unknown flag: " + flag);
+  }
+  if (o.backend != "interpreter" && o.backend != "cpu") usage_error("--backend must be interpreter or cpu, got '" + o.backend + "'");
+  return o;
+}
+
+// The three sizes of the issue (Turc et al. 2019 for tiny/mini; bert-base-uncased), vocab 30522.
+models::BertConfig make_config(const Options& o) {
+  models::BertConfig c;  // defaults = bert-base-uncased
+  if (o.model == "bert-tiny") {
+    c.update_from_string("hidden_size=128,num_hidden_layers=2,num_attention_heads=2,intermediate_size=512");
+  } else if (o.model == "bert-mini") {
+    c.update_from_string("hidden_size=256,num_hidden_layers=4,num_attention_heads=4,intermediate_size=1024");
+  } else if (o.model != "bert-base") {
+    usage_error("--model must be bert-tiny, bert-mini or bert-base, got '" + o.model + "'");
+  }
+  if (!o.config_overrides.empty()) c.update_from_string(o.config_overrides);
+  c.validate("bench_bert_train");
+  return c;
+}
+
+// Matmul FLOPs of one training step per token: 3x the forward (backward computes
+// the input and the weight gradient of every matmul). Forward per token:
+//   per layer: Q, K, V, attention output 4·2H², FFN 2·2HI, scores QKᵀ and P·V 2·2SH
+//   MLM head: transform 2H², tied decoder 2HV.
+// Embeddings, LayerNorm, softmax, GELU, the loss and AdamW are not counted (as in MFU).
+double train_flops_per_token(const models::BertConfig& c, int64_t seq) {
+  const double H = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
+  const double L = static_cast<double>(c.num_hidden_layers), V = static_cast<double>(c.vocab_size);
+  const double S = static_cast<double>(seq);
+  const double forward = L * (8 * H * H + 4 * H * I + 4 * S * H) + 2 * H * H + 2 * H * V;
+  return 3 * forward;
+}
+
+// kB from /proc/self/status ("VmHWM:  123456 kB"); -1 when unreadable.
+int64_t proc_status_kb(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
+  }
+  return -1;
+}
+
+struct HostBatch {
+  std::vector<int64_t> input_ids, attention_mask, labels;
+};
+
+// Random tokens in [1000, vocab) (past BERT's special tokens), no padding, 15% of
+// positions labelled (at least one), as a masked-LM batch after collation.
+HostBatch random_batch(std::mt19937_64& rng, int64_t batch, int64_t seq, int64_t vocab) {
+  HostBatch b;
+  const size_t n = static_cast<size_t>(batch * seq);
+  const int64_t low = vocab > 2000 ? 1000 : 0;
+  std::uniform_int_distribution<int64_t> token(low, vocab - 1);
+  std::bernoulli_distribution masked(0.15);
+  b.input_ids.resize(n);
+  b.attention_mask.assign(n, 1);
+  b.labels.assign(n, -100);
+  for (size_t i = 0; i < n; ++i) {
+    b.input_ids[i] = token(rng);
+    if (masked(rng)) b.labels[i] = b.input_ids[i];
+  }
+  b.labels[0] = b.input_ids[0];
+  return b;
+}
+
+double metric_seconds(const std::string& name) {
+  auto data = runtime::metric_data(name);
+  return data ? data->accumulator * 1e-9 : 0.0;
+}
+
+// User + system CPU time of the whole process (every thread), seconds.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run(const Options& o) {
+  const models::BertConfig config = make_config(o);
+  const int64_t batch = o.batch_size > 0 ? o.batch_size : (o.model == "bert-base" ? 4 : 8);
+  const double flops_per_token = train_flops_per_token(config, o.seq_len);
+  std::printf("bench_bert_train: %s (hidden %lld, layers %lld, heads %lld, intermediate %lld, vocab %lld), batch %lld x seq %lld, "
+              "backend %s, %s, %d warm-up + %d timed steps\n",
+              o.model.c_str(), static_cast<long long>(config.hidden_size), static_cast<long long>(config.num_hidden_layers),
+              static_cast<long long>(config.num_attention_heads), static_cast<long long>(config.intermediate_size),
+              static_cast<long long>(config.vocab_size), static_cast<long long>(batch), static_cast<long long>(o.seq_len),
+              o.backend.c_str(), o.bf16 ? "bf16" : "f32", o.warmup, o.steps);
+  const std::string common = "bench=bert_train model=" + o.model + " backend=" + o.backend + " batch=" + std::to_string(batch) +
+                             " seq=" + std::to_string(o.seq_len);
+  if (o.bf16) {
+    // No mixed-precision mode in lazytrain yet: keep the column, report n/a.
+    std::printf("bf16: n/a (lazytrain has no bf16 training mode yet)\n");
+    std::printf("RESULT %s dtype=bf16 tokens_per_s=n/a tokens_per_s_best=n/a\n", common.c_str());
+    return 0;
+  }
+
+  lazy::GraphExecutor::get().set_compiler(o.backend == "interpreter" ? backend::make_interpreter_compiler()
+                                                                      : backend::make_cpu_compiler());
+  manual_seed(o.seed);
+  models::BertForMaskedLM model(config);
+  model.train();
+  // The Trainer's groups: no weight decay for biases and LayerNorm weights.
+  train::DecayGroups groups = train::split_weight_decay(model);
+  optim::AdamW optimizer({{groups.decay, 0.01}, {groups.no_decay, 0.0}}, {1e-4, 0.9, 0.999, 1e-8, 0.0});
+  const std::vector<Tensor> params = model.parameters();
+  int64_t n_params = 0;
+  for (const Tensor& p : params) n_params += p.numel();
+  std::printf("parameters: %lld, training FLOPs/token (matmuls): %.4g\n", static_cast<long long>(n_params), flops_per_token);
+
+  // A few distinct batches, made before timing (the collator is not measured).
+  std::mt19937_64 rng(o.seed);
+  std::vector<HostBatch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(rng, batch, o.seq_len, config.vocab_size));
+
+  auto step = [&](int i) {
+    const HostBatch& b = batches[static_cast<size_t>(i) % batches.size()];
+    Tensor loss = model.forward(from_vector(b.input_ids, {batch, o.seq_len}), from_vector(b.attention_mask, {batch, o.seq_len}),
+                                from_vector(b.labels, {batch, o.seq_len})).loss;
+    loss.backward();
+    optim::clip_grad_norm_(params, 1.0);
+    optimizer.step();
+    optimizer.zero_grad();
+    lazy::mark_step();
+    return loss.item();
+  };
+
+  // Warm-up: the first step compiles the training graph.
+  runtime::reset_metrics();
+  double first_step_s = 0.0, warmup_s = 0.0, loss = 0.0;
+  double first_compile_s = 0.0;
+  const auto warm_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.warmup; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loss = step(i);
+    if (i == 0) {
+      first_step_s = seconds_since(t0);
+      first_compile_s = metric_seconds("CompileTime");
+    }
+  }
+  warmup_s = seconds_since(warm_start);
+  if (const int64_t hits = runtime::counter_value("PersistentCacheHit"); hits > 0) {
+    std::printf("note: %lld graph(s) came from the on-disk compile cache (LAZYTRAIN_CACHE_DIR): CompileTime is not a cold compile\n",
+                static_cast<long long>(hits));
+  }
+  const int64_t warmup_compiles = runtime::counter_value("UncachedCompile");
+  std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",
+              first_step_s, first_compile_s, static_cast<long long>(warmup_compiles), loss, warmup_s);
+
+  runtime::reset_metrics();
+  std::vector<double> step_s;
+  const double cpu_start = process_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loss = step(o.warmup + i);
+    step_s.push_back(seconds_since(t0));
+  }
+  const double total_s = seconds_since(start);
+  // CPU time per step: what the step costs in core-seconds (OpenMP spin-waits included);
+  // unlike wall time, other processes on the machine barely change it.
+  const double cpu_s_per_step = (process_cpu_seconds() - cpu_start) / o.steps;
+  const double execute_s = metric_seconds("ExecuteTime");
+  const double compile_s = metric_seconds("CompileTime");
+  const int64_t recompiles = runtime::counter_value("UncachedCompile");
+  const double tokens = static_cast<double>(batch * o.seq_len) * o.steps;
+  const double tokens_per_s = tokens / total_s;
+  std::vector<double> sorted = step_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double median_s = sorted[sorted.size() / 2];
+  // On a shared machine contention only ever slows a step down: the best step is the
+  // steadier estimate of what the code can do; the mean is what this run got.
+  const double tokens_per_s_best = static_cast<double>(batch * o.seq_len) / sorted.front();
+  const double gflops = tokens_per_s * flops_per_token * 1e-9;
+  const double gflops_best = tokens_per_s_best * flops_per_token * 1e-9;
+  const int64_t hwm_kb = proc_status_kb("VmHWM");
+  std::printf("timed: %d steps in %.3f s: %.1f tokens/s (best step %.1f), step median %.3f s (min %.3f, max %.3f), loss %.4f\n",
+              o.steps, total_s, tokens_per_s, tokens_per_s_best, median_s, sorted.front(), sorted.back(), loss);
+  std::printf("       ExecuteTime %.3f s (%.1f%% of the step), CompileTime %.3f s, recompiles %lld, model %.2f GFLOP/s (best step %.2f)\n",
+              execute_s, 100.0 * execute_s / total_s, compile_s, static_cast<long long>(recompiles), gflops, gflops_best);
+  std::printf("       process CPU time %.3f s per step (user + system, all threads)\n", cpu_s_per_step);
+  std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
+  std::printf("RESULT %s dtype=f32 steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
+              "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
+              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f\n",
+              common.c_str(), o.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s, first_step_s,
+              static_cast<long long>(recompiles), flops_per_token, gflops, gflops_best, cpu_s_per_step, static_cast<long long>(hwm_kb), loss);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_bert_train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Builds the benchmarks and measures lazytrain against PyTorch 1.13 in one run
+# (bench/README.md): BertForMaskedLM training-step throughput at seq 128 with AdamW
+# for bert-tiny, bert-mini and bert-base, f32 (and bf16), MFU against the oneDNN
+# matmul peak measured here, and peak RSS. Prints one markdown table.
+#
+#   bash bench/run_all.sh
+#
+# Environment (defaults in brackets):
+#   BUILD_DIR   [build]  CMake build directory holding the bench targets (configured with Ninja if absent)
+#   MODELS      ["bert-tiny bert-mini bert-base"]
+#   BACKENDS    ["interpreter cpu"]   lazytrain backends, one table row each
+#   STEPS_TINY ["2 8"]  STEPS_MINI ["2 5"]  STEPS_BASE ["2 3"]   "warm-up timed" steps per model
+#   THREADS     [2]      threads for every run (OMP_NUM_THREADS, torch.set_num_threads)
+#   RUN_TIMEOUT [600]    seconds before one run is killed (its cells read "timeout")
+#   PEAK_MIN_TIME [1]    seconds per matmul shape in bench_matmul_peak
+#   LOG_DIR     [a new /tmp/lazytrain-bench.XXXXXX]   every run's full output
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+BUILD_DIR=${BUILD_DIR:-build}
+MODELS=${MODELS:-"bert-tiny bert-mini bert-base"}
+BACKENDS=${BACKENDS:-"interpreter cpu"}
+THREADS=${THREADS:-2}
+RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
+LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-bench.XXXXXX)}
+mkdir -p "$LOG_DIR"
+PYTHON=/usr/bin/python3
+export OMP_NUM_THREADS=$THREADS
+# Cold compiles and quiet runs: no on-disk compile cache, no per-instruction profile.
+unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
+
+steps_for() {
+  case $1 in
+    bert-tiny) echo "${STEPS_TINY:-2 8}" ;;
+    bert-mini) echo "${STEPS_MINI:-2 5}" ;;
+    bert-base) echo "${STEPS_BASE:-2 3}" ;;
+    *) echo "run_all.sh: unknown model '$1' (bert-tiny, bert-mini, bert-base)" >&2; exit 2 ;;
+  esac
+}
+
+COMMANDS=()
+LOADS=()  # the load average (1, 5, 15 min) as each run starts
+# run NAME CMD...: runs CMD with a timeout, output to $LOG_DIR/NAME.log (and a one-line progress note).
+run() {
+  local name=$1; shift
+  COMMANDS+=("$*")
+  local start=$SECONDS
+  LOADS+=("$name: $(cut -d' ' -f1-3 /proc/loadavg)")
+  echo "== $name: $*" >&2
+  timeout --signal=KILL "$RUN_TIMEOUT" "$@" >"$LOG_DIR/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 137 ]; then echo "TIMEOUT after ${RUN_TIMEOUT}s" >>"$LOG_DIR/$name.log"; fi
+  if [ $rc -ne 0 ]; then echo "   $name failed (rc $rc), see $LOG_DIR/$name.log" >&2; fi
+  echo "   $((SECONDS - start)) s: $(grep '^RESULT' "$LOG_DIR/$name.log" | tail -1 | cut -c1-160)" >&2
+}
+
+# field NAME KEY [MATCH]: KEY's value on the last RESULT line of run NAME (containing MATCH);
+# "timeout" / "failed" / "n/a" when there is none.
+field() {
+  local log=$LOG_DIR/$1.log
+  local v
+  v=$(grep '^RESULT' "$log" 2>/dev/null | grep -- "${3:-}" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p")
+  if [ -n "$v" ]; then echo "$v"
+  elif grep -q '^TIMEOUT' "$log" 2>/dev/null; then echo "timeout"
+  elif [ -e "$log" ]; then echo "failed"
+  else echo "n/a"; fi
+}
+
+is_num() { [[ $1 =~ ^[0-9.eE+-]+$ ]]; }
+# fmt X DIGITS: X with DIGITS decimals, or X unchanged when not a number.
+fmt() { if is_num "$1"; then printf "%.${2}f" "$1"; else printf "%s" "$1"; fi; }
+# ratio A B: A/B with 2 decimals, n/a when either is not a number.
+ratio() { if is_num "$1" && is_num "$2"; then awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; else printf "n/a"; fi; }
+# mfu GFLOPS PEAK: percent with 1 decimal.
+mfu() { if is_num "$1" && is_num "$2"; then awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f%%", 100*a/b}'; else printf "n/a"; fi; }
+mib() { if is_num "$1"; then awk -v k="$1" 'BEGIN{printf "%.0f", k/1024}'; else printf "%s" "$1"; fi; }
+
+START_UPTIME=$(uptime)
+echo "run_all.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
+
+# ---- build ----
+if [ ! -e "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja >&2 || exit 1
+fi
+cmake --build "$BUILD_DIR" --target bench_bert_train bench_matmul_peak >&2 ||
+  { echo "run_all.sh: build failed (does the top-level CMakeLists.txt have add_subdirectory(bench)?)" >&2; exit 1; }
+BENCH_TRAIN=$BUILD_DIR/bench/bench_bert_train
+BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
+
+# PyTorch f32: OpenBLAS (Debian's default libblas.so.3 here is the netlib reference BLAS)
+# with its AVX-512 kernels (its Zen detection otherwise falls back to slow ones).
+TORCH=(env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$THREADS" tools/torch_reference/with_openblas.sh
+       "$PYTHON" bench/torch_bert_bench.py --threads "$THREADS")
+
+# ---- matmul peak: measured before each model's runs and after the last; the best counts
+# (contention only slows a matmul down, and the load of a shared machine comes and goes) ----
+PEAK_RUNS=()
+measure_peak() {
+  local name=matmul_peak_$((${#PEAK_RUNS[@]} + 1))
+  PEAK_RUNS+=("$name")
+  run "$name" "$BENCH_PEAK" --min_time "$PEAK_MIN_TIME"
+}
+
+# ---- training steps ----
+for model in $MODELS; do
+  read -r warm timed <<<"$(steps_for "$model")"
+  measure_peak
+  for backend in $BACKENDS; do
+    run "lt_${model}_${backend}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --warmup "$warm" --steps "$timed"
+    run "lt_${model}_${backend}_bf16" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16
+  done
+  run "pt_${model}_f32" "${TORCH[@]}" --model "$model" --dtype f32 --warmup "$warm" --steps "$timed"
+  run "pt_${model}_bf16" "${TORCH[@]}" --model "$model" --dtype bf16 --warmup "$warm" --steps "$timed"
+done
+
+measure_peak
+# best KEY MATCH: the largest numeric KEY over every matmul peak run (RESULT lines containing MATCH); n/a if none.
+best() {
+  local v out=n/a
+  for r in "${PEAK_RUNS[@]}"; do
+    v=$(field "$r" "$1" "$2")
+    if is_num "$v"; then
+      if [ "$out" = n/a ]; then out=$v; else out=$(awk -v a="$out" -v b="$v" 'BEGIN{print (b > a ? b : a)}'); fi
+    fi
+  done
+  echo "$out"
+}
+# all KEY MATCH: KEY of every matmul peak run, " / "-separated.
+all() { local r first=1; for r in "${PEAK_RUNS[@]}"; do [ $first = 1 ] || printf " / "; first=0; printf "%s" "$(field "$r" "$1" "$2")"; done; }
+PEAK_F32=$(best peak_gflops "dtype=f32 peak")
+PEAK_BF16=$(best peak_gflops "dtype=bf16 peak")
+
+# ---- report ----
+# tok/s cells: best step (mean of the timed steps). Ratios and MFU use the best step:
+# on a shared machine contention only ever slows a step down.
+tok() { if is_num "$1"; then printf "%.1f (%.1f)" "$1" "$2"; else printf "%s" "$1"; fi; }
+echo
+echo "### lazytrain vs PyTorch 1.13: BertForMaskedLM training step (seq 128, AdamW, clip 1.0), $THREADS threads"
+echo
+echo "| model | backend | lazytrain f32 tok/s | PyTorch f32 tok/s | ratio | lazytrain bf16 tok/s | PyTorch bf16 tok/s | ratio | MFU f32 lazytrain / PyTorch | MFU bf16 lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch f32 / PyTorch bf16 | CPU s/step lazytrain / PyTorch f32 (ratio) | first-step compile s | ExecuteTime share |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for model in $MODELS; do
+  read -r warm timed <<<"$(steps_for "$model")"
+  pt=$(field "pt_${model}_f32" tokens_per_s_best); pt_mean=$(field "pt_${model}_f32" tokens_per_s)
+  ptb=$(field "pt_${model}_bf16" tokens_per_s_best); ptb_mean=$(field "pt_${model}_bf16" tokens_per_s)
+  pt_g=$(field "pt_${model}_f32" model_gflops_best)
+  ptb_g=$(field "pt_${model}_bf16" model_gflops_best)
+  pt_rss=$(field "pt_${model}_f32" vmhwm_kb)
+  pt_cpu=$(field "pt_${model}_f32" cpu_s_per_step)
+  ptb_rss=$(field "pt_${model}_bf16" vmhwm_kb)
+  batch=$(field "pt_${model}_f32" batch)
+  for backend in $BACKENDS; do
+    n="lt_${model}_${backend}"
+    lt=$(field "$n" tokens_per_s_best); lt_mean=$(field "$n" tokens_per_s)
+    ltb=$(field "${n}_bf16" tokens_per_s_best); ltb_mean=$(field "${n}_bf16" tokens_per_s)
+    lt_g=$(field "$n" model_gflops_best)
+    lt_rss=$(field "$n" vmhwm_kb)
+    lt_cpu=$(field "$n" cpu_s_per_step)
+    comp=$(field "$n" first_compile_s)
+    share=$(field "$n" execute_share)
+    is_num "$share" && share=$(awk -v s="$share" 'BEGIN{printf "%.0f%%", 100*s}')
+    is_num "$batch" || batch=$(field "$n" batch)
+    printf "| %s (b%s, %s+%s steps) | %s | %s | %s | %s | %s | %s | %s | %s / %s | n/a / %s | %s / %s / %s | %s / %s (%s) | %s | %s |\n" \
+      "$model" "$batch" "$warm" "$timed" "$backend" "$(tok "$lt" "$lt_mean")" "$(tok "$pt" "$pt_mean")" "$(ratio "$lt" "$pt")" \
+      "$(tok "$ltb" "$ltb_mean")" "$(tok "$ptb" "$ptb_mean")" "$(ratio "$ltb" "$ptb")" \
+      "$(mfu "$lt_g" "$PEAK_F32")" "$(mfu "$pt_g" "$PEAK_F32")" "$(mfu "$ptb_g" "$PEAK_BF16")" \
+      "$(mib "$lt_rss")" "$(mib "$pt_rss")" "$(mib "$ptb_rss")" \
+      "$(fmt "$lt_cpu" 2)" "$(fmt "$pt_cpu" 2)" "$(ratio "$pt_cpu" "$lt_cpu")" "$(fmt "$comp" 2)" "$share"
+  done
+done
+echo
+echo "tok/s: best timed step (mean over the timed steps in parentheses). ratio = lazytrain / PyTorch, best steps"
+echo "(above 1: lazytrain is faster). MFU = best-step model matmul FLOPs/s (3 x forward matmul FLOPs per token x"
+echo "tokens/s) / the oneDNN matmul peak below. CPU s/step: process user + system time per timed step, all threads"
+echo "(OpenMP/OpenBLAS spin-waits included), barely moved by other load; its ratio is PyTorch / lazytrain (above 1:"
+echo "lazytrain needs less CPU). PyTorch BLAS for f32:" \
+     "$(for m in $MODELS; do printf "%s %s; " "$m" "$(field "pt_${m}_f32" blas)"; done)"
+echo
+echo "oneDNN matmul peak ($THREADS threads; M x K x N), measured ${#PEAK_RUNS[@]} times: before each model's runs and after the last:"
+echo
+echo "| dtype | shape | GFLOP/s, best of all | best repeat of each measurement | kernel |"
+echo "|---|---|---:|---:|---|"
+grep '^RESULT bench=matmul_peak' "$LOG_DIR/${PEAK_RUNS[0]}.log" 2>/dev/null | grep ' m=' | while read -r line; do
+  get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+  key="dtype=$(get dtype) m=$(get m) k=$(get k) n=$(get n) "
+  echo "| $(get dtype) | $(get m)x$(get k)x$(get n) | $(best gflops_best "$key") | $(all gflops_best "$key") | $(get impl) |"
+done
+echo
+echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
+echo
+echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" BACKENDS=\"$BACKENDS\" STEPS_TINY=\"$(steps_for bert-tiny)\"" \
+     "STEPS_MINI=\"$(steps_for bert-mini)\" STEPS_BASE=\"$(steps_for bert-base)\" THREADS=$THREADS bash bench/run_all.sh"
+echo "runs (OMP_NUM_THREADS=$THREADS):"
+for c in "${COMMANDS[@]}"; do echo "    $c"; done
+echo "load average (1, 5, 15 min) as each run started:"
+for l in "${LOADS[@]}"; do echo "    $l"; done
+echo "start: $START_UPTIME"
+echo "end:   $(uptime)"
+echo "wall time: $SECONDS s; logs: $LOG_DIR"
