@@ -142,28 +142,10 @@ int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& op
 }  // namespace
 
 bool AlgebraicSimplifier::run(HloModule& module) {
-  HloBuilder b(module.name);
-  std::vector<int> map(module.instructions.size(), -1);
-  bool rewritten = false;
-  std::vector<int> outputs;
-  for (const HloInstruction& in : module.instructions) {
-    std::vector<int> ops;
-    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
-    if (in.id == module.root) {
-      outputs = std::move(ops);
-      break;
-    }
-    int replacement = simplify(b, in, ops);
-    if (replacement >= 0) {
-      rewritten = true;
-      map[static_cast<size_t>(in.id)] = replacement;
-    } else {
-      map[static_cast<size_t>(in.id)] = b.copy(in, std::move(ops));
-    }
-  }
-  size_t before = module.instructions.size();
-  module = b.build(outputs);
-  return rewritten || module.instructions.size() != before;
+  return rewrite_module(module, [](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+    int id = simplify(b, in, ops);
+    return Rewritten{id, id >= 0};
+  });
 }
 
 }  // namespace lazytrain::hlo

@@ -104,28 +104,10 @@ int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, c
 
 bool ConstantFolding::run(HloModule& module) {
   std::unique_ptr<backend::Compiler> compiler = backend::make_interpreter_compiler();
-  HloBuilder b(module.name);
-  std::vector<int> map(module.instructions.size(), -1);
-  bool folded = false;
-  std::vector<int> outputs;
-  for (const HloInstruction& in : module.instructions) {
-    std::vector<int> ops;
-    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
-    if (in.id == module.root) {
-      outputs = std::move(ops);
-      break;
-    }
-    int replacement = fold(*compiler, b, in, ops);
-    if (replacement >= 0) {
-      folded = true;
-      map[static_cast<size_t>(in.id)] = replacement;
-    } else {
-      map[static_cast<size_t>(in.id)] = b.copy(in, std::move(ops));
-    }
-  }
-  size_t before = module.instructions.size();
-  module = b.build(outputs);
-  return folded || module.instructions.size() != before;
+  return rewrite_module(module, [&](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+    int id = fold(*compiler, b, in, ops);
+    return Rewritten{id, id >= 0};
+  });
 }
 
 }  // namespace lazytrain::hlo

@@ -66,40 +66,19 @@ bool never_merged(HloOpcode op) {
 }  // namespace
 
 bool Cse::run(HloModule& module) {
-  HloBuilder b(module.name);
-  std::vector<int> map(module.instructions.size(), -1);
-  std::unordered_multimap<size_t, int> seen;  // hash → id in b
-  bool merged = false;
-  std::vector<int> outputs;
-  for (const HloInstruction& in : module.instructions) {
-    std::vector<int> ops;
-    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
-    if (in.id == module.root) {
-      outputs = std::move(ops);
-      break;
-    }
-    int id = b.copy(in, std::move(ops));
-    if (never_merged(in.opcode)) {
-      map[static_cast<size_t>(in.id)] = id;
-      continue;
-    }
+  std::unordered_multimap<size_t, int> seen;  // hash → id in the new module
+  return rewrite_module(module, [&](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+    if (never_merged(in.opcode)) return Rewritten{};
+    int id = b.copy(in, ops);
     size_t h = hash_instruction(b.at(id));
-    int match = -1;
     auto [first, last] = seen.equal_range(h);
-    for (auto it = first; it != last && match < 0; ++it) {
-      if (same_value(b.at(it->second), b.at(id))) match = it->second;
+    for (auto it = first; it != last; ++it) {
+      // A match: the copy just made is dead and build() drops it.
+      if (same_value(b.at(it->second), b.at(id))) return Rewritten{it->second, true};
     }
-    if (match >= 0) {
-      merged = true;  // the copy just made is dead and is removed by build()
-      map[static_cast<size_t>(in.id)] = match;
-    } else {
-      seen.emplace(h, id);
-      map[static_cast<size_t>(in.id)] = id;
-    }
-  }
-  size_t before = module.instructions.size();
-  module = b.build(outputs);
-  return merged || module.instructions.size() != before;
+    seen.emplace(h, id);
+    return Rewritten{id, false};
+  });
 }
 
 }  // namespace lazytrain::hlo

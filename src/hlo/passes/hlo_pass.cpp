@@ -1,8 +1,30 @@
 #include "hlo/passes/hlo_pass.h"
 
 #include "core/error.h"
+#include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
+
+bool rewrite_module(HloModule& module, const ReplaceFn& replace) {
+  HloBuilder b(module.name);
+  std::vector<int> map(module.instructions.size(), -1);
+  bool replaced = false;
+  std::vector<int> outputs;
+  for (const HloInstruction& in : module.instructions) {
+    std::vector<int> ops;
+    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
+    if (in.id == module.root) {
+      outputs = std::move(ops);
+      break;
+    }
+    Rewritten r = replace(b, in, ops);
+    replaced = replaced || r.replaced;
+    map[static_cast<size_t>(in.id)] = r.id >= 0 ? r.id : b.copy(in, std::move(ops));
+  }
+  const size_t before = module.instructions.size();
+  module = b.build(outputs);
+  return replaced || module.instructions.size() != before;
+}
 
 bool run_passes(HloModule& module, const std::vector<std::unique_ptr<HloPass>>& passes, const PassDumpFn& dump) {
   bool changed = false;

@@ -25,6 +25,19 @@ class HloPass {
   virtual bool run(HloModule& module) = 0;
 };
 
+// What stands for an old instruction in the rebuilt module: `id` (-1: copy it
+// unchanged) and whether that is a real replacement (not just the copy).
+struct Rewritten {
+  int id = -1;
+  bool replaced = false;
+};
+// Rewrites `module` by reconstruction: for each instruction in order (ROOT
+// excluded), `replace(builder, instruction, new_operand_ids)` says what stands for
+// it. Returns true when anything was replaced or the rebuilt module lost dead
+// instructions.
+using ReplaceFn = std::function<Rewritten(class HloBuilder& builder, const HloInstruction& instruction, const std::vector<int>& operands)>;
+bool rewrite_module(HloModule& module, const ReplaceFn& replace);
+
 using PassDumpFn = std::function<void(const std::string& pass_name, const HloModule& module)>;
 
 // Runs `passes` in order, verifying the module after each (Error names the pass
