@@ -91,10 +91,11 @@ GraphExecutor& GraphExecutor::get() {
 }
 
 namespace {
-// LAZYTRAIN_BACKEND=interpreter|cpu picks the backend (default: interpreter).
+// LAZYTRAIN_BACKEND=interpreter|cpu picks the backend (default: cpu, which
+// itself falls back to interpreting when no C++ compiler is found).
 std::unique_ptr<backend::Compiler> default_compiler() {
   const char* name = std::getenv("LAZYTRAIN_BACKEND");
-  std::string backend = name && *name ? name : "interpreter";
+  std::string backend = name && *name ? name : "cpu";
   if (backend == "cpu") return backend::make_cpu_compiler();
   if (backend != "interpreter") throw Error("[GraphExecutor] unknown LAZYTRAIN_BACKEND '" + backend + "'; expected 'cpu' or 'interpreter'");
   return backend::make_interpreter_compiler();
