@@ -41,10 +41,19 @@ bool loop_fusible(const HloModule& m, const HloInstruction& in) {
   }
 }
 
-// Worth recomputing in each consumer instead of materialising once.
-bool cheap(const HloInstruction& in) {
-  if (in.opcode == HloOpcode::kBroadcast || in.opcode == HloOpcode::kIota || is_scalar_constant(in)) return true;
-  return is_elementwise(in) && !is_transcendental(in.opcode);
+bool is_generator(const HloInstruction& in) {
+  return in.opcode == HloOpcode::kBroadcast || in.opcode == HloOpcode::kIota || is_scalar_constant(in);
+}
+
+// Worth recomputing in each consumer instead of materialising once: values made
+// from nothing but broadcasts, iotas and constants (masks, fills). Anything that
+// reads a real array is not: duplicating it re-reads its inputs in every consumer,
+// and through a chain of such ops (the residual stream of a transformer) each
+// backward kernel would recompute the whole forward pass.
+bool cheap(const HloModule& m, const HloInstruction& in) {
+  if (is_generator(in)) return true;
+  if (!is_elementwise(in) || is_transcendental(in.opcode)) return false;
+  return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
 
 struct Group {
@@ -72,8 +81,8 @@ class GroupBuilder {
       int index = static_cast<int>(groups_.size());
       owner_[id] = index;
       grow(g, index, id);
-      if (count_compute(g) >= 1 && g.members.size() >= 2) {
-        attach_reduce(g);
+      if (count_compute(g) >= 1) attach_reduce(g);
+      if (count_compute(g) >= 1 && (g.members.size() >= 2 || g.reduce >= 0)) {
         groups_.push_back(std::move(g));
       } else {
         for (int mem : g.members) if (owner_[mem] == index) owner_[mem] = -1;
@@ -95,8 +104,8 @@ class GroupBuilder {
       const HloInstruction& op = m_.at(o);
       if (g.members.count(o) || !loop_fusible(m_, op)) continue;
       bool all_users_inside = std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
-      if (!all_users_inside && !cheap(op)) continue;
-      if (owner_[o] == -2 && !cheap(op)) continue;
+      if (!all_users_inside && !cheap(m_, op)) continue;
+      if (owner_[o] == -2 && !cheap(m_, op)) continue;
       g.members.insert(o);
       if (all_users_inside && owner_[o] == -1) owner_[o] = index;
       grow(g, index, o);

@@ -9,9 +9,10 @@
 // - kInput: a reduce over trailing dims (a row reduction: softmax sums, layer
 //   norm statistics) or leading dims (a column reduction: bias gradients),
 //   together with the loop fusion that produces its operand.
-// Cheap producers (broadcasts, scalar constants, iota, and elementwise ops that
-// are not transcendental) are duplicated into every consumer fusion rather than
-// materialised. Only f32, s32, s64 and pred values are fused.
+// Cheap producers (broadcasts, scalar constants, iota, and non-transcendental
+// elementwise ops of those only, such as masks) are duplicated into every
+// consumer fusion rather than materialised; a value that reads a real array is
+// computed once. Only f32, s32, s64 and pred values are fused.
 #pragma once
 
 #include "hlo/passes/hlo_pass.h"

@@ -1,0 +1,136 @@
+// InstructionFusion: which instructions end up in which fusion (kLoop / kInput),
+// what is duplicated into consumers and what is not. Values are compared through
+// the interpreter (which runs fused HLO) before and after.
+#include "hlo/passes/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include "../../support/hlo_pass_test_util.h"
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+namespace {
+
+using namespace testing;
+
+bool run_and_compare(HloModule& m, bool expect_changed = true) { return run_pass_and_compare<InstructionFusion>(m, expect_changed, 1e-6); }
+
+std::vector<const HloInstruction*> fusions(const HloModule& m) {
+  std::vector<const HloInstruction*> out;
+  for (const HloInstruction& in : m.instructions) {
+    if (in.opcode == HloOpcode::kFusion) out.push_back(&in);
+  }
+  return out;
+}
+
+TEST(Fusion, ElementwiseChainBecomesOneLoopFusion) {
+  HloBuilder b("chain");
+  int x = b.parameter({4, 8}, DType::kFloat32);
+  int y = b.parameter({8}, DType::kFloat32);
+  int biased = b.binary(HloOpcode::kAdd, x, b.broadcast(y, {4, 8}, {1}));
+  int out = b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, biased, biased));
+  HloModule m = b.build({out});
+  run_and_compare(m);
+  auto f = fusions(m);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->fusion_kind, FusionKind::kLoop);
+  EXPECT_EQ(f[0]->operands.size(), 2u);  // x and y: the broadcast reads y inside the kernel
+  EXPECT_EQ(count(m, HloOpcode::kAdd), 0);
+  EXPECT_EQ(count(*f[0]->fused_computation, HloOpcode::kTanh), 1);
+}
+
+TEST(Fusion, RowReductionTakesItsProducer) {
+  HloBuilder b("softmax_sum");
+  int x = b.parameter({16, 32}, DType::kFloat32);
+  int sum = b.reduce(b.unary(HloOpcode::kExp, x), {1}, ReduceKind::kAdd);
+  HloModule m = b.build({sum});
+  run_and_compare(m);
+  auto f = fusions(m);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->fusion_kind, FusionKind::kInput);
+  EXPECT_EQ(count(m, HloOpcode::kReduce), 0);
+  EXPECT_EQ(count(*f[0]->fused_computation, HloOpcode::kReduce), 1);
+}
+
+TEST(Fusion, ColumnReductionTakesItsProducer) {
+  HloBuilder b("bias_grad");
+  int g = b.parameter({16, 32}, DType::kFloat32);
+  int sum = b.reduce(b.binary(HloOpcode::kMultiply, g, g), {0}, ReduceKind::kAdd);
+  HloModule m = b.build({sum});
+  run_and_compare(m);
+  auto f = fusions(m);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->fusion_kind, FusionKind::kInput);
+}
+
+TEST(Fusion, MiddleDimensionReductionStaysOutside) {
+  HloBuilder b("middle");
+  int x = b.parameter({4, 5, 6}, DType::kFloat32);
+  int sum = b.reduce(b.unary(HloOpcode::kExp, b.binary(HloOpcode::kAdd, x, x)), {1}, ReduceKind::kAdd);
+  HloModule m = b.build({sum});
+  run_and_compare(m);
+  EXPECT_EQ(count(m, HloOpcode::kReduce), 1);
+  ASSERT_EQ(fusions(m).size(), 1u);
+  EXPECT_EQ(fusions(m)[0]->fusion_kind, FusionKind::kLoop);
+}
+
+TEST(Fusion, MasksMadeFromIotaAreDuplicatedIntoEachConsumer) {
+  HloBuilder b("mask");
+  int x = b.parameter({8, 8}, DType::kFloat32);
+  int y = b.parameter({8, 8}, DType::kFloat32);
+  int mask = b.compare(b.iota({8, 8}, DType::kInt32, 0), b.iota({8, 8}, DType::kInt32, 1), ComparisonDirection::kGe);
+  int zero = b.full(0.0, {8, 8}, DType::kFloat32);
+  int a = b.unary(HloOpcode::kExp, b.select(mask, x, zero));
+  int c = b.unary(HloOpcode::kLog, b.select(mask, y, zero));
+  HloModule m = b.build({a, c});
+  run_and_compare(m);
+  auto f = fusions(m);
+  ASSERT_EQ(f.size(), 2u);
+  for (const HloInstruction* fusion : f) {
+    EXPECT_EQ(count(*fusion->fused_computation, HloOpcode::kCompare), 1);
+    int arrays = 0;  // the mask is recomputed, not read; the zero is a scalar
+    for (int o : fusion->operands) arrays += !m.at(o).shape.empty();
+    EXPECT_EQ(arrays, 1) << m.to_string();
+  }
+  EXPECT_EQ(count(m, HloOpcode::kCompare), 0);
+}
+
+// A value read by two fusions is computed once when it reads real arrays: the
+// residual stream of a transformer (add after add) must not be recomputed by
+// every backward kernel that reads it.
+TEST(Fusion, ChainsReadingArraysAreNotDuplicated) {
+  HloBuilder b("residual");
+  int h = b.parameter({4, 16}, DType::kFloat32);
+  for (int layer = 0; layer < 4; ++layer) {
+    int d = b.parameter({4, 16}, DType::kFloat32);
+    h = b.binary(HloOpcode::kAdd, h, d);
+    h = b.binary(HloOpcode::kMultiply, h, h);
+  }
+  int use1 = b.unary(HloOpcode::kExp, h);
+  int use2 = b.unary(HloOpcode::kTanh, h);
+  HloModule m = b.build({use1, use2});
+  run_and_compare(m);
+  int total_adds = 0;
+  for (const HloInstruction* f : fusions(m)) total_adds += count(*f->fused_computation, HloOpcode::kAdd);
+  EXPECT_EQ(total_adds, 4);  // each residual add computed exactly once
+  for (const HloInstruction* f : fusions(m)) {
+    if (count(*f->fused_computation, HloOpcode::kExp) + count(*f->fused_computation, HloOpcode::kTanh) == 1) {
+      EXPECT_EQ(f->operands.size(), 1u) << "a consumer reads the shared value, not its inputs";
+    }
+  }
+}
+
+TEST(Fusion, LeavesDotsAndBf16Alone) {
+  HloBuilder b("dots");
+  int x = b.parameter({4, 8}, DType::kFloat32);
+  int w = b.parameter({8, 4}, DType::kFloat32);
+  int d = b.matmul(x, w);
+  int h = b.parameter({4, 4}, DType::kBFloat16);
+  int hb = b.binary(HloOpcode::kAdd, h, h);
+  HloModule m = b.build({d, hb});
+  run_and_compare(m, /*expect_changed=*/false);
+  EXPECT_EQ(count(m, HloOpcode::kDot), 1);
+}
+
+}  // namespace
+}  // namespace lazytrain::hlo
