@@ -18,6 +18,16 @@ class Executable {
   // dtype (Error otherwise). Returns one buffer per element of the ROOT tuple.
   // Buffers are never written in place: arguments stay valid.
   virtual std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments) = 0;
+  // The same, where `donated[i]` (one flag per argument, or empty for none) gives
+  // argument i's storage to the executable, as XLA's donated buffers: it may be
+  // overwritten with an intermediate or an output once parameter(i) is last read
+  // (parameters, Adam moments updated in place), so the caller must not read a
+  // donated argument afterwards, even when execute throws. Backends without
+  // in-place updates ignore the flags.
+  virtual std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& donated) {
+    (void)donated;
+    return execute(arguments);
+  }
   virtual const hlo::HloModule& module() const = 0;
 };
 

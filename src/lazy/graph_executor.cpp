@@ -85,6 +85,27 @@ std::string dump_ir(const std::vector<const Node*>& outputs) {
   return os.str();
 }
 
+std::vector<bool> donatable_parameters(const GraphSignature& sig) {
+  // References to each device-data leaf from the graph's own nodes, and the
+  // leaf's total reference count as seen through one of them.
+  std::unordered_map<const Node*, std::pair<long, long>> references;
+  for (const Node* node : sig.post_order) {
+    for (const NodePtr& o : node->operands()) {
+      if (!o->is_device_data()) continue;
+      auto& [in_graph, total] = references[o.get()];
+      ++in_graph;
+      total = o.use_count();
+    }
+  }
+  std::vector<bool> donated;
+  donated.reserve(sig.parameters.size());
+  for (const Node* p : sig.parameters) {
+    auto it = references.find(p);
+    donated.push_back(it != references.end() && it->second.first == it->second.second && p->data().unique());
+  }
+  return donated;
+}
+
 GraphExecutor& GraphExecutor::get() {
   static GraphExecutor executor;
   return executor;
@@ -169,13 +190,14 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   if (outputs.empty()) return;
   GraphSignature sig = graph_signature(outputs);
   std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig);
+  std::vector<bool> donated = donatable_parameters(sig);
   std::vector<runtime::Buffer> arguments;
   arguments.reserve(sig.parameters.size());
   for (const Node* p : sig.parameters) arguments.push_back(p->data());
   std::vector<runtime::Buffer> results;
   {
     runtime::ScopedTimer timer("ExecuteTime");
-    results = executable->execute(arguments);
+    results = executable->execute(arguments, donated);
   }
   std::vector<NodePtr> data_nodes;
   for (auto& r : results) data_nodes.push_back(make_device_data(std::move(r)));

@@ -28,6 +28,15 @@ struct GraphSignature {
 };
 GraphSignature graph_signature(const std::vector<const Node*>& outputs);
 
+// One flag per parameter of `signature`: true when nothing outside the graph
+// can read that device data again: only the graph's own nodes hold its node
+// (no tensor's value, no pending value of a tensor outside this sync) and no
+// other Buffer shares its storage. This is a parameter, an Adam moment or a
+// gradient accumulator whose tensor is being updated by this very graph: its
+// buffer is donated to the executable (Executable::execute), as PyTorch/XLA
+// donates the buffers of tensors updated in place.
+std::vector<bool> donatable_parameters(const GraphSignature& signature);
+
 // Lowers a graph to a verified HloModule named `name`.
 hlo::HloModule lower_graph(const GraphSignature& signature, const std::string& name);
 

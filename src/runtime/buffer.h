@@ -26,6 +26,8 @@ class Buffer {
   int64_t numel() const { return lazytrain::numel(shape_); }
   int64_t nbytes() const { return numel() * itemsize(dtype_); }
   bool defined() const { return storage_ != nullptr; }
+  // True when no other Buffer shares this storage (safe to overwrite in place).
+  bool unique() const { return storage_.use_count() == 1; }
 
   void* raw() const { return storage_.get(); }
   template <typename T>

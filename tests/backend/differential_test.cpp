@@ -222,6 +222,21 @@ TEST_P(DifferentialRandomHlo, CpuBackendMatchesInterpreter) {
   }
   ASSERT_EQ(want.size(), c.outputs.size());
   ASSERT_EQ(got.size(), want.size());
+  // Every argument donated (fresh copies): kernels write over the inputs they
+  // read last, and the outputs must be exactly those of the run without donation.
+  std::vector<Buffer> copies;
+  for (const Buffer& a : c.arguments) {
+    Buffer copy(a.shape(), a.dtype());
+    std::memcpy(copy.raw(), a.raw(), static_cast<size_t>(a.nbytes()));
+    copies.push_back(copy);
+  }
+  std::vector<Buffer> got_donated = cpu->execute(copies, std::vector<bool>(copies.size(), true));
+  ASSERT_EQ(got_donated.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got_donated[i].nbytes(), got[i].nbytes());
+    EXPECT_EQ(std::memcmp(got_donated[i].raw(), got[i].raw(), static_cast<size_t>(got[i].nbytes())), 0)
+        << "seed 0x" << std::hex << seed << std::dec << ": output " << i << " differs when the arguments are donated";
+  }
   std::map<int, std::string> failures;  // graph -> what differs
   for (size_t i = 0; i < want.size(); ++i) {
     const RandomOutput& o = c.outputs[i];
@@ -327,6 +342,45 @@ TEST(DifferentialRandomHloCoverage, GeneratorIsReproducible) {
 
 // Fused f32 sums of many integers (row and column reductions, ~1e8 in total):
 // accumulated in double like the interpreter's, they come out exact on both.
+// Donated arguments: an elementwise kernel writes its output over the donated
+// input it reads last (no allocation; the moments and parameters of an optimizer
+// step update in place), and never over an argument that was not donated.
+TEST(CpuInPlace, KernelWritesOverADonatedArgumentOnly) {
+  using hlo::HloOpcode;
+  hlo::HloBuilder b("update");
+  int p = b.parameter({4, 8}, DType::kFloat32);
+  int g = b.parameter({4, 8}, DType::kFloat32);
+  int lr = b.parameter({}, DType::kFloat32);
+  int scaled = b.binary(HloOpcode::kMultiply, g, b.broadcast(lr, {4, 8}, {}));
+  hlo::HloModule m = b.build({b.binary(HloOpcode::kSubtract, p, b.unary(HloOpcode::kTanh, scaled))});
+  std::string error;
+  auto cpu = compile_cpu(m, error);
+  ASSERT_TRUE(cpu) << error;
+  auto args = [] {
+    std::vector<Buffer> a = {Buffer({4, 8}, DType::kFloat32), Buffer({4, 8}, DType::kFloat32), Buffer({}, DType::kFloat32)};
+    for (int i = 0; i < 32; ++i) {
+      a[0].data<float>()[i] = static_cast<float>(i);
+      a[1].data<float>()[i] = static_cast<float>(i % 5) - 2.0f;
+    }
+    a[2].data<float>()[0] = 0.5f;
+    return a;
+  };
+  std::vector<Buffer> kept = args();
+  std::vector<Buffer> out = cpu->execute(kept, {false, false, false});
+  EXPECT_NE(out[0].raw(), kept[0].raw());
+  EXPECT_EQ(kept[0].data<float>()[3], 3.0f);  // not donated: untouched
+  std::vector<Buffer> given = args();
+  std::vector<Buffer> in_place = cpu->execute(given, {true, false, false});
+  EXPECT_EQ(in_place[0].raw(), given[0].raw());
+  for (int i = 0; i < 32; ++i) {
+    const float want = static_cast<float>(i) - std::tanh((static_cast<float>(i % 5) - 2.0f) * 0.5f);
+    EXPECT_NEAR(in_place[0].data<float>()[i], want, 1e-6f) << i;
+    EXPECT_EQ(in_place[0].data<float>()[i], out[0].data<float>()[i]) << i;
+  }
+  // g is read through a broadcast-free path too, but only p was donated.
+  EXPECT_EQ(given[1].data<float>()[0], -2.0f);
+}
+
 TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
   using hlo::HloOpcode;
   hlo::HloBuilder b("long_sums");

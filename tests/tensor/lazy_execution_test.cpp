@@ -56,6 +56,31 @@ TEST(LazyExecution, BackwardOfMatmul) {
   EXPECT_FLOAT_EQ(loss.item(), 1 + 4 + 3 + 8);
 }
 
+// A tensor updated by the graph gives its old buffer to the executable; a value
+// anybody else can still read (another tensor's value, a scalar the caller keeps) does not.
+TEST(LazyExecution, OnlyBuffersNobodyElseCanReadAreDonated) {
+  Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor lr = scalar_tensor(0.5f);
+  w.set_data(w - w * lr);
+  lazy::GraphSignature sig = lazy::graph_signature({w.ir_value().get()});
+  ASSERT_EQ(sig.parameters.size(), 2u);
+  std::vector<bool> donated = lazy::donatable_parameters(sig);
+  for (size_t i = 0; i < sig.parameters.size(); ++i) {
+    const bool is_w = sig.parameters[i]->shape() == Shape{2, 2};
+    EXPECT_EQ(donated[i], is_w) << "parameter " << i;  // lr's tensor still holds its value
+  }
+
+  Tensor v = from_vector(std::vector<float>{1, 2}, {2});
+  Tensor snapshot = v.detach();  // still reads the old value after the update
+  v.set_data(v * 2.0);
+  lazy::GraphSignature sig2 = lazy::graph_signature({v.ir_value().get()});
+  ASSERT_EQ(sig2.parameters.size(), 1u);
+  EXPECT_FALSE(lazy::donatable_parameters(sig2)[0]);
+  lazy::mark_step();
+  EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{2, 4}));
+  EXPECT_EQ(snapshot.to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
 TEST(LazyExecution, ShapeErrorNamesOpAndCaller) {
   Tensor a = zeros({2, 3});
   Tensor b = zeros({4, 5});

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -38,16 +39,22 @@ class CpuExecutable : public Executable {
     for (const auto& in : module_.instructions) {
       for (int o : in.operands) last_use_[o] = in.id;
     }
+    for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
   }
 
   const hlo::HloModule& module() const override { return module_; }
 
-  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override {
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return execute(arguments, {}); }
+
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments, const std::vector<bool>& donated) override {
     check(static_cast<int>(arguments.size()) == module_.num_parameters, "cpu backend",
           "expects " + std::to_string(module_.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
+    check(donated.empty() || donated.size() == arguments.size(), "cpu backend",
+          "expects one donation flag per argument, got " + std::to_string(donated.size()));
     std::vector<Buffer> values(module_.instructions.size());
     std::vector<Buffer> outputs;
     std::vector<const void*> pointers;
+    std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE: milliseconds per kind of instruction
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kTuple) {
         for (int o : in.operands) outputs.push_back(values[o]);
@@ -56,7 +63,8 @@ class CpuExecutable : public Executable {
       const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       auto kernel = kernels_.find(in.id);
       if (kernel != kernels_.end()) {
-        Buffer out(in.shape, in.dtype);
+        Buffer out = reusable_operand(in, values, donated);
+        if (!out.defined()) out = Buffer(in.shape, in.dtype);
         pointers.clear();
         for (int o : in.operands) pointers.push_back(values[o].raw());
         kernel->second(pointers.data(), out.raw());
@@ -68,6 +76,7 @@ class CpuExecutable : public Executable {
       }
       if (profile_) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        totals[kernel != kernels_.end() ? std::string("generated kernels") : hlo::opcode_name(in.opcode)] += ms;
         if (ms > 2) {
           std::fprintf(stderr, "[profile] %8.1f ms  %s %s%s\n", ms, in.name().c_str(), hlo::shape_text(module_, in).c_str(),
                        kernel != kernels_.end() ? " (generated)" : "");
@@ -77,14 +86,70 @@ class CpuExecutable : public Executable {
         if (last_use_[o] == in.id) values[o] = Buffer();
       }
     }
+    if (profile_) print_totals(totals);
     return outputs;
   }
 
  private:
+  // Operands of a loop fusion that its kernel reads only at the output's own
+  // linear index (element i of the operand feeds element i of the output, never
+  // through a broadcast) with the output's shape and dtype: the kernel may write
+  // its output over such an operand once nothing else needs it (XLA's
+  // CanShareOperandBufferWithUser for elementwise fusions).
+  static std::vector<size_t> in_place_candidates(const hlo::HloInstruction& fusion) {
+    std::vector<size_t> out;
+    if (fusion.opcode != HloOpcode::kFusion || fusion.fusion_kind != hlo::FusionKind::kLoop) return out;
+    const hlo::HloModule& body = *fusion.fused_computation;
+    std::vector<bool> broadcast_read(body.instructions.size(), false);
+    for (const auto& in : body.instructions) {
+      if (in.opcode == HloOpcode::kBroadcast) broadcast_read[in.operands[0]] = true;
+    }
+    for (const auto& in : body.instructions) {
+      if (in.opcode != HloOpcode::kParameter || broadcast_read[in.id]) continue;
+      if (in.dtype == fusion.dtype && numel(in.shape) == numel(fusion.shape)) out.push_back(static_cast<size_t>(in.parameter_number));
+    }
+    return out;
+  }
+
+  // Storage the kernel of `in` may write its output into: an in-place candidate
+  // operand read for the last time here, owned by nobody else (an intermediate)
+  // or donated by the caller (an argument). Undefined when there is none.
+  Buffer reusable_operand(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated) const {
+    for (size_t k : in_place_operands_.at(in.id)) {
+      const int o = in.operands[k];
+      if (last_use_[o] != in.id || !values[o].defined()) continue;
+      const hlo::HloInstruction& producer = module_.at(o);
+      const bool donated_argument = producer.opcode == HloOpcode::kParameter && !donated.empty() &&
+                                    donated[static_cast<size_t>(producer.parameter_number)];
+      if (!donated_argument && (producer.opcode == HloOpcode::kParameter || !values[o].unique())) continue;
+      // The same value read through two operands must not be overwritten under the other.
+      if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
+      return values[o].reshaped(in.shape);
+    }
+    return Buffer();
+  }
+
+  // One line per execution: where its time went, largest first.
+  void print_totals(const std::map<std::string, double>& totals) const {
+    std::vector<std::pair<double, std::string>> sorted;
+    double all = 0;
+    for (const auto& [kind, ms] : totals) {
+      sorted.emplace_back(ms, kind);
+      all += ms;
+    }
+    std::sort(sorted.rbegin(), sorted.rend());
+    std::string line;
+    for (const auto& [ms, kind] : sorted) {
+      if (ms >= 0.5) line += ", " + kind + " " + std::to_string(static_cast<int>(ms + 0.5));
+    }
+    std::fprintf(stderr, "[profile] %s: %.1f ms in all%s (ms)\n", module_.name.c_str(), all, line.c_str());
+  }
+
   hlo::HloModule module_;
   std::shared_ptr<cpu::SharedLibrary> library_;  // keeps the kernels loaded
   std::map<int, KernelFn> kernels_;
   std::vector<int> last_use_;
+  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel instruction -> operand indices
   // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 2 ms.
   bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
 };

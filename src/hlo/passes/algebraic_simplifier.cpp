@@ -67,9 +67,32 @@ bool is_identity(const std::vector<int64_t>& dims) {
   return true;
 }
 
+// True for a permutation that keeps the leading dims and swaps the last two.
+bool swaps_last_two(const std::vector<int64_t>& dims) {
+  const size_t r = dims.size();
+  if (r < 2) return false;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  }
+  return dims[r - 2] == static_cast<int64_t>(r - 1) && dims[r - 1] == static_cast<int64_t>(r - 2);
+}
+
+// transpose(dot(a, b)) = dot(b, a) with the operands' roles swapped: (a b)^T = b^T a^T,
+// and both transposes are free in the dot's contracting dimensions. The weight
+// gradients of nn.Linear ([out, in] = (x^T g)^T) need no transpose kernel.
+int swap_dot_operands(HloBuilder& b, const HloInstruction& dot) {
+  DotDimensionNumbers d;
+  d.lhs_batch_dimensions = dot.dot.rhs_batch_dimensions;
+  d.rhs_batch_dimensions = dot.dot.lhs_batch_dimensions;
+  d.lhs_contracting_dimensions = dot.dot.rhs_contracting_dimensions;
+  d.rhs_contracting_dimensions = dot.dot.lhs_contracting_dimensions;
+  return b.dot(dot.operands[1], dot.operands[0], std::move(d));
+}
+
 // The id that replaces `in` (whose operands are already mapped to `ops` in
-// `b`), or -1 when no rewrite applies.
-int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+// `b`), or -1 when no rewrite applies. `users` counts the users of each
+// instruction of the module being rewritten (by its old id).
+int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops, const std::vector<int>& users) {
   auto same_type = [&](int id) { return b.shape(id) == in.shape && b.dtype(id) == in.dtype; };
   switch (in.opcode) {
     case HloOpcode::kAdd:
@@ -108,6 +131,9 @@ int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& op
     case HloOpcode::kTranspose: {
       if (is_identity(in.dimensions) && same_type(ops[0])) return ops[0];
       const HloInstruction& x = b.at(ops[0]);
+      if (x.opcode == HloOpcode::kDot && swaps_last_two(in.dimensions) && users[in.operands[0]] == 1) {
+        return swap_dot_operands(b, x);
+      }
       if (x.opcode == HloOpcode::kTranspose) {
         // Output dim i is x's dim in.dimensions[i], which is x's operand's dim x.dimensions[in.dimensions[i]].
         std::vector<int64_t> permutation;
@@ -142,8 +168,12 @@ int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& op
 }  // namespace
 
 bool AlgebraicSimplifier::run(HloModule& module) {
-  return rewrite_module(module, [](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
-    int id = simplify(b, in, ops);
+  std::vector<int> users(module.instructions.size(), 0);
+  for (const HloInstruction& in : module.instructions) {
+    for (int o : in.operands) ++users[o];
+  }
+  return rewrite_module(module, [&users](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+    int id = simplify(b, in, ops, users);
     return Rewritten{id, id >= 0};
   });
 }

@@ -18,6 +18,8 @@ namespace lazytrain::hlo {
 //   reshape(reshape(x))                               → one reshape (or x)
 //   transpose(x) with the identity permutation        → x
 //   transpose(transpose(x))                           → one transpose (or x)
+//   transpose(dot(a, b)) swapping the last two dims,  → dot(b, a) with the
+//     when the transpose is the dot's only user          contracting dims swapped
 //   broadcast(x) that keeps x's shape and dims        → x
 //   broadcast(broadcast(x))                           → one broadcast
 //   slice(x) that covers all of x                     → x

@@ -171,6 +171,34 @@ TEST(AlgebraicSimplifier, TransposeChains) {
   EXPECT_EQ(count(m, HloOpcode::kTranspose), 1);
 }
 
+TEST(AlgebraicSimplifier, TransposeOfADotSwapsItsOperands) {
+  HloBuilder b("weight_grad");
+  int x = b.parameter({6, 4}, DType::kFloat32);  // activations [tokens, in]
+  int g = b.parameter({6, 5}, DType::kFloat32);  // output gradient [tokens, out]
+  int grad = b.transpose(b.matmul(b.transpose(x, {1, 0}), g), {1, 0});  // [out, in]
+  int p = b.parameter({2, 3, 4}, DType::kFloat32);
+  int q = b.parameter({2, 4, 5}, DType::kFloat32);
+  int batched = b.transpose(b.matmul(p, q), {0, 2, 1});
+  HloModule m = b.build({grad, batched});
+  run_and_compare(m, true, 1e-5);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 0);
+  ASSERT_EQ(output(m, 0).opcode, HloOpcode::kDot);
+  EXPECT_EQ(output(m, 0).shape, (Shape{5, 4}));
+  EXPECT_EQ(output(m, 0).operands[0], 1);  // g first: (x^T g)^T = g^T x
+  EXPECT_EQ(output(m, 1).shape, (Shape{2, 5, 3}));
+}
+
+TEST(AlgebraicSimplifier, TransposeOfADotWithOtherUsersStays) {
+  HloBuilder b("shared_dot");
+  int x = b.parameter({3, 4}, DType::kFloat32);
+  int y = b.parameter({4, 5}, DType::kFloat32);
+  int d = b.matmul(x, y);
+  HloModule m = b.build({d, b.transpose(d, {1, 0})});
+  run_and_compare(m, false);
+  EXPECT_EQ(count(m, HloOpcode::kDot), 1);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 1);
+}
+
 TEST(AlgebraicSimplifier, BroadcastChains) {
   HloBuilder b("broadcast");
   int x = b.parameter({3}, DType::kFloat32);
