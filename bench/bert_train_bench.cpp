@@ -27,6 +27,7 @@
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "runtime/metrics.h"
+#include "tensor/autocast.h"
 #include "train/trainer.h"
 
 using namespace lazytrain;
@@ -183,12 +184,6 @@ int run(const Options& o) {
               o.backend.c_str(), o.bf16 ? "bf16" : "f32", o.warmup, o.steps);
   const std::string common = "bench=bert_train model=" + o.model + " backend=" + o.backend + " batch=" + std::to_string(batch) +
                              " seq=" + std::to_string(o.seq_len);
-  if (o.bf16) {
-    // No mixed-precision mode in lazytrain yet: keep the column, report n/a.
-    std::printf("bf16: n/a (lazytrain has no bf16 training mode yet)\n");
-    std::printf("RESULT %s dtype=bf16 tokens_per_s=n/a tokens_per_s_best=n/a\n", common.c_str());
-    return 0;
-  }
 
   lazy::GraphExecutor::get().set_compiler(o.backend == "interpreter" ? backend::make_interpreter_compiler()
                                                                       : backend::make_cpu_compiler());
@@ -210,8 +205,13 @@ int run(const Options& o) {
 
   auto step = [&](int i) {
     const HostBatch& b = batches[static_cast<size_t>(i) % batches.size()];
-    Tensor loss = model.forward(from_vector(b.input_ids, {batch, o.seq_len}), from_vector(b.attention_mask, {batch, o.seq_len}),
-                                from_vector(b.labels, {batch, o.seq_len})).loss;
+    Tensor loss;
+    {
+      // --bf16: the forward under autocast, as torch.autocast('cpu', dtype=torch.bfloat16).
+      AutocastGuard autocast(o.bf16, DType::kBFloat16);
+      loss = model.forward(from_vector(b.input_ids, {batch, o.seq_len}), from_vector(b.attention_mask, {batch, o.seq_len}),
+                           from_vector(b.labels, {batch, o.seq_len})).loss;
+    }
     loss.backward();
     optim::clip_grad_norm_(params, 1.0);
     optimizer.step();
@@ -275,10 +275,10 @@ int run(const Options& o) {
               execute_s, 100.0 * execute_s / total_s, compile_s, static_cast<long long>(recompiles), gflops, gflops_best);
   std::printf("       process CPU time %.3f s per step (user + system, all threads)\n", cpu_s_per_step);
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
-  std::printf("RESULT %s dtype=f32 steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
+  std::printf("RESULT %s dtype=%s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
               "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
               "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f\n",
-              common.c_str(), o.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s, first_step_s,
+              common.c_str(), o.bf16 ? "bf16" : "f32", o.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s, first_step_s,
               static_cast<long long>(recompiles), flops_per_token, gflops, gflops_best, cpu_s_per_step, static_cast<long long>(hwm_kb), loss);
   return 0;
 }

@@ -2,6 +2,9 @@
 """Golden forward/backward of a tiny BertForMaskedLM -> tests/golden/bert_tiny_mlm.safetensors.
 
   /usr/bin/python3 tools/make_golden_bert.py [OUT]      (default tests/golden/bert_tiny_mlm.safetensors)
+  /usr/bin/python3 tools/make_golden_bert.py --bf16 [OUT]
+      the same model, inputs and parameters under torch.autocast('cpu', dtype=torch.bfloat16)
+      (default tests/golden/bert_tiny_mlm_bf16.safetensors; logits stored as float32)
 
 Contents (all float tensors float32, integer tensors int64):
   <HF param name>          every parameter once (the tied decoder is only stored as
@@ -31,8 +34,11 @@ CONFIG = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "golden",
-                                                             "bert_tiny_mlm.safetensors")
+    args = sys.argv[1:]
+    bf16 = "--bf16" in args
+    args = [a for a in args if a != "--bf16"]
+    default = "bert_tiny_mlm_bf16.safetensors" if bf16 else "bert_tiny_mlm.safetensors"
+    out = args[0] if args else os.path.join(HERE, "..", "tests", "golden", default)
     torch.set_num_threads(2)
     torch.manual_seed(0)
     model = BertForMaskedLM(CONFIG)  # HF init: N(0, 0.02) weights, zero biases, pad row 0, LN 1/0
@@ -45,18 +51,20 @@ def main():
     labels = torch.randint(0, V, (B, S), dtype=torch.int64)
     labels[torch.rand(B, S) < 0.5] = -100
 
-    res = model(input_ids, attention_mask, labels=labels, return_hidden_states=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        res = model(input_ids, attention_mask, labels=labels, return_hidden_states=True)
     res["loss"].backward()
 
     tensors = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
-               "logits": res["logits"].detach(), "loss": res["loss"].detach()}
+               "logits": res["logits"].detach().float(), "loss": res["loss"].detach().float()}
     for i, h in enumerate(res["hidden_states"]):
-        tensors[f"hidden_states.{i}"] = h.detach()
+        tensors[f"hidden_states.{i}"] = h.detach().float()
     for name, p in model.named_parameters():  # deduplicated: no cls.predictions.decoder.*
         tensors[name] = p.detach()
         tensors[f"grad.{name}"] = p.grad.detach()
     assert all(t.dtype in (torch.float32, torch.int64) for t in tensors.values())
     save_file(tensors, out, metadata={"config": json.dumps(CONFIG, sort_keys=True),
+                                      "autocast": "bfloat16" if bf16 else "none",
                                       "generator": "tools/make_golden_bert.py (torch "
                                                    + torch.__version__ + ")"})
     print(f"wrote {out}: {len(tensors)} tensors, loss={res['loss'].item():.6f}, "

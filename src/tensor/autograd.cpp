@@ -26,6 +26,7 @@ Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs
   fn->name = name;
   for (const Tensor& t : inputs) {
     Edge e;
+    if (t.defined()) e.dtype = t.dtype();
     if (t.defined() && t.requires_grad()) {
       if (t.impl()->grad_fn) e.fn = t.impl()->grad_fn;
       else e.leaf = t.impl();
@@ -97,7 +98,8 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     check(input_grads.size() == fn->next.size(), "backward", fn->name + " returned the wrong number of gradients");
     for (size_t i = 0; i < fn->next.size(); ++i) {
       const Edge& e = fn->next[i];
-      const Tensor& g = input_grads[i];
+      Tensor g = input_grads[i];
+      if (g.defined() && g.dtype() != e.dtype && is_floating_point(e.dtype)) g = to_dtype(g, e.dtype);
       if (e.leaf && g.defined()) accumulate_into_leaf(*e.leaf, g);
       if (!e.fn) continue;
       if (g.defined()) {

@@ -16,6 +16,10 @@ namespace lazytrain::autograd {
 struct Edge {
   std::shared_ptr<GradFn> fn;
   std::shared_ptr<TensorImpl> leaf;
+  // The input's dtype: a gradient arriving in another dtype is converted to it,
+  // as PyTorch's engine does (a bf16 matmul under autocast gets a bf16 gradient
+  // even when its output was promoted to f32 downstream).
+  DType dtype = DType::kFloat32;
 };
 
 // Computes the gradients of an op's inputs from the gradient of its output; an

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "tensor/autocast.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -59,7 +60,8 @@ Tensor pick_along_dim1(const Tensor& x, const Tensor& index) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
+Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
+  const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::softmax");
   Tensor out = make_op("aten::softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
@@ -74,7 +76,8 @@ Tensor softmax(const Tensor& x, int64_t dim, Loc loc) {
   });
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
+Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
+  const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::_log_softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::_log_softmax");
   Tensor out = make_op("aten::_log_softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
@@ -89,7 +92,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc) {
   });
 }
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, const Tensor& bias_in, double eps, Loc loc) {
+  const Tensor x = autocast_to_float(x_in), weight = autocast_to_float(weight_in), bias = autocast_to_float(bias_in);
   check_float(x, "aten::layer_norm", loc);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool ok = k <= x.dim();
@@ -115,11 +119,13 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   check(p >= 0.0 && p <= 1.0, "aten::dropout", "dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
-  Tensor keep = to_dtype(ge(rand(x.shape(), x.dtype()), constant(p, x.dtype())), x.dtype());
+  // The uniform draws are f32 whatever x's dtype (the same stream for a bf16 x).
+  Tensor keep = to_dtype(ge(rand(x.shape(), DType::kFloat32), constant(p, DType::kFloat32)), x.dtype());
   return mul(x, mul(keep, 1.0 / (1.0 - p)));
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, Loc loc) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t ignore_index, Loc loc) {
+  const Tensor logits = autocast_to_float(logits_in);
   check_float(logits, "aten::cross_entropy", loc);
   if (logits.dim() == 1) return cross_entropy(unsqueeze(logits, 0), unsqueeze(target, 0), ignore_index, loc);
   if (logits.dim() != 2 || target.dim() != 1 || target.shape()[0] != logits.shape()[0]) {
@@ -144,8 +150,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {
-  Tensor y = matmul(x, transpose(weight, 0, 1, loc), loc);
-  return bias.defined() ? add(y, bias, 1.0, loc) : y;
+  // Under autocast all three are cast, as torch's linear: the output is bf16.
+  Tensor y = matmul(autocast_to_lower(x), transpose(autocast_to_lower(weight), 0, 1, loc), loc);
+  return bias.defined() ? add(y, autocast_to_lower(bias), 1.0, loc) : y;
 }
 
 }  // namespace lazytrain

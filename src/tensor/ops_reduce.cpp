@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tensor/autocast.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -118,7 +119,8 @@ Tensor batched_mm(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const Tensor a = autocast_to_lower(a_in), b = autocast_to_lower(b_in);
   if (a.dim() == 0 || b.dim() == 0) throw_error("aten::matmul", "both arguments to matmul need to be at least 1D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()), loc);
   if (a.dtype() != b.dtype() || !is_floating_point(a.dtype())) {
     throw_error("aten::matmul", "expected both operands to have the same floating dtype, got " + torch_name(a.dtype()) + " and " + torch_name(b.dtype()), loc);

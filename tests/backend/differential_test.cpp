@@ -42,6 +42,7 @@
 #include "hlo/hlo_builder.h"
 #include "hlo/passes/pipeline.h"
 #include "lazy/graph_executor.h"
+#include "tensor/autocast.h"
 #include "models/bert.h"
 
 namespace lazytrain {
@@ -658,6 +659,49 @@ TEST_P(DifferentialOpsGolden, CpuBackendMatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Differential, DifferentialOpsGolden, ::testing::ValuesIn(golden_batches()),
                          [](const ::testing::TestParamInfo<size_t>& info) { return "from_" + golden_batch(info.param).front(); });
+
+// Under bf16 autocast the graph carries bf16 activations through fused kernels:
+// the CPU backend must compute what the interpreter computes (each bf16 value
+// rounded the same way), for the logits, the loss and every gradient.
+TEST(DifferentialBertBf16, CpuBackendMatchesInterpreterUnderAutocast) {
+  testing::GoldenFile golden("bert_tiny_mlm_bf16.safetensors");
+  models::BertConfig config = models::BertConfig::from_json(nlohmann::json::parse(golden.metadata().at("config")), "golden config");
+  auto run = [&] {
+    models::BertForMaskedLM model(config);
+    for (const auto& [name, p] : model.named_parameters()) p.set_data(golden.tensor(name));
+    models::MaskedLMOutput out;
+    {
+      AutocastGuard autocast(true);
+      out = model.forward(golden.tensor("input_ids"), golden.tensor("attention_mask"), golden.tensor("labels"));
+    }
+    out.loss.backward();
+    std::vector<lazy::LazyTensor*> pending = {out.logits.impl().get(), out.loss.impl().get()};
+    for (const auto& [name, p] : model.named_parameters()) pending.push_back(p.grad().impl().get());
+    lazy::GraphExecutor::get().sync(pending);
+    std::vector<std::vector<float>> values = {to_dtype(out.logits, DType::kFloat32).to_vector<float>(), out.loss.to_vector<float>()};
+    for (const auto& [name, p] : model.named_parameters()) values.push_back(p.grad().to_vector<float>());
+    return values;
+  };
+  std::vector<std::vector<float>> want = run();
+  std::vector<std::vector<float>> got;
+  {
+    CpuBackendScope cpu;
+    got = run();
+    EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("bf16"), std::string::npos);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].size(), want[k].size());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want[k].size(); ++i) {
+      diff += (got[k][i] - want[k][i]) * static_cast<double>(got[k][i] - want[k][i]);
+      norm += want[k][i] * static_cast<double>(want[k][i]);
+    }
+    // Transcendentals may differ by a float ulp between the backends, which can
+    // flip a bf16 rounding now and then; everything else rounds identically.
+    EXPECT_LE(std::sqrt(diff), 2e-3 * std::sqrt(norm) + 1e-7) << "output " << k << " (0: logits, 1: loss, then gradients)";
+  }
+}
 
 TEST(DifferentialBertGolden, CpuBackendMatchesPyTorch) {
   testing::GoldenFile golden("bert_tiny_mlm.safetensors");

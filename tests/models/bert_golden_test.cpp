@@ -4,8 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "../support/golden.h"
 #include "models/bert.h"
+#include "tensor/autocast.h"
 
 namespace lazytrain {
 namespace {
@@ -15,8 +18,9 @@ using testing::GoldenFile;
 
 class BertGolden : public ::testing::Test {
  protected:
-  void SetUp() override {
-    golden = std::make_unique<GoldenFile>("bert_tiny_mlm.safetensors");
+  void SetUp() override { load("bert_tiny_mlm.safetensors"); }
+  void load(const std::string& file) {
+    golden = std::make_unique<GoldenFile>(file);
     config = models::BertConfig::from_json(nlohmann::json::parse(golden->metadata().at("config")), "golden config");
     model = std::make_unique<models::BertForMaskedLM>(config);
     for (const auto& [name, p] : model->named_parameters()) {
@@ -47,6 +51,55 @@ TEST_F(BertGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     expect_close(p.grad(), golden->floats("grad." + name), 1e-4, 1e-7, "grad." + name);
+  }
+}
+
+// ||actual - expected|| / ||expected|| over all elements.
+double relative_l2(const Tensor& actual, const std::vector<float>& expected) {
+  std::vector<float> got = to_dtype(actual, DType::kFloat32).to_vector<float>();
+  EXPECT_EQ(got.size(), expected.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - expected[i]) * (static_cast<double>(got[i]) - expected[i]);
+    norm += static_cast<double>(expected[i]) * expected[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// --bf16: the same model under torch.autocast('cpu', dtype=torch.bfloat16)
+// (tools/make_golden_bert.py --bf16). bf16 keeps 8 significant bits, and the two
+// systems round at slightly different places (torch's addmm adds the bias before
+// its one rounding), so values agree to bf16's precision, not bit for bit:
+// compared as whole tensors (relative L2 error under 1e-2 for the logits, 3e-2 for
+// gradients), while the logits must differ from an f32 run (autocast engaged).
+class BertGoldenBf16 : public BertGolden {
+ protected:
+  void SetUp() override { load("bert_tiny_mlm_bf16.safetensors"); }
+};
+
+TEST_F(BertGoldenBf16, AutocastMatchesPyTorchAutocast) {
+  models::MaskedLMOutput out;
+  {
+    AutocastGuard autocast(true, DType::kBFloat16);
+    out = model->forward(golden->tensor("input_ids"), golden->tensor("attention_mask"), golden->tensor("labels"));
+  }
+  out.loss.backward();  // outside the guard, as in PyTorch
+  EXPECT_EQ(out.logits.dtype(), DType::kBFloat16);  // the decoder is a linear
+  EXPECT_EQ(out.loss.dtype(), DType::kFloat32);     // cross_entropy runs in f32
+  GoldenFile f32("bert_tiny_mlm.safetensors");
+  const double logits_error = relative_l2(out.logits, golden->floats("logits"));
+  EXPECT_LT(logits_error, 1e-2);
+  EXPECT_GT(relative_l2(out.logits, f32.floats("logits")), 1e-3) << "the logits are f32-exact: autocast did not engage";
+  expect_close(out.loss, golden->floats("loss"), 2e-3, 0, "loss");
+  for (const auto& [name, p] : model->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_EQ(p.grad().dtype(), DType::kFloat32) << name;  // master weights' gradients stay f32
+    if (name.find("key.bias") != std::string::npos) {
+      // Exactly 0 in exact arithmetic (softmax ignores a per-row shift): rounding noise only.
+      expect_close(p.grad(), golden->floats("grad." + name), 0, 1e-6, "grad." + name);
+      continue;
+    }
+    EXPECT_LT(relative_l2(p.grad(), golden->floats("grad." + name)), 3e-2) << "grad." << name;
   }
 }
 

@@ -187,7 +187,9 @@ class BertPredictionHeadTransform(nn.Module):
         self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
 
     def forward(self, hidden):
-        return self.LayerNorm(self.transform_act_fn(self.dense(hidden)))
+        # .float(): under bf16 autocast the LayerNorm runs in f32, as lazytrain's does
+        # (torch 1.13's CPU layer_norm rejects a bf16 input with f32 weights); no-op in f32.
+        return self.LayerNorm(self.transform_act_fn(self.dense(hidden)).float())
 
 
 class BertLMPredictionHead(nn.Module):

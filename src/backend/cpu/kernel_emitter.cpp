@@ -21,9 +21,13 @@ constexpr int64_t kParallelElements = 1 << 16;
 // Inner ranges are cut into chunks of this many elements when rows are few.
 constexpr int64_t kChunk = 1 << 14;
 
+// The C++ type a value is computed in: bf16 values live in floats that hold
+// exactly representable bf16 numbers (every bf16 op rounds its float result, as
+// the interpreter's do), and are stored as their upper 16 bits.
 std::optional<std::string> ctype(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float";
+    case DType::kFloat32:
+    case DType::kBFloat16: return "float";
     case DType::kInt32: return "int32_t";
     case DType::kInt64: return "int64_t";
     case DType::kBool: return "uint8_t";
@@ -31,11 +35,18 @@ std::optional<std::string> ctype(DType t) {
   }
 }
 
+// The C++ type a value is stored in (arguments and outputs).
+std::string storage_type(DType t) { return t == DType::kBFloat16 ? "uint16_t" : *ctype(t); }
+
+// `expr` read from storage of dtype `t` into its computation type.
+std::string load(DType t, const std::string& expr) { return t == DType::kBFloat16 ? "lt_bf16_load(" + expr + ")" : expr; }
+
 std::string literal(const runtime::Buffer& b) {
   std::ostringstream os;
   switch (b.dtype()) {
-    case DType::kFloat32: {
-      float v = *b.data<float>();
+    case DType::kFloat32:
+    case DType::kBFloat16: {
+      float v = b.dtype() == DType::kFloat32 ? *b.data<float>() : static_cast<float>(*b.data<BFloat16>());
       if (std::isnan(v)) return "__builtin_nanf(\"\")";
       if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
       os.precision(9);
@@ -145,8 +156,8 @@ class Emitter {
       std::string expr;
       switch (in.opcode) {
         case HloOpcode::kParameter:
-          if (in.shape.empty()) expr = "p" + std::to_string(in.parameter_number) + "[0]";
-          else if (numel(in.shape) == numel(iter_)) expr = "p" + std::to_string(in.parameter_number) + "[i]";
+          if (in.shape.empty()) expr = load(in.dtype, "p" + std::to_string(in.parameter_number) + "[0]");
+          else if (numel(in.shape) == numel(iter_)) expr = load(in.dtype, "p" + std::to_string(in.parameter_number) + "[i]");
           else continue;  // read only through broadcasts
           break;
         case HloOpcode::kConstant:
@@ -156,13 +167,13 @@ class Emitter {
         case HloOpcode::kBroadcast: {
           const HloInstruction& x = f_.at(in.operands[0]);
           if (x.shape.empty()) {
-            names_[in.id] = names_.count(x.id) ? names_.at(x.id) : "p" + std::to_string(x.parameter_number) + "[0]";
+            names_[in.id] = names_.count(x.id) ? names_.at(x.id) : load(x.dtype, "p" + std::to_string(x.parameter_number) + "[0]");
             continue;
           }
           if (x.opcode != HloOpcode::kParameter) return false;
           int64_t tb = split_for(in.shape, inner);
           const int64_t mapped = wide_inner_dims(in, tb).second;
-          expr = "p" + std::to_string(x.parameter_number) + "[b" + std::to_string(in.id) + (mapped ? " + j" : "") + "]";
+          expr = load(x.dtype, "p" + std::to_string(x.parameter_number) + "[b" + std::to_string(in.id) + (mapped ? " + j" : "") + "]");
           break;
         }
         case HloOpcode::kReshape:
@@ -201,13 +212,13 @@ class Emitter {
         case HloOpcode::kSubtract: expr = a(0) + " - " + a(1); break;
         case HloOpcode::kMultiply: expr = a(0) + " * " + a(1); break;
         case HloOpcode::kDivide:
-          if (in.dtype != DType::kFloat32) return false;  // integer division by zero must raise
+          if (!is_floating_point(in.dtype)) return false;  // integer division by zero must raise
           expr = a(0) + " / " + a(1);
           break;
         case HloOpcode::kMaximum: expr = "lt_max<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
         case HloOpcode::kMinimum: expr = "lt_min<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
         case HloOpcode::kPower:
-          if (in.dtype != DType::kFloat32) return false;
+          if (!is_floating_point(in.dtype)) return false;
           expr = "lt_powf(" + a(0) + ", " + a(1) + ")";
           break;
         case HloOpcode::kAnd: expr = *t + "(" + a(0) + " & " + a(1) + ")"; break;
@@ -223,6 +234,9 @@ class Emitter {
         case HloOpcode::kSelect: expr = "lt_select<" + *t + ">(" + a(0) + ", " + a(1) + ", " + a(2) + ")"; break;
         default: return false;
       }
+      // A computed bf16 value is rounded to bf16 (loads and constants already are).
+      const bool computed = in.opcode != HloOpcode::kParameter && in.opcode != HloOpcode::kConstant && in.opcode != HloOpcode::kBroadcast;
+      if (in.dtype == DType::kBFloat16 && computed) expr = "lt_bf16_round(" + expr + ")";
       os << "        const " << *t << " " << v << " = " << expr << ";\n";
     }
     return true;
@@ -232,8 +246,8 @@ class Emitter {
     std::ostringstream os;
     for (const auto& in : f_.instructions) {
       if (in.opcode != HloOpcode::kParameter) continue;
-      os << indent << "const " << *ctype(in.dtype) << "* __restrict__ p" << in.parameter_number << " = static_cast<const "
-         << *ctype(in.dtype) << "*>(args[" << in.parameter_number << "]);\n";
+      os << indent << "const " << storage_type(in.dtype) << "* __restrict__ p" << in.parameter_number << " = static_cast<const "
+         << storage_type(in.dtype) << "*>(args[" << in.parameter_number << "]);\n";
     }
     return os.str();
   }
@@ -271,7 +285,8 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
   const int64_t chunks = chunk == 0 ? 0 : (inner + chunk - 1) / chunk;
   std::ostringstream body;
   if (!e.body(body, inner)) return std::nullopt;
-  std::string t = *ctype(root.dtype);
+  std::string t = storage_type(root.dtype);
+  const std::string stored = root.dtype == DType::kBFloat16 ? "lt_bf16_bits(" + e.name_of(root.id) + ")" : e.name_of(root.id);
   std::ostringstream os;
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
      << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n"
@@ -284,13 +299,15 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
      << "#pragma omp simd\n"
      << "      for (int64_t j = c * " << chunk << "LL; j < j_end; ++j) {\n"
      << "        const int64_t i = r * " << inner << "LL + j;\n"
-     << body.str() << "        out[i] = " << e.name_of(root.id) << ";\n"
+     << body.str() << "        out[i] = " << stored << ";\n"
      << "      }\n    }\n  }\n}\n";
   return os.str();
 }
 
 std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name) {
   const HloInstruction& operand = f.at(reduce.operands[0]);
+  // bf16 accumulators round like the interpreter's float ones only in float: not emitted.
+  if (reduce.dtype == DType::kBFloat16 || operand.dtype == DType::kBFloat16) return std::nullopt;
   const Shape& s = operand.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   const auto& dims = reduce.dimensions;

@@ -59,6 +59,29 @@ template <typename T> static inline T lt_select(bool c, T a, T b) {
     return T((a & m) | (b & T(~m)));
   }
 }
+// bf16 storage <-> float: the upper 16 bits of a float; rounding to nearest even,
+// NaN to the quiet NaN 0x7fc0, as lazytrain::BFloat16 (core/half.h) does.
+static inline float lt_bf16_load(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+static inline float lt_bf16_round(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t nan = -uint32_t((u & 0x7fffffffu) > 0x7f800000u);
+  const uint32_t r = (0x7fc00000u & nan) | (rounded & ~nan);
+  float f;
+  __builtin_memcpy(&f, &r, 4);
+  return f;
+}
+static inline uint16_t lt_bf16_bits(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, 4);
+  return uint16_t(u >> 16);
+}
 template <typename T> static inline T lt_max(T a, T b) { return lt_select<T>(a != a || a > b, a, b); }
 template <typename T> static inline T lt_min(T a, T b) { return lt_select<T>(a != a || a < b, a, b); }
 )";

@@ -10,7 +10,9 @@ namespace lazytrain::hlo {
 
 namespace {
 
-bool fusible_dtype(DType t) { return t == DType::kFloat32 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool; }
+bool fusible_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kBFloat16 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool;
+}
 
 bool is_elementwise(const HloInstruction& in) {
   return is_elementwise_unary(in.opcode) || is_elementwise_binary(in.opcode) || in.opcode == HloOpcode::kCompare ||
@@ -124,7 +126,9 @@ class GroupBuilder {
     if (users_[g.root].size() != 1) return;
     const HloInstruction& r = m_.at(users_[g.root][0]);
     if (r.opcode != HloOpcode::kReduce || r.operands[0] != g.root || !is_scalar_constant(m_.at(r.operands[1]))) return;
-    if (!fusible_dtype(r.dtype) || r.dtype == DType::kBool) return;
+    // bf16 reductions stay unfused (the CPU backend emits f32 accumulators only).
+    if (!fusible_dtype(r.dtype) || r.dtype == DType::kBool || r.dtype == DType::kBFloat16) return;
+    if (m_.at(g.root).dtype == DType::kBFloat16) return;
     const int64_t rank = static_cast<int64_t>(m_.at(g.root).shape.size());
     const auto& dims = r.dimensions;
     if (dims.empty()) return;

@@ -12,7 +12,8 @@
 // Cheap producers (broadcasts, scalar constants, iota, and non-transcendental
 // elementwise ops of those only, such as masks) are duplicated into every
 // consumer fusion rather than materialised; a value that reads a real array is
-// computed once. Only f32, s32, s64 and pred values are fused.
+// computed once. f32, bf16, s32, s64 and pred values are fused; reductions only
+// into f32 and integer results.
 #pragma once
 
 #include "hlo/passes/hlo_pass.h"

@@ -120,16 +120,29 @@ TEST(Fusion, ChainsReadingArraysAreNotDuplicated) {
   }
 }
 
-TEST(Fusion, LeavesDotsAndBf16Alone) {
+TEST(Fusion, LeavesDotsAlone) {
   HloBuilder b("dots");
   int x = b.parameter({4, 8}, DType::kFloat32);
   int w = b.parameter({8, 4}, DType::kFloat32);
-  int d = b.matmul(x, w);
-  int h = b.parameter({4, 4}, DType::kBFloat16);
-  int hb = b.binary(HloOpcode::kAdd, h, h);
-  HloModule m = b.build({d, hb});
+  HloModule m = b.build({b.matmul(x, w)});
   run_and_compare(m, /*expect_changed=*/false);
   EXPECT_EQ(count(m, HloOpcode::kDot), 1);
+}
+
+// Autocast's bf16 activations: elementwise chains fuse (the kernels round every
+// bf16 value as the interpreter does); a reduction into bf16 stays outside.
+TEST(Fusion, Bf16ChainsFuseBf16ReductionsDoNot) {
+  HloBuilder b("bf16");
+  int h = b.parameter({4, 8}, DType::kBFloat16);
+  int x = b.parameter({4, 8}, DType::kFloat32);
+  int gelu = b.binary(HloOpcode::kMultiply, h, b.unary(HloOpcode::kErf, b.binary(HloOpcode::kAdd, h, h)));
+  int mixed = b.binary(HloOpcode::kAdd, b.convert(gelu, DType::kFloat32), x);
+  int sum = b.reduce(b.binary(HloOpcode::kMultiply, h, h), {1}, ReduceKind::kAdd);
+  HloModule m = b.build({mixed, sum});
+  run_and_compare(m);
+  EXPECT_EQ(count(m, HloOpcode::kReduce), 1);
+  EXPECT_EQ(count(m, HloOpcode::kErf), 0);
+  for (const HloInstruction* f : fusions(m)) EXPECT_EQ(f->fusion_kind, FusionKind::kLoop);
 }
 
 }  // namespace
