@@ -57,6 +57,7 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
   c->add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
   c->add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
+  c->add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember({"cpu", "interpreter"}));
   c->add_option("--compile_cache_dir", o.compile_cache_dir,

@@ -12,6 +12,7 @@
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
+#include "tensor/autocast.h"
 #include "train/model_io.h"
 #include "train/progress_bar.h"
 
@@ -26,6 +27,11 @@ bool has_labels(const data::Batch& batch) {
   return std::any_of(batch.labels.begin(), batch.labels.end(), [](int64_t l) { return l != -100; });
 }
 }  // namespace
+
+Tensor Trainer::compute_loss(const data::Batch& batch) {
+  AutocastGuard autocast(args_.bf16, DType::kBFloat16);
+  return loss_fn_(batch);
+}
 
 DecayGroups split_weight_decay(const nn::Module& model) {
   DecayGroups groups;
@@ -103,7 +109,7 @@ std::map<std::string, double> Trainer::train() {
     for (size_t i = 0; i < batches.size() && global_step_ < max_steps_; ++i) {
       data::Batch batch = collate(collator, train_dataset_, batches[i]);
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
-      Tensor loss = loss_fn_(batch);
+      Tensor loss = compute_loss(batch);
       loss.backward();
       if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
       optimizer.step();
@@ -168,7 +174,7 @@ std::map<std::string, double> Trainer::evaluate() {
   for (const auto& indices : batches) {
     data::Batch batch = collate(collator, eval_dataset_, indices);
     if (!has_labels(batch)) continue;  // nothing masked: no loss to average
-    Tensor loss = loss_fn_(batch);
+    Tensor loss = compute_loss(batch);
     lazy::mark_step();
     total += loss.item();
     ++counted;

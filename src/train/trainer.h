@@ -53,6 +53,9 @@ class Trainer {
 
   nn::Module& model_;
   TrainingArguments args_;
+  // The loss of one batch: loss_fn_ under autocast when args_.bf16 (the backward
+  // runs outside it, as in PyTorch).
+  Tensor compute_loss(const data::Batch& batch);
   LossFn loss_fn_;
   std::vector<data::Example> train_dataset_, eval_dataset_;
   std::function<data::DataCollatorForLanguageModeling()> make_collator_;

@@ -27,6 +27,10 @@ struct TrainingArguments {
   uint64_t seed = 42;
   bool metrics_debug = false;  // alias --tpu_metrics_debug: print the metrics report
   bool disable_tqdm = false;
+  // bf16 mixed precision: the forward and the loss run under
+  // torch.autocast('cpu', dtype=torch.bfloat16) semantics (tensor/autocast.h);
+  // weights, gradients and optimizer state stay f32.
+  bool bf16 = false;
 
   // Throws Error naming the argument for a value out of range.
   void validate() const;

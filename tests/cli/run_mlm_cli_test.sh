@@ -99,6 +99,21 @@ else
   failed=$((failed + 1)); echo "FAIL tiny_run: rc=$rc"; cat "$work/stderr"; cat "$work/run/metrics_report.txt" 2>/dev/null
 fi
 
+# The same tiny run with --bf16: trains, keeps f32 master weights (the checkpoint
+# holds F32 tensors only) and lands near the f32 run's training loss.
+"$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" --validation_file "$text" \
+  --do_eval --per_device_eval_batch_size 2 --bf16 --output_dir "$work/run_bf16" > /dev/null 2> "$work/stderr"
+rc=$?
+loss_f32=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run/train_results.json")
+loss_bf16=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run_bf16/train_results.json" 2>/dev/null)
+header=$(head -c 4096 "$work/run_bf16/model.safetensors" 2>/dev/null | tr -d '\0')
+if [ $rc -eq 0 ] && [ -n "$loss_bf16" ] && awk -v a="$loss_f32" -v b="$loss_bf16" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 0.05*a)}' &&
+   echo "$header" | grep -q '"F32"' && ! echo "$header" | grep -q '"BF16"'; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL bf16_run: rc=$rc train_loss f32=$loss_f32 bf16=$loss_bf16"; cat "$work/stderr"
+fi
+
 # Resume from the tiny run's model: evaluation only, with the trained weights.
 "$bin" run_mlm --model_name_or_path "$work/run" --validation_file "$text" --do_eval --max_seq_length 32 \
   --per_device_eval_batch_size 2 --disable_tqdm --output_dir "$work/eval" > /dev/null 2> "$work/stderr"
