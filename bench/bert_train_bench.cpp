@@ -235,8 +235,9 @@ int run(const Options& o) {
   }
   warmup_s = seconds_since(warm_start);
   if (const int64_t hits = runtime::counter_value("PersistentCacheHit"); hits > 0) {
-    std::printf("note: %lld graph(s) came from the on-disk compile cache (LAZYTRAIN_CACHE_DIR): CompileTime is not a cold compile\n",
-                static_cast<long long>(hits));
+    std::printf("note: %lld graph(s) came from the on-disk compile cache (LAZYTRAIN_CACHE_DIR) in %.3f s (PersistentCacheLoadTime): "
+                "CompileTime is not a cold compile\n",
+                static_cast<long long>(hits), metric_seconds("PersistentCacheLoadTime"));
   }
   const int64_t warmup_compiles = runtime::counter_value("UncachedCompile");
   std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",

@@ -110,7 +110,7 @@ for model in $MODELS; do
   measure_peak
   for backend in $BACKENDS; do
     run "lt_${model}_${backend}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --warmup "$warm" --steps "$timed"
-    run "lt_${model}_${backend}_bf16" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16
+    run "lt_${model}_${backend}_bf16" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16 --warmup "$warm" --steps "$timed"
   done
   run "pt_${model}_f32" "${TORCH[@]}" --model "$model" --dtype f32 --warmup "$warm" --steps "$timed"
   run "pt_${model}_bf16" "${TORCH[@]}" --model "$model" --dtype bf16 --warmup "$warm" --steps "$timed"
@@ -157,16 +157,17 @@ for model in $MODELS; do
     lt=$(field "$n" tokens_per_s_best); lt_mean=$(field "$n" tokens_per_s)
     ltb=$(field "${n}_bf16" tokens_per_s_best); ltb_mean=$(field "${n}_bf16" tokens_per_s)
     lt_g=$(field "$n" model_gflops_best)
+    ltb_g=$(field "${n}_bf16" model_gflops_best)
     lt_rss=$(field "$n" vmhwm_kb)
     lt_cpu=$(field "$n" cpu_s_per_step)
     comp=$(field "$n" first_compile_s)
     share=$(field "$n" execute_share)
     is_num "$share" && share=$(awk -v s="$share" 'BEGIN{printf "%.0f%%", 100*s}')
     is_num "$batch" || batch=$(field "$n" batch)
-    printf "| %s (b%s, %s+%s steps) | %s | %s | %s | %s | %s | %s | %s | %s / %s | n/a / %s | %s / %s / %s | %s / %s (%s) | %s | %s |\n" \
+    printf "| %s (b%s, %s+%s steps) | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s / %s | %s / %s (%s) | %s | %s |\n" \
       "$model" "$batch" "$warm" "$timed" "$backend" "$(tok "$lt" "$lt_mean")" "$(tok "$pt" "$pt_mean")" "$(ratio "$lt" "$pt")" \
       "$(tok "$ltb" "$ltb_mean")" "$(tok "$ptb" "$ptb_mean")" "$(ratio "$ltb" "$ptb")" \
-      "$(mfu "$lt_g" "$PEAK_F32")" "$(mfu "$pt_g" "$PEAK_F32")" "$(mfu "$ptb_g" "$PEAK_BF16")" \
+      "$(mfu "$lt_g" "$PEAK_F32")" "$(mfu "$pt_g" "$PEAK_F32")" "$(mfu "$ltb_g" "$PEAK_BF16")" "$(mfu "$ptb_g" "$PEAK_BF16")" \
       "$(mib "$lt_rss")" "$(mib "$pt_rss")" "$(mib "$ptb_rss")" \
       "$(fmt "$lt_cpu" 2)" "$(fmt "$pt_cpu" 2)" "$(ratio "$pt_cpu" "$lt_cpu")" "$(fmt "$comp" 2)" "$share"
   done

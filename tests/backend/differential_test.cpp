@@ -27,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +44,7 @@
 #include "hlo/hlo_builder.h"
 #include "hlo/passes/pipeline.h"
 #include "lazy/graph_executor.h"
+#include "runtime/metrics.h"
 #include "tensor/autocast.h"
 #include "models/bert.h"
 
@@ -380,6 +383,41 @@ TEST(CpuInPlace, KernelWritesOverADonatedArgumentOnly) {
   }
   // g is read through a broadcast-free path too, but only p was donated.
   EXPECT_EQ(given[1].data<float>()[0], -2.0f);
+}
+
+// The CPU backend's persistent compile cache: a graph compiled by one compiler is
+// loaded by another (a second process) without compiling, runs the same, and the
+// load is timed (PersistentCacheLoadTime); another graph key misses.
+TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
+  using hlo::HloOpcode;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lazytrain_cpu_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const char* saved = std::getenv("LAZYTRAIN_CACHE_DIR");
+  const std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
+  ::setenv("LAZYTRAIN_CACHE_DIR", dir.c_str(), 1);
+  hlo::HloBuilder b("cached");
+  int x = b.parameter({64, 32}, DType::kFloat32);
+  int y = b.parameter({32}, DType::kFloat32);
+  hlo::HloModule m = b.build({b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kAdd, x, b.broadcast(y, {64, 32}, {1})))});
+  std::vector<Buffer> args = {Buffer({64, 32}, DType::kFloat32), Buffer({32}, DType::kFloat32)};
+  for (int64_t i = 0; i < 64 * 32; ++i) args[0].data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  for (int64_t i = 0; i < 32; ++i) args[1].data<float>()[i] = 0.25f * static_cast<float>(i % 3);
+  std::vector<Buffer> want = backend::make_cpu_compiler()->compile(m, "00c0ffee00c0ffee")->execute(args);
+  const int64_t hits = runtime::counter_value("PersistentCacheHit");
+  auto loaded = backend::make_cpu_compiler()->load_cached("00c0ffee00c0ffee");
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(runtime::counter_value("PersistentCacheHit"), hits + 1);
+  auto load_time = runtime::metric_data("PersistentCacheLoadTime");
+  ASSERT_TRUE(load_time);
+  EXPECT_GE(load_time->total_samples, 1);
+  std::vector<Buffer> got = loaded->execute(args);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), static_cast<size_t>(want[0].nbytes())), 0);
+  EXPECT_EQ(backend::make_cpu_compiler()->load_cached("00c0ffee00c0fff0"), nullptr);
+  if (restore) ::setenv("LAZYTRAIN_CACHE_DIR", restore->c_str(), 1);
+  else ::unsetenv("LAZYTRAIN_CACHE_DIR");
+  fs::remove_all(dir);
 }
 
 TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
