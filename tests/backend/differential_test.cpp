@@ -37,6 +37,7 @@
 
 #include "../support/golden.h"
 #include "../support/golden_ops.h"
+#include "../support/hlo_pass_test_util.h"
 #include "../support/random_hlo.h"
 #include "backend/compiler.h"
 #include "backend/cpu/jit.h"
@@ -418,6 +419,41 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   if (restore) ::setenv("LAZYTRAIN_CACHE_DIR", restore->c_str(), 1);
   else ::unsetenv("LAZYTRAIN_CACHE_DIR");
   fs::remove_all(dir);
+}
+
+// kOutput fusions (dot + bias [+ residual]) run as one oneDNN matmul with
+// post-ops on the CPU backend; f32 results equal the interpreter's, which adds
+// after the dot.
+TEST(CpuDotEpilogue, BiasAndResidualPostOpsMatchTheInterpreter) {
+  using hlo::HloOpcode;
+  hlo::HloBuilder b("epilogue");
+  int x = b.parameter({2, 64, 48}, DType::kFloat32);
+  int w = b.parameter({40, 48}, DType::kFloat32);
+  int bias = b.parameter({40}, DType::kFloat32);
+  int residual = b.parameter({2, 64, 40}, DType::kFloat32);
+  int product = b.reshape(b.matmul(b.reshape(x, {128, 48}), b.transpose(w, {1, 0})), {2, 64, 40});
+  int biased = b.binary(HloOpcode::kAdd, product, b.broadcast(bias, {2, 64, 40}, {2}));
+  int q = b.parameter({3, 16, 8}, DType::kFloat32);
+  int k = b.parameter({3, 16, 8}, DType::kFloat32);
+  int bias2 = b.parameter({16}, DType::kFloat32);
+  int scores = b.binary(HloOpcode::kAdd, b.matmul(q, b.transpose(k, {0, 2, 1})), b.broadcast(bias2, {3, 16, 16}, {2}));
+  hlo::HloModule m = b.build({b.binary(HloOpcode::kAdd, biased, residual), scores});
+  hlo::HloModule fused = optimized(m);
+  int kouts = 0;
+  for (const auto& in : fused.instructions) kouts += in.opcode == HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kOutput;
+  EXPECT_EQ(kouts, 2) << fused.to_string();
+  std::vector<Buffer> args = hlo::testing::random_arguments(m, 11);
+  std::vector<Buffer> want = backend::make_interpreter_compiler()->compile(m)->execute(args);
+  std::string error;
+  auto cpu = compile_cpu(m, error);
+  ASSERT_TRUE(cpu) << error;
+  std::vector<Buffer> got = cpu->execute(args);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t o = 0; o < 2; ++o) {
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      ASSERT_NEAR(got[o].data<float>()[i], want[o].data<float>()[i], 1e-5f * (1.0f + std::abs(want[o].data<float>()[i]))) << o << ":" << i;
+    }
+  }
 }
 
 TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {

@@ -14,6 +14,8 @@
 #include "backend/compiler.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
+#include "backend/onednn_matmul.h"
+#include "hlo/passes/dot_epilogue_fusion.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
 #include "hlo/passes/hlo_pass.h"
@@ -40,6 +42,20 @@ class CpuExecutable : public Executable {
       for (int o : in.operands) last_use_[o] = in.id;
     }
     for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
+    // oneDNN primitives: created once per executable, for every dot and dot epilogue fusion.
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kDot) {
+        matmuls_[in.id] = std::make_unique<OneDnnMatmul>(module_.at(in.operands[0]).shape, in);
+      } else if (auto epilogue = hlo::dot_epilogue_of(in)) {
+        const hlo::HloModule& f = *in.fused_computation;
+        for (const auto& inner : f.instructions) {
+          if (inner.opcode == HloOpcode::kDot) {
+            matmuls_[in.id] = std::make_unique<OneDnnMatmul>(f.at(inner.operands[0]).shape, inner,
+                                                             MatmulEpilogue{epilogue->bias, epilogue->residual});
+          }
+        }
+      }
+    }
   }
 
   const hlo::HloModule& module() const override { return module_; }
@@ -62,7 +78,14 @@ class CpuExecutable : public Executable {
       }
       const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       auto kernel = kernels_.find(in.id);
-      if (kernel != kernels_.end()) {
+      auto matmul = matmuls_.find(in.id);
+      if (matmul != matmuls_.end()) {
+        Buffer out(in.shape, in.dtype);
+        const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
+        const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
+        matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
+        values[in.id] = std::move(out);
+      } else if (kernel != kernels_.end()) {
         Buffer out = reusable_operand(in, values, donated);
         if (!out.defined()) out = Buffer(in.shape, in.dtype);
         pointers.clear();
@@ -76,7 +99,9 @@ class CpuExecutable : public Executable {
       }
       if (profile_) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        totals[kernel != kernels_.end() ? std::string("generated kernels") : hlo::opcode_name(in.opcode)] += ms;
+        totals[kernel != kernels_.end()   ? std::string("generated kernels")
+               : matmul != matmuls_.end() && in.opcode == HloOpcode::kFusion ? std::string("dot with epilogue")
+                                                                             : hlo::opcode_name(in.opcode)] += ms;
         if (ms > 2) {
           std::fprintf(stderr, "[profile] %8.1f ms  %s %s%s\n", ms, in.name().c_str(), hlo::shape_text(module_, in).c_str(),
                        kernel != kernels_.end() ? " (generated)" : "");
@@ -150,6 +175,7 @@ class CpuExecutable : public Executable {
   std::map<int, KernelFn> kernels_;
   std::vector<int> last_use_;
   std::map<int, std::vector<size_t>> in_place_operands_;  // kernel instruction -> operand indices
+  std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
   // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 2 ms.
   bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
 };

@@ -1,5 +1,6 @@
 #include "hlo/passes/pipeline.h"
 
+#include "hlo/passes/dot_epilogue_fusion.h"
 #include "hlo/passes/fusion.h"
 
 #include "hlo/passes/algebraic_simplifier.h"
@@ -17,6 +18,7 @@ std::vector<std::unique_ptr<HloPass>> default_pipeline() {
   passes.push_back(std::make_unique<ConstantFolding>());
   passes.push_back(std::make_unique<Cse>());
   passes.push_back(std::make_unique<Dce>());
+  passes.push_back(std::make_unique<DotEpilogueFusion>());  // before loop fusion takes the bias adds
   passes.push_back(std::make_unique<InstructionFusion>());  // last: it consumes the simplified graph
   return passes;
 }

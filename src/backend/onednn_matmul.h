@@ -1,0 +1,46 @@
+// One oneDNN matmul primitive for an HLO dot, optionally with an epilogue that
+// oneDNN applies before writing the result (post-ops): a bias added along the
+// last dim, then a residual of the output's shape added. Both backends call
+// dots through it; the CPU backend creates one per dot of an executable, once.
+//
+// The dot: lhs [batch..., m, k] or [batch..., k, m] (contracting dim last or
+// second to last), rhs [batch..., k, n] or [batch..., n, k], out [batch..., m, n];
+// f32, bf16 or f16 operands of one dtype, output of that dtype (oneDNN
+// accumulates in f32). Bias: [n], the output's dtype. Residual: the output's
+// shape and dtype. With an f32 output the epilogue computes exactly what a dot
+// followed by the adds computes (each value is rounded to f32 once either way).
+#pragma once
+
+#include <memory>
+
+#include "hlo/hlo_instruction.h"
+#include "runtime/buffer.h"
+
+namespace lazytrain::backend {
+
+struct MatmulEpilogue {
+  bool bias = false;
+  bool residual = false;
+};
+
+class OneDnnMatmul {
+ public:
+  // `dot` is a kDot whose lhs has shape `lhs_shape`. Throws Error for dtypes
+  // oneDNN cannot multiply (integers) or when no primitive exists.
+  OneDnnMatmul(const Shape& lhs_shape, const hlo::HloInstruction& dot, MatmulEpilogue epilogue = {});
+  ~OneDnnMatmul();
+  OneDnnMatmul(const OneDnnMatmul&) = delete;
+  OneDnnMatmul& operator=(const OneDnnMatmul&) = delete;
+
+  // Writes lhs·rhs (+ bias broadcast over rows) (+ residual) into `out`, which
+  // has the dot's shape and dtype. `bias`/`residual` must be given exactly when
+  // the epilogue has them; none may share storage with `out`.
+  void run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
+           runtime::Buffer& out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazytrain::backend
