@@ -57,6 +57,9 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
   c->add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
   c->add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
+  c->add_option("--dataloader_num_workers", t.dataloader_num_workers, "Threads that collate batches (0: the loader thread)");
+  c->add_option("--loader_prefetch_size", t.loader_prefetch_size, "Host batches the DeviceLoader prepares ahead");
+  c->add_option("--device_prefetch_size", t.device_prefetch_size, "Device batches the DeviceLoader transfers ahead");
   c->add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember({"cpu", "interpreter"}));
@@ -140,7 +143,6 @@ void save_vocabulary(const data::WordPieceTokenizer& tokenizer, const std::strin
   train::write_file_atomically(path, text);
 }
 
-Tensor to_tensor(const std::vector<int64_t>& values, int64_t rows, int64_t cols) { return from_vector(values, {rows, cols}); }
 
 void write_results(const std::string& path, const std::map<std::string, double>& metrics) {
   nlohmann::json j = nlohmann::json::object();
@@ -202,10 +204,7 @@ int run_mlm(const RunMlmOptions& o) {
   } else if (!t.do_train) {
     std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
   }
-  auto loss_fn = [&](const data::Batch& b) {
-    return model.forward(to_tensor(b.input_ids, b.batch_size, b.seq_len), to_tensor(b.attention_mask, b.batch_size, b.seq_len),
-                         to_tensor(b.labels, b.batch_size, b.seq_len)).loss;
-  };
+  auto loss_fn = [&](const data::DeviceBatch& b) { return model.forward(b.input_ids, b.attention_mask, b.labels).loss; };
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;

@@ -43,6 +43,16 @@ DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(CollatorTokens 
   }
 }
 
+Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examples, uint64_t stream) const {
+  DataCollatorForLanguageModeling own = *this;
+  // splitmix64 of (seed, stream): well-separated generator seeds for consecutive batches.
+  uint64_t z = options_.seed * 0x9e3779b97f4a7c15ull + stream + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  own.rng_.seed(z ^ (z >> 31));
+  return own(examples);
+}
+
 double DataCollatorForLanguageModeling::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }

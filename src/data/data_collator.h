@@ -61,6 +61,10 @@ class DataCollatorForLanguageModeling {
   // seed and the same calls give the same batches. Throws Error for an empty
   // batch, all-empty examples, or masks whose length differs from input_ids.
   Batch operator()(std::span<const Example> examples);
+  // The same with a generator of its own, seeded from (options.seed, stream):
+  // DataLoader workers pass the batch number, so batches made on several
+  // threads, in any order, are the ones a single thread would make. Thread-safe.
+  Batch operator()(std::span<const Example> examples, uint64_t stream) const;
 
   const CollatorTokens& tokens() const { return tokens_; }
   const DataCollatorOptions& options() const { return options_; }

@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "lazy/lowering_context.h"
+#include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
 
 namespace lazytrain::lazy {
@@ -101,7 +103,8 @@ std::vector<bool> donatable_parameters(const GraphSignature& sig) {
   donated.reserve(sig.parameters.size());
   for (const Node* p : sig.parameters) {
     auto it = references.find(p);
-    donated.push_back(it != references.end() && it->second.first == it->second.second && p->data().unique());
+    // (Whether another Buffer shares the storage is checked when the execution runs.)
+    donated.push_back(it != references.end() && it->second.first == it->second.second);
   }
   return donated;
 }
@@ -126,6 +129,7 @@ std::unique_ptr<backend::Compiler> default_compiler() {
 GraphExecutor::GraphExecutor() : compiler_(default_compiler()) {}
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
+  runtime::device_execution_queue().wait_idle();
   std::lock_guard<std::mutex> lock(mutex_);
   compiler_ = std::move(compiler);
   cache_.clear();
@@ -191,17 +195,66 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   GraphSignature sig = graph_signature(outputs);
   std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig);
   std::vector<bool> donated = donatable_parameters(sig);
-  std::vector<runtime::Buffer> arguments;
+  std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
   arguments.reserve(sig.parameters.size());
-  for (const Node* p : sig.parameters) arguments.push_back(p->data());
-  std::vector<runtime::Buffer> results;
-  {
-    runtime::ScopedTimer timer("ExecuteTime");
-    results = executable->execute(arguments, donated);
-  }
+  for (const Node* p : sig.parameters) arguments.push_back(p->async_data());
+  std::vector<std::shared_ptr<runtime::AsyncBuffer>> results;
   std::vector<NodePtr> data_nodes;
-  for (auto& r : results) data_nodes.push_back(make_device_data(std::move(r)));
+  for (const Node* o : outputs) {
+    results.push_back(std::make_shared<runtime::AsyncBuffer>(o->shape(), o->dtype()));
+    data_nodes.push_back(make_device_data(results.back()));
+  }
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
+  const std::string what = "execution " + std::to_string(++executions_) + " (graph " + hash + ", " + executable->module().name + ")";
+  // The device is free once the previous execution ended; report its failure first.
+  runtime::device_execution_queue().wait_idle();
+  rethrow_execution_failure();
+  runtime::device_execution_queue().enqueue([this, executable, arguments, donated, results, what]() mutable {
+    std::vector<runtime::Buffer> buffers;
+    buffers.reserve(arguments.size());
+    try {
+      for (const auto& a : arguments) buffers.push_back(a->get_untimed());
+    } catch (const std::exception& e) {
+      // An input is the output of a failed execution, whose error was already reported.
+      auto error = std::make_exception_ptr(Error("[mark_step] " + what + " did not run: an input comes from a failed execution: " + e.what()));
+      for (auto& r : results) r->set_error(error);
+      return;
+    }
+    try {
+      // A donated buffer must be held by its AsyncBuffer and this list only (its
+      // storage may have become another value's too, e.g. an output that is an input).
+      for (size_t i = 0; i < donated.size(); ++i) donated[i] = donated[i] && buffers[i].use_count() == 2;
+      arguments.clear();
+      std::vector<runtime::Buffer> values;
+      {
+        runtime::ScopedTimer timer("ExecuteTime");
+        values = executable->execute(buffers, donated);
+      }
+      buffers.clear();
+      for (size_t i = 0; i < results.size(); ++i) results[i]->set(std::move(values[i]));
+    } catch (const std::exception& e) {
+      auto error = std::make_exception_ptr(Error("[mark_step] " + what + " failed: " + e.what()));
+      for (auto& r : results) r->set_error(error);
+      std::lock_guard<std::mutex> lock(mutex_);
+      execution_failure_ = error;
+    }
+  });
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
+}
+
+void GraphExecutor::wait_device_ops() {
+  runtime::device_execution_queue().wait_idle();
+  rethrow_execution_failure();
+}
+
+void GraphExecutor::rethrow_execution_failure() {
+  std::exception_ptr failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure = std::exchange(execution_failure_, nullptr);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 void GraphExecutor::mark_step() {

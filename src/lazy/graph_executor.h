@@ -30,11 +30,12 @@ GraphSignature graph_signature(const std::vector<const Node*>& outputs);
 
 // One flag per parameter of `signature`: true when nothing outside the graph
 // can read that device data again: only the graph's own nodes hold its node
-// (no tensor's value, no pending value of a tensor outside this sync) and no
-// other Buffer shares its storage. This is a parameter, an Adam moment or a
-// gradient accumulator whose tensor is being updated by this very graph: its
-// buffer is donated to the executable (Executable::execute), as PyTorch/XLA
-// donates the buffers of tensors updated in place.
+// (no tensor's value, no pending value of a tensor outside this sync). This
+// is a parameter, an Adam moment or a gradient accumulator whose tensor is
+// being updated by this very graph: its buffer is donated to the executable
+// (Executable::execute), as PyTorch/XLA donates the buffers of tensors updated
+// in place. The execution still keeps a buffer whose storage another Buffer
+// shares (checked when it runs).
 std::vector<bool> donatable_parameters(const GraphSignature& signature);
 
 // Lowers a graph to a verified HloModule named `name`.
@@ -51,7 +52,17 @@ class GraphExecutor {
   // mark_step(): syncs every live tensor with a pending value in one graph.
   void mark_step();
   // Syncs the pending values of `tensors` (and nothing else) in one graph.
+  // Asynchronous: compiles (or finds) the graph, gives each tensor a pending
+  // device value, enqueues the execution on the device's queue and returns
+  // (after the previous execution finished: one in flight, DeviceLockWait).
+  // Reading a value waits for it. When an execution fails, its outputs (and
+  // what later executions compute from them) rethrow the error when read, and
+  // the next sync/mark_step throws it once; values from earlier executions stay
+  // good. Throws Error for graphs that cannot be lowered or compiled.
   void sync(const std::vector<LazyTensor*>& tensors);
+  // Waits until no execution is in flight, then throws the error of a failed
+  // execution not reported yet (torch_xla's xm.wait_device_ops()).
+  void wait_device_ops();
 
   // Replaces the backend (clears the computation cache).
   void set_compiler(std::unique_ptr<backend::Compiler> compiler);
@@ -64,7 +75,12 @@ class GraphExecutor {
   GraphExecutor();
   std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature);
 
+  // Rethrows (once) the error of an execution that failed since the last call.
+  void rethrow_execution_failure();
+
   mutable std::mutex mutex_;
+  std::exception_ptr execution_failure_;  // set by the execution thread
+  int64_t executions_ = 0;
   std::unique_ptr<backend::Compiler> compiler_;
   std::unordered_map<uint64_t, std::shared_ptr<backend::Executable>> cache_;
   std::string last_compiled_hlo_;
@@ -72,5 +88,7 @@ class GraphExecutor {
 
 // PyTorch/XLA's torch_xla.core.xla_model.mark_step().
 inline void mark_step() { GraphExecutor::get().mark_step(); }
+// PyTorch/XLA's torch_xla.core.xla_model.wait_device_ops().
+inline void wait_device_ops() { GraphExecutor::get().wait_device_ops(); }
 
 }  // namespace lazytrain::lazy

@@ -61,8 +61,7 @@ Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dty
   local_hash_ = h;
 }
 
-Node::Node(runtime::Buffer data)
-    : Node("xla::device_data", {}, data.shape(), data.dtype(), {}, nullptr) {
+Node::Node(std::shared_ptr<runtime::AsyncBuffer> data) : Node("xla::device_data", {}, data->shape(), data->dtype(), {}, nullptr) {
   data_ = std::move(data);
 }
 
@@ -100,6 +99,10 @@ NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DT
   return std::make_shared<const Node>(std::move(op), std::move(operands), std::move(shape), dtype, std::move(attrs), lower);
 }
 
-NodePtr make_device_data(runtime::Buffer data) { return std::make_shared<const Node>(std::move(data)); }
+NodePtr make_device_data(runtime::Buffer data) {
+  return std::make_shared<const Node>(std::make_shared<runtime::AsyncBuffer>(std::move(data)));
+}
+
+NodePtr make_device_data(std::shared_ptr<runtime::AsyncBuffer> data) { return std::make_shared<const Node>(std::move(data)); }
 
 }  // namespace lazytrain::lazy

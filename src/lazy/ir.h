@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/shape.h"
+#include "runtime/async_buffer.h"
 #include "runtime/buffer.h"
 
 namespace lazytrain::lazy {
@@ -35,8 +36,8 @@ using LowerFn = int (*)(LoweringContext& context, const Node& node);
 class Node {
  public:
   Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower);
-  // An "xla::device_data" leaf holding `data`.
-  explicit Node(runtime::Buffer data);
+  // An "xla::device_data" leaf holding `data`, ready or still being computed.
+  explicit Node(std::shared_ptr<runtime::AsyncBuffer> data);
 
   const std::string& op() const { return op_; }
   const std::vector<NodePtr>& operands() const { return operands_; }
@@ -45,8 +46,11 @@ class Node {
   DType dtype() const { return dtype_; }
   const std::vector<Attr>& attrs() const { return attrs_; }
   LowerFn lower() const { return lower_; }
-  bool is_device_data() const { return data_.defined(); }
-  const runtime::Buffer& data() const { return data_; }
+  bool is_device_data() const { return data_ != nullptr; }
+  // The device data's buffer, waiting for the execution that computes it
+  // (DeviceLockWait); rethrows that execution's error.
+  const runtime::Buffer& data() const { return data_->get(); }
+  const std::shared_ptr<runtime::AsyncBuffer>& async_data() const { return data_; }
   // Hash of op, shape, dtype and attributes (not operands, not data).
   uint64_t local_hash() const { return local_hash_; }
   // Process-unique id, for IR dumps.
@@ -69,7 +73,7 @@ class Node {
   DType dtype_;
   std::vector<Attr> attrs_;
   LowerFn lower_ = nullptr;
-  runtime::Buffer data_;
+  std::shared_ptr<runtime::AsyncBuffer> data_;
   uint64_t local_hash_ = 0;
   int64_t id_ = 0;
 };
@@ -77,6 +81,8 @@ class Node {
 NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs,
                   LowerFn lower);
 NodePtr make_device_data(runtime::Buffer data);
+// A device-data leaf over a value that may still be pending (a graph's output).
+NodePtr make_device_data(std::shared_ptr<runtime::AsyncBuffer> data);
 
 // Mixes `value` into `seed` (64-bit, order-sensitive).
 uint64_t hash_combine(uint64_t seed, uint64_t value);

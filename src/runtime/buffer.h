@@ -28,6 +28,8 @@ class Buffer {
   bool defined() const { return storage_ != nullptr; }
   // True when no other Buffer shares this storage (safe to overwrite in place).
   bool unique() const { return storage_.use_count() == 1; }
+  // How many Buffers share this storage (0 when undefined).
+  long use_count() const { return storage_.use_count(); }
 
   void* raw() const { return storage_.get(); }
   template <typename T>

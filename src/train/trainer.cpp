@@ -12,6 +12,8 @@
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
+#include "data/data_loader.h"
+#include "data/device_loader.h"
 #include "tensor/autocast.h"
 #include "train/model_io.h"
 #include "train/progress_bar.h"
@@ -23,12 +25,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 double round4(double v) { return std::round(v * 1e4) / 1e4; }
-bool has_labels(const data::Batch& batch) {
-  return std::any_of(batch.labels.begin(), batch.labels.end(), [](int64_t l) { return l != -100; });
-}
 }  // namespace
 
-Tensor Trainer::compute_loss(const data::Batch& batch) {
+Tensor Trainer::compute_loss(const data::DeviceBatch& batch) {
   AutocastGuard autocast(args_.bf16, DType::kBFloat16);
   return loss_fn_(batch);
 }
@@ -49,32 +48,26 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std:
   args_.validate();
 }
 
-std::vector<std::vector<size_t>> Trainer::epoch_batches(size_t n, int64_t batch_size, bool shuffle, uint64_t epoch) const {
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  if (shuffle) {
-    // Fisher-Yates with raw 64-bit draws: the same order on every standard library.
-    std::mt19937_64 rng(args_.seed * 1000003ull + epoch);
-    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  }
-  std::vector<std::vector<size_t>> batches;
-  const size_t b = static_cast<size_t>(batch_size);
-  for (size_t start = 0; start + b <= n; start += b) batches.emplace_back(order.begin() + start, order.begin() + start + b);
-  return batches;
-}
-
-data::Batch Trainer::collate(data::DataCollatorForLanguageModeling& collator, const std::vector<data::Example>& dataset,
-                             const std::vector<size_t>& indices) const {
-  std::vector<data::Example> examples;
-  examples.reserve(indices.size());
-  for (size_t i : indices) examples.push_back(dataset[i]);
-  return collator(examples);
-}
-
-void Trainer::log(nlohmann::json entry) {
-  entry["epoch"] = round4(epoch_);
-  entry["step"] = global_step_;
+void Trainer::log(nlohmann::json entry, int64_t step, double epoch) {
+  entry["epoch"] = round4(epoch);
+  entry["step"] = step;
   log_history_.push_back(std::move(entry));
+}
+
+data::DataLoader<data::Batch> Trainer::make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle) {
+  data::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  options.shuffle = shuffle;
+  options.seed = args_.seed;
+  options.drop_last = true;  // static shapes: one compiled step
+  options.num_workers = static_cast<int>(args_.dataloader_num_workers);
+  auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
+  return data::DataLoader<data::Batch>(dataset.size(), options, [&dataset, collator](const std::vector<size_t>& indices, uint64_t number) {
+    std::vector<data::Example> examples;
+    examples.reserve(indices.size());
+    for (size_t i : indices) examples.push_back(dataset[i]);
+    return (*collator)(examples, number);
+  });
 }
 
 std::map<std::string, double> Trainer::train() {
@@ -98,50 +91,68 @@ std::map<std::string, double> Trainer::train() {
   optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
                          {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
   std::vector<Tensor> params = model_.parameters();
-  data::DataCollatorForLanguageModeling collator = make_collator_();
+  data::DataLoader<data::Batch> loader = make_loader(train_dataset_, args_.per_device_train_batch_size, true);
   model_.train();
   ProgressBar bar(max_steps_, args_.disable_tqdm);
   const auto start = std::chrono::steady_clock::now();
   double total_loss = 0.0, interval_loss = 0.0;
   int64_t interval_steps = 0, counted_steps = 0;
+  // A step's loss is read once the next step has been launched: by then the
+  // device finished it (one execution in flight), so reading never stalls the
+  // pipeline that the DeviceLoader keeps full.
+  struct PendingLoss {
+    Tensor loss;
+    bool counted;
+    int64_t step;
+    double epoch;
+  };
+  std::optional<PendingLoss> pending;
+  auto finish = [&](const PendingLoss& p) {
+    const double value = p.loss.item();
+    // A batch without a masked token has loss 0/0 and zero gradients; Hugging
+    // Face filters such losses from the logs (logging_nan_inf_filter).
+    if (!p.counted) ++skipped_batches_;
+    if (p.counted && !std::isfinite(value)) {
+      throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(p.step) +
+                  "; lower --learning_rate or check the data");
+    }
+    if (p.counted) {
+      total_loss += value;
+      ++counted_steps;
+      interval_loss += value;
+      ++interval_steps;
+    }
+    bar.update(p.step, value);
+    if (p.step % args_.logging_steps == 0) {
+      double lr = args_.learning_rate * optim::linear_schedule_with_warmup(p.step, args_.warmup_steps, max_steps_);
+      log({{"loss", round4(interval_loss / static_cast<double>(std::max<int64_t>(1, interval_steps)))}, {"learning_rate", lr}}, p.step, p.epoch);
+      bar.message(log_history_.back().dump());
+      interval_loss = 0.0;
+      interval_steps = 0;
+    }
+  };
   for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
-    std::vector<std::vector<size_t>> batches = epoch_batches(train_dataset_.size(), args_.per_device_train_batch_size, true, epoch);
-    for (size_t i = 0; i < batches.size() && global_step_ < max_steps_; ++i) {
-      data::Batch batch = collate(collator, train_dataset_, batches[i]);
+    auto host_batches = loader.epoch(epoch);
+    const double batches = static_cast<double>(loader.size());
+    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader([&] { return host_batches->next(); },
+                                                                    [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
+    for (size_t i = 0; global_step_ < max_steps_; ++i) {
+      std::optional<data::DeviceBatch> batch = device_loader.next();  // launches the step traced before
+      if (pending) finish(*std::exchange(pending, std::nullopt));
+      if (!batch) break;
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
-      Tensor loss = compute_loss(batch);
+      Tensor loss = compute_loss(*batch);
       loss.backward();
       if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
       optimizer.step();
       optimizer.zero_grad();
-      lazy::mark_step();
-      const double value = loss.item();
-      // A batch without a masked token has loss 0/0 and zero gradients; Hugging
-      // Face filters such losses from the logs (logging_nan_inf_filter).
-      const bool counted = has_labels(batch);
-      if (!counted) ++skipped_batches_;
-      if (counted && !std::isfinite(value)) {
-        throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(global_step_ + 1) +
-                    "; lower --learning_rate or check the data");
-      }
       ++global_step_;
-      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / static_cast<double>(batches.size());
-      if (counted) {
-        total_loss += value;
-        ++counted_steps;
-        interval_loss += value;
-        ++interval_steps;
-      }
-      bar.update(global_step_, value);
-      if (global_step_ % args_.logging_steps == 0) {
-        double lr = args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_);
-        log({{"loss", round4(interval_loss / static_cast<double>(std::max<int64_t>(1, interval_steps)))}, {"learning_rate", lr}});
-        bar.message(log_history_.back().dump());
-        interval_loss = 0.0;
-        interval_steps = 0;
-      }
+      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / batches;
+      pending = PendingLoss{loss, batch->has_labels, global_step_, epoch_};
     }
   }
+  lazy::mark_step();  // the last step, when max_steps ended the loop
+  if (pending) finish(*pending);
   bar.finish();
   if (skipped_batches_ > 0) {
     std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
@@ -155,45 +166,54 @@ std::map<std::string, double> Trainer::train() {
       {"train_steps_per_second", round4(static_cast<double>(global_step_) / runtime)},
       {"epoch", round4(epoch_)}};
   log({{"train_loss", metrics["train_loss"]}, {"train_runtime", metrics["train_runtime"]},
-       {"train_samples_per_second", metrics["train_samples_per_second"]}, {"train_steps_per_second", metrics["train_steps_per_second"]}});
+       {"train_samples_per_second", metrics["train_samples_per_second"]}, {"train_steps_per_second", metrics["train_steps_per_second"]}},
+      global_step_, epoch_);
   return metrics;
 }
 
 std::map<std::string, double> Trainer::evaluate() {
-  std::vector<std::vector<size_t>> batches = epoch_batches(eval_dataset_.size(), args_.per_device_eval_batch_size, false, 0);
-  if (batches.empty()) {
+  data::DataLoader<data::Batch> loader = make_loader(eval_dataset_, args_.per_device_eval_batch_size, false);
+  if (loader.size() == 0) {
     throw Error("[Trainer] the evaluation set has " + std::to_string(eval_dataset_.size()) + " examples, fewer than one batch of " +
                 std::to_string(args_.per_device_eval_batch_size));
   }
-  data::DataCollatorForLanguageModeling collator = make_collator_();
   model_.eval();
   NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
-  double total = 0.0;
-  int64_t counted = 0;
-  for (const auto& indices : batches) {
-    data::Batch batch = collate(collator, eval_dataset_, indices);
-    if (!has_labels(batch)) continue;  // nothing masked: no loss to average
-    Tensor loss = compute_loss(batch);
-    lazy::mark_step();
-    total += loss.item();
-    ++counted;
+  std::vector<Tensor> losses;  // read at the end: evaluation never waits for a step
+  {
+    auto host_batches = loader.epoch(0);
+    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader([&] { return host_batches->next(); },
+                                                                    [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
+    while (std::optional<data::DeviceBatch> batch = device_loader.next()) {
+      if (!batch->has_labels) continue;  // nothing masked: no loss to average
+      losses.push_back(compute_loss(*batch));
+    }
   }
-  if (counted == 0) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
+  if (losses.empty()) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
+  double total = 0.0;
+  for (const Tensor& l : losses) total += l.item();
   model_.train();
   const double runtime = seconds_since(start);
-  const double eval_loss = total / static_cast<double>(counted);
-  const double samples = static_cast<double>(batches.size() * static_cast<size_t>(args_.per_device_eval_batch_size));
+  const double eval_loss = total / static_cast<double>(losses.size());
+  const double samples = static_cast<double>(loader.size() * static_cast<size_t>(args_.per_device_eval_batch_size));
   std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
                                            {"eval_runtime", round4(runtime)},
                                            {"eval_samples_per_second", round4(samples / runtime)},
-                                           {"eval_steps_per_second", round4(static_cast<double>(batches.size()) / runtime)},
+                                           {"eval_steps_per_second", round4(static_cast<double>(loader.size()) / runtime)},
                                            {"epoch", round4(epoch_)}};
   nlohmann::json entry;
   for (const auto& [k, v] : metrics) if (k != "epoch") entry[k] = v;
-  log(entry);
+  log(entry, global_step_, epoch_);
   metrics["perplexity"] = std::exp(eval_loss);
   return metrics;
+}
+
+data::DeviceLoaderOptions Trainer::device_loader_options() const {
+  data::DeviceLoaderOptions options;
+  options.loader_prefetch_size = static_cast<int>(args_.loader_prefetch_size);
+  options.device_prefetch_size = static_cast<int>(args_.device_prefetch_size);
+  return options;
 }
 
 void Trainer::save_state() const {

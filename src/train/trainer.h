@@ -15,6 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "data/data_collator.h"
+#include "data/data_loader.h"
+#include "data/device_batch.h"
+#include "data/device_loader.h"
 #include "data/example.h"
 #include "nn/module.h"
 #include "train/training_arguments.h"
@@ -22,7 +25,7 @@
 namespace lazytrain::train {
 
 // Computes the mean loss of one collated batch (a 0-d float tensor).
-using LossFn = std::function<Tensor(const data::Batch& batch)>;
+using LossFn = std::function<Tensor(const data::DeviceBatch& batch)>;
 
 class Trainer {
  public:
@@ -46,16 +49,17 @@ class Trainer {
   const nlohmann::json& log_history() const { return log_history_; }
 
  private:
-  std::vector<std::vector<size_t>> epoch_batches(size_t dataset_size, int64_t batch_size, bool shuffle, uint64_t epoch) const;
-  data::Batch collate(data::DataCollatorForLanguageModeling& collator, const std::vector<data::Example>& dataset,
-                      const std::vector<size_t>& indices) const;
-  void log(nlohmann::json entry);
+  // Batches of `dataset` (the last partial one dropped), collated by workers
+  // with per-batch randomness (data::DataLoader).
+  data::DataLoader<data::Batch> make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle);
+  data::DeviceLoaderOptions device_loader_options() const;
+  void log(nlohmann::json entry, int64_t step, double epoch);
 
   nn::Module& model_;
   TrainingArguments args_;
   // The loss of one batch: loss_fn_ under autocast when args_.bf16 (the backward
   // runs outside it, as in PyTorch).
-  Tensor compute_loss(const data::Batch& batch);
+  Tensor compute_loss(const data::DeviceBatch& batch);
   LossFn loss_fn_;
   std::vector<data::Example> train_dataset_, eval_dataset_;
   std::function<data::DataCollatorForLanguageModeling()> make_collator_;

@@ -11,6 +11,8 @@ void TrainingArguments::validate() const {
   require(!output_dir.empty(), "--output_dir is required");
   require(per_device_train_batch_size > 0, "--per_device_train_batch_size must be positive");
   require(per_device_eval_batch_size > 0, "--per_device_eval_batch_size must be positive");
+  require(dataloader_num_workers >= 0 && dataloader_num_workers <= 64, "--dataloader_num_workers must be between 0 and 64");
+  require(loader_prefetch_size >= 1 && device_prefetch_size >= 1, "--loader_prefetch_size and --device_prefetch_size must be at least 1");
   require(learning_rate >= 0, "--learning_rate must be non-negative");
   require(weight_decay >= 0, "--weight_decay must be non-negative");
   require(max_grad_norm >= 0, "--max_grad_norm must be non-negative");

@@ -31,6 +31,11 @@ struct TrainingArguments {
   // torch.autocast('cpu', dtype=torch.bfloat16) semantics (tensor/autocast.h);
   // weights, gradients and optimizer state stay f32.
   bool bf16 = false;
+  // Threads that collate batches (0: the DeviceLoader's loader thread does it).
+  int64_t dataloader_num_workers = 0;
+  // DeviceLoader queues (PyTorch/XLA's MpDeviceLoader arguments).
+  int64_t loader_prefetch_size = 8;
+  int64_t device_prefetch_size = 4;
 
   // Throws Error naming the argument for a value out of range.
   void validate() const;

@@ -98,6 +98,21 @@ TEST(DataCollatorTest, SameSeedSameBatchesDifferentSeedDifferent) {
   EXPECT_EQ(a2.labels, b2.labels);
 }
 
+// Per-batch streams (what DataLoader workers use): a batch depends on (seed,
+// stream) only, not on calls made before or on which thread makes it.
+TEST(DataCollatorTest, StreamsGiveTheSameBatchInAnyOrder) {
+  const auto examples = make_examples(8, 64, 128, 3);
+  const DataCollatorForLanguageModeling a(bert_tokens(), with_seed(99));
+  DataCollatorForLanguageModeling b(bert_tokens(), with_seed(99));
+  b(examples);  // advancing b's own generator changes nothing for streams
+  const Batch s3 = a(examples, 3), s4 = a(examples, 4);
+  EXPECT_EQ(b(examples, 4).labels, s4.labels);
+  EXPECT_EQ(b(examples, 3).labels, s3.labels);
+  EXPECT_EQ(a(examples, 3).input_ids, s3.input_ids);
+  EXPECT_NE(s3.labels, s4.labels);
+  EXPECT_NE(DataCollatorForLanguageModeling(bert_tokens(), with_seed(100))(examples, 3).labels, s3.labels);
+}
+
 TEST(DataCollatorTest, PadsToLongestAndToMultiple) {
   std::vector<Example> examples(2);
   examples[0].input_ids = {kCls, 2000, 2001, kSep};

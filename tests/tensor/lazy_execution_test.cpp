@@ -81,6 +81,53 @@ TEST(LazyExecution, OnlyBuffersNobodyElseCanReadAreDonated) {
   EXPECT_EQ(snapshot.to_vector<float>(), (std::vector<float>{1, 2}));
 }
 
+// mark_step() returns with the outputs pending; an execution that fails (an
+// index out of range, found only when the gather runs) reports at the next
+// synchronising call, naming the execution; its outputs rethrow when read;
+// values from before are intact and the next step runs normally.
+TEST(AsyncExecution, FailureReachesTheNextSyncAndPoisonsNothingBefore) {
+  Tensor good = from_vector(std::vector<float>{1, 2}, {2}) * 2.0;
+  lazy::mark_step();
+  Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor bad = index_select(table, 0, from_vector(std::vector<int64_t>{7}, {1})) + 1.0;
+  lazy::mark_step();
+  EXPECT_FALSE(bad.impl()->has_pending_ir());  // a pending device value, not IR
+  try {
+    lazy::wait_device_ops();
+    FAIL() << "expected the failed execution to be reported";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("[mark_step] execution "), std::string::npos) << what;
+    EXPECT_NE(what.find("failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("out of range"), std::string::npos) << what;
+  }
+  EXPECT_THROW(bad.to_vector<float>(), Error);                   // its output stays poisoned
+  EXPECT_THROW((bad * 2.0).to_vector<float>(), Error);           // and so does what is computed from it
+  EXPECT_EQ(good.to_vector<float>(), (std::vector<float>{2, 4}));  // the step before is intact
+  lazy::wait_device_ops();                                       // reported once: no second throw
+  Tensor next = good + 1.0;
+  lazy::mark_step();
+  EXPECT_EQ(next.to_vector<float>(), (std::vector<float>{3, 5}));
+}
+
+// mark_step() returns while the execution runs (tens of milliseconds of
+// matmuls here); reading right away waits for it, in DeviceLockWait, and gets
+// the exact value.
+TEST(AsyncExecution, MarkStepReturnsBeforeTheExecutionEnds) {
+  Tensor y = zeros({768, 768});
+  for (int i = 0; i < 12; ++i) y = matmul(y + 1.0, ones({768, 768})) * (1.0 / 768.0);
+  lazy::mark_step();
+  const bool pending = !y.ir_value()->async_data()->ready();
+  const int64_t waits = runtime::metric_data("DeviceLockWait") ? runtime::metric_data("DeviceLockWait")->total_samples : 0;
+  std::vector<float> v = y.to_vector<float>();
+  EXPECT_TRUE(pending) << "the execution had finished before mark_step returned";
+  ASSERT_TRUE(runtime::metric_data("DeviceLockWait"));
+  EXPECT_EQ(runtime::metric_data("DeviceLockWait")->total_samples, waits + 1);
+  ASSERT_EQ(v.size(), 768u * 768u);
+  EXPECT_FLOAT_EQ(v[0], 12.0f);  // each round: (y + 1) summed over 768 columns / 768 = y + 1
+  EXPECT_EQ(v[0], v.back());
+}
+
 TEST(LazyExecution, ShapeErrorNamesOpAndCaller) {
   Tensor a = zeros({2, 3});
   Tensor b = zeros({4, 5});
@@ -124,6 +171,8 @@ TEST(LazyExecution, MarkStepMaterialisesEveryLiveTensorInOneGraph) {
   EXPECT_FALSE(b.impl()->has_pending_ir());
   EXPECT_FALSE(c.impl()->has_pending_ir());
   EXPECT_EQ(runtime::counter_value("MarkStep"), marks + 1);
+  lazy::wait_device_ops();  // mark_step only enqueued the execution
+  ASSERT_TRUE(runtime::metric_data("ExecuteTime"));
   EXPECT_EQ(runtime::metric_data("ExecuteTime")->total_samples, executions + 1);
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{2, 3}));
   EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{3, 6}));

@@ -1,0 +1,148 @@
+// DataLoader: the batches of one epoch of a random-access dataset, as
+// torch.utils.data.DataLoader gives them: indices in order or shuffled by a
+// generator seeded from (seed, epoch), cut into batches of batch_size (the last
+// partial batch kept or dropped), each batch made by `collate(indices, number)`
+// on `num_workers` threads (0: in the caller's thread) with at most
+// num_workers * prefetch_factor batches made ahead, delivered in order.
+//
+// `collate` does the per-batch host work (reading, tokenizing, padding,
+// masking). It receives the batch's number in the whole run
+// (epoch * batches_per_epoch + index), so randomness seeded from it gives the
+// same batches whatever the number of workers. An exception thrown by
+// `collate` is rethrown by next() at that batch's turn. Destroying an epoch
+// early stops its workers (those inside `collate` finish that call first).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+
+namespace lazytrain::data {
+
+struct DataLoaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;
+  uint64_t seed = 0;      // shuffling generator: std::mt19937_64(seed * 1000003 + epoch)
+  bool drop_last = false;
+  int num_workers = 0;
+  int prefetch_factor = 2;  // batches made ahead per worker
+};
+
+// The batch index lists of one epoch (Fisher-Yates with raw 64-bit draws, so
+// every standard library gives the same order). Throws Error for batch_size < 1.
+std::vector<std::vector<size_t>> epoch_batches(size_t dataset_size, const DataLoaderOptions& options, uint64_t epoch);
+
+template <typename Batch>
+class DataLoader {
+ public:
+  using CollateFn = std::function<Batch(const std::vector<size_t>& indices, uint64_t batch_number)>;
+
+  // Throws Error for batch_size < 1, num_workers < 0 or prefetch_factor < 1.
+  DataLoader(size_t dataset_size, DataLoaderOptions options, CollateFn collate)
+      : dataset_size_(dataset_size), options_(options), collate_(std::move(collate)) {
+    check(options_.batch_size >= 1, "DataLoader", "batch_size must be at least 1, got " + std::to_string(options_.batch_size));
+    check(options_.num_workers >= 0, "DataLoader", "num_workers must be >= 0, got " + std::to_string(options_.num_workers));
+    check(options_.prefetch_factor >= 1, "DataLoader", "prefetch_factor must be >= 1, got " + std::to_string(options_.prefetch_factor));
+  }
+
+  // Batches per epoch (len(dataloader)).
+  size_t size() const {
+    const size_t b = static_cast<size_t>(options_.batch_size);
+    return options_.drop_last ? dataset_size_ / b : (dataset_size_ + b - 1) / b;
+  }
+
+  // One pass over the data.
+  class Epoch {
+   public:
+    Epoch(const DataLoader& loader, uint64_t epoch)
+        : collate_(loader.collate_), batches_(epoch_batches(loader.dataset_size_, loader.options_, epoch)),
+          first_number_(epoch * loader.size()), ahead_(static_cast<size_t>(loader.options_.num_workers * loader.options_.prefetch_factor)) {
+      for (int w = 0; w < loader.options_.num_workers; ++w) workers_.emplace_back([this] { work(); });
+    }
+    ~Epoch() {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      for (auto& t : workers_) t.join();
+    }
+    Epoch(const Epoch&) = delete;
+    Epoch& operator=(const Epoch&) = delete;
+
+    // The next batch, or nullopt after the last; rethrows a failed collate.
+    std::optional<Batch> next() {
+      if (consumed_ >= batches_.size()) return std::nullopt;
+      const size_t k = consumed_++;
+      if (workers_.empty()) return collate_(batches_[k], first_number_ + k);
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.notify_all();  // a slot opened up
+      cv_.wait(lock, [&] { return ready_.count(k) > 0; });
+      Result r = std::move(ready_.at(k));
+      ready_.erase(k);
+      cv_.notify_all();
+      lock.unlock();
+      if (r.error) std::rethrow_exception(r.error);
+      return std::move(r.batch);
+    }
+
+   private:
+    struct Result {
+      std::optional<Batch> batch;
+      std::exception_ptr error;
+    };
+
+    void work() {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (true) {
+        cv_.wait(lock, [&] { return stop_ || (next_to_make_ < batches_.size() && next_to_make_ < consumed_ + ahead_); });
+        if (stop_) return;
+        const size_t k = next_to_make_++;
+        lock.unlock();
+        Result r;
+        try {
+          r.batch.emplace(collate_(batches_[k], first_number_ + k));
+        } catch (...) {
+          r.error = std::current_exception();
+        }
+        lock.lock();
+        ready_.emplace(k, std::move(r));
+        cv_.notify_all();
+      }
+    }
+
+    const CollateFn& collate_;
+    std::vector<std::vector<size_t>> batches_;
+    uint64_t first_number_;
+    size_t ahead_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    size_t next_to_make_ = 0;
+    std::atomic<size_t> consumed_{0};
+    std::map<size_t, Result> ready_;
+    bool stop_ = false;
+    std::vector<std::thread> workers_;
+  };
+
+  // Starts epoch `epoch` (its workers begin at once).
+  std::unique_ptr<Epoch> epoch(uint64_t epoch) const { return std::make_unique<Epoch>(*this, epoch); }
+
+  const DataLoaderOptions& options() const { return options_; }
+
+ private:
+  size_t dataset_size_;
+  DataLoaderOptions options_;
+  CollateFn collate_;
+};
+
+}  // namespace lazytrain::data

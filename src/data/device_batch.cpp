@@ -1,0 +1,20 @@
+#include "data/device_batch.h"
+
+#include <algorithm>
+
+#include "tensor/ops.h"
+
+namespace lazytrain::data {
+
+DeviceBatch to_device(const Batch& batch) {
+  DeviceBatch d;
+  d.batch_size = batch.batch_size;
+  d.seq_len = batch.seq_len;
+  d.input_ids = from_vector(batch.input_ids, {batch.batch_size, batch.seq_len});
+  d.attention_mask = from_vector(batch.attention_mask, {batch.batch_size, batch.seq_len});
+  d.labels = from_vector(batch.labels, {batch.batch_size, batch.seq_len});
+  d.has_labels = std::any_of(batch.labels.begin(), batch.labels.end(), [](int64_t l) { return l != -100; });
+  return d;
+}
+
+}  // namespace lazytrain::data

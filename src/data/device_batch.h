@@ -1,0 +1,19 @@
+// DeviceBatch: a collated Batch as device tensors [batch_size, seq_len] (int64),
+// what a DeviceLoader hands the training loop.
+#pragma once
+
+#include "data/data_collator.h"
+#include "tensor/tensor.h"
+
+namespace lazytrain::data {
+
+struct DeviceBatch {
+  Tensor input_ids, attention_mask, labels;
+  int64_t batch_size = 0, seq_len = 0;
+  bool has_labels = false;  // some label is not -100 (the loss is defined)
+};
+
+// Copies `batch` to the device (device data tensors; no graph is traced).
+DeviceBatch to_device(const Batch& batch);
+
+}  // namespace lazytrain::data

@@ -1,0 +1,54 @@
+#include "runtime/async_buffer.h"
+
+#include "core/error.h"
+#include "runtime/metrics.h"
+
+namespace lazytrain::runtime {
+
+AsyncBuffer::AsyncBuffer(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {}
+
+AsyncBuffer::AsyncBuffer(Buffer ready) : shape_(ready.shape()), dtype_(ready.dtype()), done_(true), value_(std::move(ready)) {}
+
+void AsyncBuffer::set(Buffer value) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check(!done_, "AsyncBuffer", "value set twice");
+    value_ = std::move(value);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void AsyncBuffer::set_error(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check(!done_, "AsyncBuffer", "value failed after it was set");
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool AsyncBuffer::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+const Buffer& AsyncBuffer::get() const { return wait(true); }
+const Buffer& AsyncBuffer::get_untimed() const { return wait(false); }
+
+const Buffer& AsyncBuffer::wait(bool timed) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!done_) {
+    if (timed) {
+      ScopedTimer timer("DeviceLockWait");
+      cv_.wait(lock, [&] { return done_; });
+    } else {
+      cv_.wait(lock, [&] { return done_; });
+    }
+  }
+  if (error_) std::rethrow_exception(error_);
+  return value_;
+}
+
+}  // namespace lazytrain::runtime

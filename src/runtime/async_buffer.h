@@ -1,0 +1,50 @@
+// AsyncBuffer: a device buffer that may still be being computed. mark_step()
+// hands out pending AsyncBuffers for a graph's outputs and returns; the
+// execution fills them (or fails them) on the device's execution thread.
+// Reading waits until the value is there; the wait counts in the
+// `DeviceLockWait` metric, as PyTorch/XLA's waits for a busy device do.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "runtime/buffer.h"
+
+namespace lazytrain::runtime {
+
+class AsyncBuffer {
+ public:
+  // A pending value of this shape and dtype.
+  AsyncBuffer(Shape shape, DType dtype);
+  // A value that is ready now (host data, constants).
+  explicit AsyncBuffer(Buffer ready);
+
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+
+  // Fulfils a pending value (once; Error if it was already set or failed).
+  void set(Buffer value);
+  // Fails a pending value: every get() rethrows `error`.
+  void set_error(std::exception_ptr error);
+
+  bool ready() const;
+  // The value, waiting for it if pending (DeviceLockWait); rethrows the error of
+  // a failed execution.
+  const Buffer& get() const;
+  // The same without timing the wait (the execution thread reading its inputs).
+  const Buffer& get_untimed() const;
+
+ private:
+  const Buffer& wait(bool timed) const;
+
+  Shape shape_;
+  DType dtype_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  Buffer value_;
+  std::exception_ptr error_;
+};
+
+}  // namespace lazytrain::runtime
