@@ -13,7 +13,7 @@
 #include "lazy/graph_executor.h"
 #include "models/bert.h"
 #include "runtime/metrics.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 #include "train/model_io.h"
 #include "train/trainer.h"
 
@@ -140,7 +140,7 @@ void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size
 void save_vocabulary(const data::WordPieceTokenizer& tokenizer, const std::string& path) {
   std::string text;
   for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) text += tokenizer.convert_id_to_token(id) + "\n";
-  train::write_file_atomically(path, text);
+  write_file_atomically(path, text);
 }
 
 
@@ -234,7 +234,7 @@ int run_mlm(const RunMlmOptions& o) {
   write_results(t.output_dir + "/all_results.json", all);
   trainer.save_state();
   std::string report = runtime::metrics_report();
-  train::write_file_atomically(t.output_dir + "/metrics_report.txt", report);
+  write_file_atomically(t.output_dir + "/metrics_report.txt", report);
   if (t.metrics_debug) std::printf("%s", report.c_str());
   return 0;
 }

@@ -3,7 +3,8 @@
 # Usage: bash scripts/install_deps.sh   (as root, or with sudo available)
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config ccache
-          libdnnl-dev libsleef-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libgtest-dev)
+          libdnnl-dev libsleef-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libgtest-dev
+          libprotobuf-dev protobuf-compiler libsentencepiece-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

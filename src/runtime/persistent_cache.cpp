@@ -4,6 +4,8 @@
 // failure is an errno we can turn into a miss or a `false`, never an exception.
 #include "runtime/persistent_cache.h"
 
+#include "core/crc32c.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,19 +49,6 @@ uint64_t get_u64(const char* in) {
   for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
   return v;
 }
-
-// ---- CRC32C -------------------------------------------------------------------
-
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
 
 // ---- key hashing ----------------------------------------------------------------
 
@@ -182,28 +171,7 @@ std::string PersistentCache::make_key(std::initializer_list<std::string_view> pa
   return key;
 }
 
-uint32_t PersistentCache::checksum(std::string_view data, uint32_t crc) {
-  crc = ~crc;
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  size_t n = data.size();
-#if defined(__SSE4_2__) && defined(__x86_64__)
-  uint64_t c = crc;
-  while (n >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = _mm_crc32_u64(c, word);
-    p += 8;
-    n -= 8;
-  }
-  crc = static_cast<uint32_t>(c);
-#endif
-  while (n > 0) {
-    crc = kCrcTable[(crc ^ *p) & 0xFF] ^ (crc >> 8);
-    ++p;
-    --n;
-  }
-  return ~crc;
-}
+uint32_t PersistentCache::checksum(std::string_view data, uint32_t crc) { return crc32c(data, crc); }
 
 std::string PersistentCache::path_for(const std::string& key) const {
   check_key(key);

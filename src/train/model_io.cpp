@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 #include "train/safetensors.h"
 
 namespace lazytrain::train {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace lazytrain::train {
 namespace {

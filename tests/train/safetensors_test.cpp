@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace lazytrain::train {
 namespace {

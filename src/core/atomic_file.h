@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace lazytrain::train {
+namespace lazytrain {
 
 // The temporary name used while writing `path`: "<path>.tmp.<pid>".
 std::string atomic_temp_path(const std::string& path);
@@ -57,4 +57,4 @@ class AtomicFileWriter {
 // naming the file on failure, leaving no temporary file behind.
 void write_file_atomically(const std::string& path, std::string_view contents);
 
-}  // namespace lazytrain::train
+}  // namespace lazytrain

@@ -1,4 +1,4 @@
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace lazytrain::train {
+namespace lazytrain {
 
 std::string atomic_temp_path(const std::string& path) {
   return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
@@ -82,4 +82,4 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   writer.commit();
 }
 
-}  // namespace lazytrain::train
+}  // namespace lazytrain
