@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -28,5 +29,16 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& options);
 // Runs masked-language-model training/evaluation; returns the exit code. Throws
 // Error (one line, nothing half-written in --output_dir) for bad input.
 int run_mlm(const RunMlmOptions& options);
+
+// Flags of `lazytrain train_tokenizer`.
+struct TrainTokenizerOptions {
+  std::string model_type = "unigram";
+  int64_t vocab_size = 8000;
+  std::vector<std::string> input;
+  std::string output_dir;
+};
+
+void add_train_tokenizer_command(CLI::App& app, TrainTokenizerOptions& options);
+int train_tokenizer(const TrainTokenizerOptions& options);
 
 }  // namespace lazytrain::apps

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   lazytrain::apps::RunMlmOptions run_mlm;
   lazytrain::apps::add_run_mlm_command(app, run_mlm);
+  lazytrain::apps::TrainTokenizerOptions train_tokenizer;
+  lazytrain::apps::add_train_tokenizer_command(app, train_tokenizer);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
+    if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)\n");
     return 1;

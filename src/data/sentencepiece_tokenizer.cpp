@@ -1,0 +1,133 @@
+#include "data/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lazytrain::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kOp = "[SentencePiece] ";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(std::string(kOp) + "cannot read '" + path + "'");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+void train_sentencepiece(const SentencePieceTrainOptions& o) {
+  if (o.model_type != "unigram" && o.model_type != "bpe") {
+    throw Error(std::string(kOp) + "--model_type must be unigram or bpe, got '" + o.model_type + "'");
+  }
+  if (o.vocab_size < 262) {
+    throw Error(std::string(kOp) + "--vocab_size must be at least 262 (5 special tokens, 256 bytes and a piece), got " +
+                std::to_string(o.vocab_size));
+  }
+  if (o.input_files.empty()) throw Error(std::string(kOp) + "no --input file given");
+  if (o.output_dir.empty()) throw Error(std::string(kOp) + "--output_dir is required");
+  std::string inputs;
+  for (const std::string& f : o.input_files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(f, ec)) throw Error(std::string(kOp) + "input file '" + f + "' does not exist or is not a file");
+    if (fs::file_size(f, ec) == 0) throw Error(std::string(kOp) + "input file '" + f + "' is empty");
+    inputs += (inputs.empty() ? "" : ",") + f;
+  }
+  const std::unordered_map<std::string, std::string> args = {
+      {"input", inputs},
+      {"model_type", o.model_type},
+      {"vocab_size", std::to_string(o.vocab_size)},
+      {"character_coverage", std::to_string(o.character_coverage)},
+      {"num_threads", std::to_string(o.num_threads)},
+      {"bos_id", "0"}, {"bos_piece", "<s>"},
+      {"pad_id", "1"}, {"pad_piece", "<pad>"},
+      {"eos_id", "2"}, {"eos_piece", "</s>"},
+      {"unk_id", "3"}, {"unk_piece", "<unk>"},
+      {"user_defined_symbols", "<mask>"},  // id 4: the first id after the fixed ones
+      // Characters the corpus lacks become their UTF-8 bytes (<0xC3><0xBC>), not
+      // <unk>: every text round-trips, as with RoBERTa's byte-level BPE.
+      {"byte_fallback", "true"},
+      {"minloglevel", "1"}};
+  std::string model;
+  const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &model);
+  if (!status.ok()) throw Error(std::string(kOp) + "training on " + inputs + " failed: " + status.ToString());
+  sentencepiece::SentencePieceProcessor check;
+  if (!check.LoadFromSerializedProto(model).ok()) throw Error(std::string(kOp) + "the trained model does not load");
+  fs::create_directories(o.output_dir);
+  write_file_atomically(o.output_dir + "/spm.model", model);
+  std::string vocab;
+  for (int id = 0; id < check.GetPieceSize(); ++id) vocab += check.IdToPiece(id) + "\t" + std::to_string(check.GetScore(id)) + "\n";
+  write_file_atomically(o.output_dir + "/spm.vocab", vocab);
+  write_file_atomically(o.output_dir + "/special_tokens_map.json",
+                        "{\"bos_token\": \"<s>\", \"cls_token\": \"<s>\", \"eos_token\": \"</s>\", \"mask_token\": \"<mask>\", "
+                        "\"pad_token\": \"<pad>\", \"sep_token\": \"</s>\", \"unk_token\": \"<unk>\"}\n");
+}
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path)
+    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  std::error_code ec;
+  model_file_ = fs::is_directory(path, ec) ? path + "/spm.model" : path;
+  if (!fs::is_regular_file(model_file_, ec)) throw Error(std::string(kOp) + "no model at '" + model_file_ + "'");
+  const sentencepiece::util::Status status = processor_->LoadFromSerializedProto(read_file(model_file_));
+  if (!status.ok()) throw Error(std::string(kOp) + "'" + model_file_ + "' is not a SentencePiece model: " + status.ToString());
+  const std::vector<std::pair<std::string, int>> specials = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}, {"<mask>", 4}};
+  for (const auto& [piece, id] : specials) {
+    if (processor_->GetPieceSize() <= id || processor_->IdToPiece(id) != piece) {
+      throw Error(std::string(kOp) + "'" + model_file_ + "' does not have " + piece + " at id " + std::to_string(id) +
+                  " (train it with `lazytrain train_tokenizer`)");
+    }
+  }
+}
+
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+SentencePieceTokenizer::SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept = default;
+
+std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<int> ids;
+  const auto status = processor_->Encode(text, &ids);
+  if (!status.ok()) throw Error(std::string(kOp) + "encode failed: " + status.ToString());
+  std::vector<int64_t> out;
+  out.reserve(ids.size() + 2);
+  if (add_special_tokens) out.push_back(bos_token_id());
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (add_special_tokens) out.push_back(eos_token_id());
+  return out;
+}
+
+std::vector<std::string> SentencePieceTokenizer::tokenize(std::string_view text) const {
+  std::vector<std::string> pieces;
+  const auto status = processor_->Encode(text, &pieces);
+  if (!status.ok()) throw Error(std::string(kOp) + "encode failed: " + status.ToString());
+  return pieces;
+}
+
+std::string SentencePieceTokenizer::decode(std::span<const int64_t> ids, bool skip_special_tokens) const {
+  std::vector<int> kept;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size()) throw Error(std::string(kOp) + "id " + std::to_string(id) + " is outside the vocabulary");
+    if (skip_special_tokens && id <= mask_token_id() && id != unk_token_id()) continue;
+    kept.push_back(static_cast<int>(id));
+  }
+  std::string text;
+  const auto status = processor_->Decode(kept, &text);
+  if (!status.ok()) throw Error(std::string(kOp) + "decode failed: " + status.ToString());
+  return text;
+}
+
+int64_t SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+CollatorTokens SentencePieceTokenizer::collator_tokens() const {
+  return {vocab_size(), mask_token_id(), pad_token_id(), {bos_token_id(), pad_token_id(), eos_token_id(), unk_token_id(), mask_token_id()}};
+}
+
+}  // namespace lazytrain::data

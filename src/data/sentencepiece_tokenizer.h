@@ -1,0 +1,74 @@
+// SentencePiece tokenizers (https://github.com/google/sentencepiece), trained
+// and loaded through the SentencePiece library: Unigram (the TF/TPU recipe's
+// choice) or BPE, with the special tokens RoBERTa uses at fairseq's ids:
+//   <s> = 0 (bos, cls), <pad> = 1, </s> = 2 (eos, sep), <unk> = 3, <mask> = 4,
+// then the 256 byte pieces (<0x00>..<0xFF>: byte fallback, so that characters
+// unseen in training round-trip instead of becoming <unk>), then the learned pieces. A model directory holds `spm.model` (SentencePiece's
+// serialized ModelProto), `spm.vocab` (piece<TAB>score, as spm_train writes it)
+// and `special_tokens_map.json`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/data_collator.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace lazytrain::data {
+
+struct SentencePieceTrainOptions {
+  std::string model_type = "unigram";  // "unigram" or "bpe"
+  int64_t vocab_size = 8000;           // including the 5 special tokens and the 256 byte pieces
+  std::vector<std::string> input_files;
+  std::string output_dir;
+  double character_coverage = 0.9995;  // SentencePiece's default
+  int num_threads = 2;
+};
+
+// Trains a model on the text files (one sentence per line; empty lines are
+// ignored) and writes the model directory (created if absent; the files appear
+// atomically). Throws lazytrain::Error naming the problem: an unknown model
+// type, a vocab_size below 6, a missing or empty input file, or a vocabulary
+// the corpus is too small for (SentencePiece's own message).
+void train_sentencepiece(const SentencePieceTrainOptions& options);
+
+class SentencePieceTokenizer {
+ public:
+  // Loads `path`: a model directory (holding spm.model) or a .model file.
+  // Throws Error when it is missing, not a SentencePiece model, or lacks the
+  // special tokens above.
+  explicit SentencePieceTokenizer(const std::string& path);
+  ~SentencePieceTokenizer();
+  SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept;
+
+  // Piece ids of `text` (SentencePiece normalizes it, NFKC by default), with
+  // <s> ... </s> around them when add_special_tokens.
+  std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  std::vector<std::string> tokenize(std::string_view text) const;
+  // The text of `ids`; special tokens dropped when skip_special_tokens.
+  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const;
+
+  int64_t vocab_size() const;
+  int64_t bos_token_id() const { return 0; }
+  int64_t pad_token_id() const { return 1; }
+  int64_t eos_token_id() const { return 2; }
+  int64_t unk_token_id() const { return 3; }
+  int64_t mask_token_id() const { return 4; }
+  std::vector<int64_t> all_special_ids() const { return {0, 1, 2, 3, 4}; }
+  // What DataCollatorForLanguageModeling needs.
+  CollatorTokens collator_tokens() const;
+  const std::string& model_file() const { return model_file_; }
+
+ private:
+  std::string model_file_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+};
+
+}  // namespace lazytrain::data
