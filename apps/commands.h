@@ -41,4 +41,17 @@ struct TrainTokenizerOptions {
 void add_train_tokenizer_command(CLI::App& app, TrainTokenizerOptions& options);
 int train_tokenizer(const TrainTokenizerOptions& options);
 
+// Flags of `lazytrain make_tfrecords`.
+struct MakeTfrecordsOptions {
+  std::string tokenizer;
+  int64_t max_seq_length = 128;
+  int64_t shard_size = 1000;
+  std::vector<std::string> input;
+  std::string output_dir;
+  std::string prefix = "data";
+};
+
+void add_make_tfrecords_command(CLI::App& app, MakeTfrecordsOptions& options);
+int make_tfrecords(const MakeTfrecordsOptions& options);
+
 }  // namespace lazytrain::apps

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_run_mlm_command(app, run_mlm);
   lazytrain::apps::TrainTokenizerOptions train_tokenizer;
   lazytrain::apps::add_train_tokenizer_command(app, train_tokenizer);
+  lazytrain::apps::MakeTfrecordsOptions make_tfrecords;
+  lazytrain::apps::add_make_tfrecords_command(app, make_tfrecords);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
+    if (app.got_subcommand("make_tfrecords")) return lazytrain::apps::make_tfrecords(make_tfrecords);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)\n");
     return 1;

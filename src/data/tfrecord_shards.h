@@ -1,0 +1,39 @@
+// Writing a corpus as TFRecord shards of fixed-size token blocks (the TF/TPU
+// pre-training recipe; `lazytrain make_tfrecords`): every non-empty line is
+// encoded as <s> ... </s>, the encodings are concatenated, and the stream is cut
+// into blocks of exactly max_seq_length tokens, as Hugging Face's group_texts
+// does, except that the last partial block is kept, padded with <pad> and
+// attention_mask 0, so no text is lost. Each block is one tf.train.Example with
+// int64 features input_ids and attention_mask; examples go in order into
+// <prefix>-00000-of-0000N.tfrecord files of shard_size examples, described by
+// <prefix>.json (num_examples, num_shards, files, max_seq_length, tokenizer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/sentencepiece_tokenizer.h"
+
+namespace lazytrain::data {
+
+struct TFRecordShardOptions {
+  int64_t max_seq_length = 128;
+  int64_t shard_size = 1000;  // examples per shard
+  std::string output_dir;
+  std::string prefix = "data";
+};
+
+struct TFRecordShardSummary {
+  int64_t num_examples = 0;
+  int64_t num_tokens = 0;         // text tokens written, specials included, padding not
+  std::vector<std::string> files;
+};
+
+// Throws Error for max_seq_length < 2, shard_size < 1, a missing, unreadable,
+// non-UTF-8 or empty (no text at all) input file, naming it. Files appear
+// atomically; on error none of this call's shards is left behind.
+TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input_files, const SentencePieceTokenizer& tokenizer,
+                                           const TFRecordShardOptions& options);
+
+}  // namespace lazytrain::data
