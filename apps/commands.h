@@ -14,6 +14,7 @@ namespace lazytrain::apps {
 // Flags of `lazytrain run_mlm`, named as Hugging Face's run_mlm.py.
 struct RunMlmOptions {
   std::string train_file, validation_file;
+  std::string train_tfrecords, validation_tfrecords;  // globs of TFRecord shards (make_tfrecords)
   std::string model_type = "bert";
   std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
   std::optional<int64_t> max_seq_length;  // unset: min(512, max_position_embeddings)

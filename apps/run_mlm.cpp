@@ -1,17 +1,22 @@
-// `lazytrain run_mlm`: Hugging Face's run_mlm.py for BERT on the lazy pipeline.
+// `lazytrain run_mlm`: Hugging Face's run_mlm.py for BERT and RoBERTa on the lazy
+// pipeline, from text files or from TFRecord shards (the TF/TPU recipe).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "apps/commands.h"
 #include "backend/compiler.h"
 #include "core/error.h"
 #include "data/data_collator.h"
+#include "data/sentencepiece_tokenizer.h"
 #include "data/text_dataset.h"
+#include "data/tfrecord_dataset.h"
 #include "data/wordpiece_tokenizer.h"
 #include "lazy/graph_executor.h"
 #include "models/bert.h"
+#include "models/roberta.h"
 #include "runtime/metrics.h"
 #include "core/atomic_file.h"
 #include "train/model_io.h"
@@ -28,12 +33,16 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   c->add_option("--train_file", o.train_file, "A text file to train on (one document or sentence per line)");
   c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
-  c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"bert"}));
+  c->add_option("--train_tfrecords", o.train_tfrecords, "TFRecord shards to train on, a glob (lazytrain make_tfrecords), streamed");
+  c->add_option("--validation_tfrecords", o.validation_tfrecords, "TFRecord shards to evaluate on, a glob");
+  c->add_option("--model_type", o.model_type, "Model type to train from scratch: bert (WordPiece vocab.txt) or roberta (SentencePiece)")
+      ->check(CLI::IsMember({"bert", "roberta"}));
   c->add_option("--model_name_or_path", o.model_name_or_path,
                 "A directory written by run_mlm (config.json, model.safetensors, vocab.txt) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: BERT's defaults");
   c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"hidden_size=128,num_hidden_layers=2\"");
-  c->add_option("--tokenizer_name", o.tokenizer_name, "A vocab.txt, or a directory holding one (default: --model_name_or_path)");
+  c->add_option("--tokenizer_name", o.tokenizer_name,
+                "bert: a vocab.txt or a directory holding one; roberta: a SentencePiece model directory (default: --model_name_or_path)");
   c->add_option("--max_seq_length", o.max_seq_length, "Sequence length after tokenization (default: min(512, max_position_embeddings))");
   c->add_flag("--pad_to_max_length", o.pad_to_max_length, "Pad every line to max_seq_length (with --line_by_line)");
   c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
@@ -85,7 +94,7 @@ void check_output_dir(const train::TrainingArguments& t) {
 }
 
 models::BertConfig load_config(const RunMlmOptions& o) {
-  models::BertConfig config;
+  models::BertConfig config = o.model_type == "roberta" ? models::roberta_config() : models::BertConfig();
   std::string source = o.config_name.empty() ? o.model_name_or_path : o.config_name;
   if (!source.empty()) {
     std::string path = fs::is_directory(source) ? source + "/config.json" : source;
@@ -93,10 +102,76 @@ models::BertConfig load_config(const RunMlmOptions& o) {
   }
   if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
   config.validate(o.config_overrides.empty() ? "'" + source + "'" : "the config after --config_overrides");
-  if (config.model_type != "bert") {
-    throw Error("[run_mlm] model_type '" + config.model_type + "' is not supported; expected 'bert'");
+  if (config.model_type != "bert" && config.model_type != "roberta") {
+    throw Error("[run_mlm] model_type '" + config.model_type + "' is not supported; expected 'bert' or 'roberta'");
   }
   return config;
+}
+
+// The model being trained, BERT or RoBERTa, behind one forward.
+struct MaskedLM {
+  std::shared_ptr<nn::Module> module;
+  std::function<models::MaskedLMOutput(const Tensor&, const Tensor&, const Tensor&)> forward;
+};
+
+MaskedLM make_model(const models::BertConfig& config) {
+  if (config.model_type == "roberta") {
+    auto m = std::make_shared<models::RobertaForMaskedLM>(config);
+    return {m, [m](const Tensor& i, const Tensor& a, const Tensor& l) { return m->forward(i, a, l); }};
+  }
+  auto m = std::make_shared<models::BertForMaskedLM>(config);
+  return {m, [m](const Tensor& i, const Tensor& a, const Tensor& l) { return m->forward(i, a, l); }};
+}
+
+// The tokenizer of the model type: WordPiece (BERT) or SentencePiece (RoBERTa).
+struct Tokenizer {
+  std::unique_ptr<data::WordPieceTokenizer> wordpiece;
+  std::unique_ptr<data::SentencePieceTokenizer> sentencepiece;
+
+  int64_t vocab_size() const { return wordpiece ? wordpiece->vocab_size() : sentencepiece->vocab_size(); }
+  data::CollatorTokens collator_tokens() const {
+    if (sentencepiece) return sentencepiece->collator_tokens();
+    return {wordpiece->vocab_size(), wordpiece->mask_token_id(), wordpiece->pad_token_id(), wordpiece->all_special_ids()};
+  }
+};
+
+Tokenizer load_tokenizer(const std::string& name, const std::string& model_type) {
+  Tokenizer t;
+  if (model_type == "roberta") t.sentencepiece = std::make_unique<data::SentencePieceTokenizer>(name);
+  else t.wordpiece = std::make_unique<data::WordPieceTokenizer>(name);
+  return t;
+}
+
+// The examples of TFRecord shards matching `pattern`: how many there are, and
+// their length (every example must have the same). Reads the shards once.
+std::pair<int64_t, int64_t> scan_tfrecords(const std::string& pattern, const std::string& flag) {
+  data::TFRecordDataset all(data::glob_files(pattern), {});
+  int64_t count = 0, length = -1;
+  while (std::optional<data::Example> ex = all.next()) {
+    const auto n = static_cast<int64_t>(ex->input_ids.size());
+    if (length >= 0 && n != length) {
+      throw Error("[run_mlm] " + flag + " '" + pattern + "' holds examples of " + std::to_string(length) + " and " + std::to_string(n) +
+                  " tokens; write the shards with one --max_seq_length");
+    }
+    length = n;
+    ++count;
+  }
+  if (count == 0) throw Error("[run_mlm] " + flag + " '" + pattern + "' holds no example");
+  return {count, length};
+}
+
+// Streams the shards: interleaved, shuffled for training (tf.data's recipe),
+// a new shuffle order every epoch.
+train::ExampleStreamFactory tfrecord_stream(const std::string& pattern, bool training, uint64_t seed) {
+  std::vector<std::string> files = data::glob_files(pattern);
+  return [files, training, seed](uint64_t epoch) -> train::ExampleStream {
+    data::TFRecordDatasetOptions options;
+    options.cycle_length = training ? 4 : 1;
+    options.shuffle_buffer = training ? 10000 : 0;
+    options.seed = seed * 1000003ull + epoch;
+    auto dataset = std::make_shared<data::TFRecordDataset>(files, options);
+    return [dataset] { return dataset->next(); };
+  };
 }
 
 // Fails before any work when --output_dir could not be created or written.
@@ -108,10 +183,23 @@ void check_output_dir_writable(const std::string& dir) {
   }
 }
 
-std::vector<data::Example> load_dataset(const std::string& path, const data::WordPieceTokenizer& tokenizer, const RunMlmOptions& o,
-                                        int64_t max_seq_length) {
+std::vector<data::Example> load_dataset(const std::string& path, const Tokenizer& t, const RunMlmOptions& o, int64_t max_seq_length) {
   std::vector<std::string> lines = data::read_text_lines(path);
   std::vector<data::Example> examples;
+  if (t.sentencepiece) {
+    // RoBERTa: every line as <s> ... </s>, then group_texts.
+    if (o.line_by_line) throw Error("[run_mlm] --line_by_line is for bert; roberta groups text into blocks");
+    std::vector<data::Example> encoded;
+    for (const std::string& line : lines) {
+      data::Example ex;
+      ex.input_ids = t.sentencepiece->encode(line);
+      encoded.push_back(std::move(ex));
+    }
+    examples = data::group_texts(encoded, max_seq_length);
+    if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
+    return examples;
+  }
+  const data::WordPieceTokenizer& tokenizer = *t.wordpiece;
   if (o.line_by_line) {
     examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, o.pad_to_max_length);
     if (!o.pad_to_max_length) {
@@ -137,10 +225,19 @@ void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size
 
 // Writes the vocabulary (not a file copy: the source may be read-only, and its
 // mode must not carry over to the output).
-void save_vocabulary(const data::WordPieceTokenizer& tokenizer, const std::string& path) {
+void save_vocabulary(const Tokenizer& t, const std::string& dir) {
+  if (t.sentencepiece) {
+    for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
+      const fs::path from = fs::path(t.sentencepiece->model_file()).parent_path() / name;
+      std::ifstream in(from, std::ios::binary);
+      if (!in) continue;  // a bare .model file was given
+      write_file_atomically(dir + "/" + name, std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    return;
+  }
   std::string text;
-  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) text += tokenizer.convert_id_to_token(id) + "\n";
-  write_file_atomically(path, text);
+  for (int64_t id = 0; id < t.wordpiece->vocab_size(); ++id) text += t.wordpiece->convert_id_to_token(id) + "\n";
+  write_file_atomically(dir + "/vocab.txt", text);
 }
 
 
@@ -157,8 +254,12 @@ int run_mlm(const RunMlmOptions& o) {
   // Validate everything before touching --output_dir.
   t.validate();
   if (!t.do_train && !t.do_eval) throw Error("[run_mlm] nothing to do: pass --do_train and/or --do_eval");
-  if (t.do_train) require_file(o.train_file, "--train_file");
-  if (t.do_eval) require_file(o.validation_file, "--validation_file");
+  if (t.do_train && o.train_tfrecords.empty()) require_file(o.train_file, "--train_file");
+  if (t.do_eval && o.validation_tfrecords.empty()) require_file(o.validation_file, "--validation_file");
+  if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_mlm] give --train_file or --train_tfrecords, not both");
+  if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
+    throw Error("[run_mlm] give --validation_file or --validation_tfrecords, not both");
+  }
   if (!(o.mlm_probability > 0.0)) throw Error("[run_mlm] --mlm_probability must be in (0, 1]; with 0 no token is masked and the loss is undefined");
   if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {
     throw Error("[run_mlm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
@@ -167,8 +268,8 @@ int run_mlm(const RunMlmOptions& o) {
   check_output_dir_writable(t.output_dir);
   models::BertConfig config = load_config(o);
   std::string tokenizer_name = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
-  if (tokenizer_name.empty()) throw Error("[run_mlm] --tokenizer_name is required (a vocab.txt or a directory holding one)");
-  data::WordPieceTokenizer tokenizer(tokenizer_name);
+  if (tokenizer_name.empty()) throw Error("[run_mlm] --tokenizer_name is required (bert: a vocab.txt; roberta: a SentencePiece model directory)");
+  Tokenizer tokenizer = load_tokenizer(tokenizer_name, config.model_type);
   if (tokenizer.vocab_size() > config.vocab_size) {
     throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the config's vocab_size is " +
                 std::to_string(config.vocab_size));
@@ -176,17 +277,40 @@ int run_mlm(const RunMlmOptions& o) {
   if (o.max_seq_length && *o.max_seq_length < 2) {
     throw Error("[run_mlm] --max_seq_length must be at least 2 ([CLS] and [SEP]), got " + std::to_string(*o.max_seq_length));
   }
-  const int64_t max_seq_length = o.max_seq_length ? *o.max_seq_length : std::min<int64_t>(512, config.max_position_embeddings);
-  if (max_seq_length > config.max_position_embeddings) {
+  // RoBERTa's positions start after the padding index.
+  const int64_t max_positions = config.model_type == "roberta" ? config.max_position_embeddings - config.pad_token_id - 1
+                                                                : config.max_position_embeddings;
+  const int64_t max_seq_length = o.max_seq_length ? *o.max_seq_length : std::min<int64_t>(512, max_positions);
+  if (max_seq_length > max_positions) {
     throw Error("[run_mlm] --max_seq_length " + std::to_string(max_seq_length) + " is larger than the model's max_position_embeddings " +
-                std::to_string(config.max_position_embeddings));
+                std::to_string(config.max_position_embeddings) +
+                (max_positions == config.max_position_embeddings
+                     ? std::string()
+                     : " allows (RoBERTa's positions start after pad_token_id: at most " + std::to_string(max_positions) + ")"));
   }
   std::vector<data::Example> train_set, eval_set;
-  if (t.do_train) {
+  std::pair<int64_t, int64_t> train_records{0, 0}, eval_records{0, 0};
+  auto check_records = [&](const std::pair<int64_t, int64_t>& r, int64_t batch, const std::string& flag, const std::string& glob) {
+    if (r.second > max_positions) {
+      throw Error("[run_mlm] " + flag + " '" + glob + "' holds examples of " + std::to_string(r.second) + " tokens, more than the model's " +
+                  std::to_string(max_positions) + " positions");
+    }
+    if (r.first < batch) {
+      throw Error("[run_mlm] " + flag + " '" + glob + "' holds " + std::to_string(r.first) + " examples, fewer than one batch of " +
+                  std::to_string(batch));
+    }
+  };
+  if (t.do_train && !o.train_tfrecords.empty()) {
+    train_records = scan_tfrecords(o.train_tfrecords, "--train_tfrecords");
+    check_records(train_records, t.per_device_train_batch_size, "--train_tfrecords", o.train_tfrecords);
+  } else if (t.do_train) {
     train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
     require_one_batch(train_set, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
   }
-  if (t.do_eval) {
+  if (t.do_eval && !o.validation_tfrecords.empty()) {
+    eval_records = scan_tfrecords(o.validation_tfrecords, "--validation_tfrecords");
+    check_records(eval_records, t.per_device_eval_batch_size, "--validation_tfrecords", o.validation_tfrecords);
+  } else if (t.do_eval) {
     eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
     require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
   }
@@ -198,9 +322,9 @@ int run_mlm(const RunMlmOptions& o) {
   }
 
   manual_seed(t.seed);
-  models::BertForMaskedLM model(config);
+  MaskedLM model = make_model(config);
   if (!o.model_name_or_path.empty()) {
-    train::load_safetensors_into(model, o.model_name_or_path + "/model.safetensors");
+    train::load_safetensors_into(*model.module, o.model_name_or_path + "/model.safetensors");
   } else if (!t.do_train) {
     std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
   }
@@ -208,8 +332,11 @@ int run_mlm(const RunMlmOptions& o) {
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;
-  train::Trainer trainer(model, t, loss_fn, std::move(train_set), std::move(eval_set),
-                         [&] { return data::DataCollatorForLanguageModeling(tokenizer, collator_options); });
+  const data::CollatorTokens collator_tokens = tokenizer.collator_tokens();
+  train::Trainer trainer(*model.module, t, loss_fn, std::move(train_set), std::move(eval_set),
+                         [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+  if (train_records.first > 0) trainer.stream_train_dataset(tfrecord_stream(o.train_tfrecords, true, t.seed), train_records.first);
+  if (eval_records.first > 0) trainer.stream_eval_dataset(tfrecord_stream(o.validation_tfrecords, false, t.seed), eval_records.first);
 
   std::map<std::string, double> all;
   std::map<std::string, double> train_metrics, eval_metrics;
@@ -218,8 +345,8 @@ int run_mlm(const RunMlmOptions& o) {
 
   fs::create_directories(t.output_dir);
   if (t.do_train) {
-    train::save_pretrained(model, config.to_json(), t.output_dir);
-    save_vocabulary(tokenizer, t.output_dir + "/vocab.txt");
+    train::save_pretrained(*model.module, config.to_json(), t.output_dir);
+    save_vocabulary(tokenizer, t.output_dir);
     write_results(t.output_dir + "/train_results.json", train_metrics);
     std::printf("***** train metrics *****\n");
     for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);

@@ -64,7 +64,7 @@ nlohmann::json BertConfig::to_json() const {
   nlohmann::json j = extra;
   BertConfig copy = *this;
   for_each_field(copy, [&](const char* name, auto& field) { j[name] = field; });
-  if (!j.contains("architectures")) j["architectures"] = {"BertForMaskedLM"};
+  if (!j.contains("architectures")) j["architectures"] = {model_type == "roberta" ? "RobertaForMaskedLM" : "BertForMaskedLM"};
   return j;
 }
 

@@ -70,10 +70,58 @@ data::DataLoader<data::Batch> Trainer::make_loader(const std::vector<data::Examp
   });
 }
 
+void Trainer::stream_train_dataset(ExampleStreamFactory factory, int64_t size) {
+  train_stream_ = std::move(factory);
+  train_stream_size_ = size;
+}
+
+void Trainer::stream_eval_dataset(ExampleStreamFactory factory, int64_t size) {
+  eval_stream_ = std::move(factory);
+  eval_stream_size_ = size;
+}
+
+int64_t Trainer::dataset_size(bool training) const {
+  if (training) return train_stream_ ? train_stream_size_ : static_cast<int64_t>(train_dataset_.size());
+  return eval_stream_ ? eval_stream_size_ : static_cast<int64_t>(eval_dataset_.size());
+}
+
+std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training, uint64_t epoch) {
+  const int64_t batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  const ExampleStreamFactory& factory = training ? train_stream_ : eval_stream_;
+  if (factory) {
+    struct Stream {
+      ExampleStream next;
+      data::DataCollatorForLanguageModeling collator;
+      uint64_t number;
+    };
+    auto stream = std::make_shared<Stream>(Stream{factory(epoch), make_collator_(),
+                                                  epoch * static_cast<uint64_t>(dataset_size(training) / batch_size)});
+    return [stream, batch_size]() -> std::optional<data::Batch> {
+      std::vector<data::Example> examples;
+      while (static_cast<int64_t>(examples.size()) < batch_size) {
+        std::optional<data::Example> ex = stream->next();
+        if (!ex) return std::nullopt;  // a last partial batch is dropped (static shapes)
+        examples.push_back(std::move(*ex));
+      }
+      return stream->collator(examples, stream->number++);
+    };
+  }
+  // The loader must outlive its epoch's workers, which use its collate function.
+  struct Epoch {
+    std::unique_ptr<data::DataLoader<data::Batch>> loader;
+    std::unique_ptr<data::DataLoader<data::Batch>::Epoch> epoch;
+    ~Epoch() { epoch.reset(); }
+  };
+  auto e = std::make_shared<Epoch>();
+  e->loader = std::make_unique<data::DataLoader<data::Batch>>(make_loader(training ? train_dataset_ : eval_dataset_, batch_size, training));
+  e->epoch = e->loader->epoch(epoch);
+  return [e] { return e->epoch->next(); };
+}
+
 std::map<std::string, double> Trainer::train() {
-  const int64_t per_epoch = static_cast<int64_t>(train_dataset_.size()) / args_.per_device_train_batch_size;
+  const int64_t per_epoch = dataset_size(true) / args_.per_device_train_batch_size;
   if (per_epoch == 0) {
-    throw Error("[Trainer] the training set has " + std::to_string(train_dataset_.size()) + " examples, fewer than one batch of " +
+    throw Error("[Trainer] the training set has " + std::to_string(dataset_size(true)) + " examples, fewer than one batch of " +
                 std::to_string(args_.per_device_train_batch_size));
   }
   if (args_.max_steps > 0) {
@@ -91,7 +139,6 @@ std::map<std::string, double> Trainer::train() {
   optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
                          {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
   std::vector<Tensor> params = model_.parameters();
-  data::DataLoader<data::Batch> loader = make_loader(train_dataset_, args_.per_device_train_batch_size, true);
   model_.train();
   ProgressBar bar(max_steps_, args_.disable_tqdm);
   const auto start = std::chrono::steady_clock::now();
@@ -132,9 +179,8 @@ std::map<std::string, double> Trainer::train() {
     }
   };
   for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
-    auto host_batches = loader.epoch(epoch);
-    const double batches = static_cast<double>(loader.size());
-    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader([&] { return host_batches->next(); },
+    const double batches = static_cast<double>(per_epoch);
+    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(true, epoch),
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
       std::optional<data::DeviceBatch> batch = device_loader.next();  // launches the step traced before
@@ -172,9 +218,9 @@ std::map<std::string, double> Trainer::train() {
 }
 
 std::map<std::string, double> Trainer::evaluate() {
-  data::DataLoader<data::Batch> loader = make_loader(eval_dataset_, args_.per_device_eval_batch_size, false);
-  if (loader.size() == 0) {
-    throw Error("[Trainer] the evaluation set has " + std::to_string(eval_dataset_.size()) + " examples, fewer than one batch of " +
+  const int64_t eval_batches = dataset_size(false) / args_.per_device_eval_batch_size;
+  if (eval_batches == 0) {
+    throw Error("[Trainer] the evaluation set has " + std::to_string(dataset_size(false)) + " examples, fewer than one batch of " +
                 std::to_string(args_.per_device_eval_batch_size));
   }
   model_.eval();
@@ -182,8 +228,7 @@ std::map<std::string, double> Trainer::evaluate() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> losses;  // read at the end: evaluation never waits for a step
   {
-    auto host_batches = loader.epoch(0);
-    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader([&] { return host_batches->next(); },
+    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(false, 0),
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     while (std::optional<data::DeviceBatch> batch = device_loader.next()) {
       if (!batch->has_labels) continue;  // nothing masked: no loss to average
@@ -196,11 +241,11 @@ std::map<std::string, double> Trainer::evaluate() {
   model_.train();
   const double runtime = seconds_since(start);
   const double eval_loss = total / static_cast<double>(losses.size());
-  const double samples = static_cast<double>(loader.size() * static_cast<size_t>(args_.per_device_eval_batch_size));
+  const double samples = static_cast<double>(eval_batches * args_.per_device_eval_batch_size);
   std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
                                            {"eval_runtime", round4(runtime)},
                                            {"eval_samples_per_second", round4(samples / runtime)},
-                                           {"eval_steps_per_second", round4(static_cast<double>(loader.size()) / runtime)},
+                                           {"eval_steps_per_second", round4(static_cast<double>(eval_batches) / runtime)},
                                            {"epoch", round4(epoch_)}};
   nlohmann::json entry;
   for (const auto& [k, v] : metrics) if (k != "epoch") entry[k] = v;

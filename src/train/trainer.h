@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ namespace lazytrain::train {
 
 // Computes the mean loss of one collated batch (a 0-d float tensor).
 using LossFn = std::function<Tensor(const data::DeviceBatch& batch)>;
+// A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.
+using ExampleStream = std::function<std::optional<data::Example>()>;
+// Opens the stream of one epoch.
+using ExampleStreamFactory = std::function<ExampleStream(uint64_t epoch)>;
 
 class Trainer {
  public:
@@ -33,6 +38,12 @@ class Trainer {
   // dataset must all have the same length (static shapes).
   Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
           std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator);
+
+  // Streams the training (or evaluation) examples instead of taking them from
+  // the in-memory dataset: `size` examples per epoch (for the epoch count),
+  // batched in stream order (the stream shuffles, as tf.data does).
+  void stream_train_dataset(ExampleStreamFactory factory, int64_t size);
+  void stream_eval_dataset(ExampleStreamFactory factory, int64_t size);
 
   // Trains for args.max_steps (or num_train_epochs); returns train metrics
   // (train_loss, train_runtime, train_samples_per_second, train_steps_per_second, epoch).
@@ -53,6 +64,10 @@ class Trainer {
   // with per-batch randomness (data::DataLoader).
   data::DataLoader<data::Batch> make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle);
   data::DeviceLoaderOptions device_loader_options() const;
+  // The host batches of one epoch (the last partial batch dropped): from the
+  // in-memory dataset through a DataLoader, or from the stream.
+  std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch);
+  int64_t dataset_size(bool training) const;
   void log(nlohmann::json entry, int64_t step, double epoch);
 
   nn::Module& model_;
@@ -62,6 +77,8 @@ class Trainer {
   Tensor compute_loss(const data::DeviceBatch& batch);
   LossFn loss_fn_;
   std::vector<data::Example> train_dataset_, eval_dataset_;
+  ExampleStreamFactory train_stream_, eval_stream_;
+  int64_t train_stream_size_ = 0, eval_stream_size_ = 0;
   std::function<data::DataCollatorForLanguageModeling()> make_collator_;
   int64_t global_step_ = 0;
   int64_t max_steps_ = 0;

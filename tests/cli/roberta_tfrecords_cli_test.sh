@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The TF/TPU recipe end to end on a small slice of WikiText-2: train_tokenizer,
+# make_tfrecords, run_mlm --model_type roberta streaming the shards; and its bad
+# input (one error line naming the file, the record or the flag; exit non-zero).
+# Usage: roberta_tfrecords_cli_test.sh <lazytrain binary> <shared data dir>
+set -uo pipefail
+bin="$1"
+data="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+head -n 1500 "$data/wikitext-2/valid.txt" > "$work/train.txt"
+head -n 600 "$data/wikitext-2/test.txt" > "$work/valid.txt"
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; cat "$work/stderr" 2>/dev/null; }
+
+# expect_error NAME EXPECTED ARGS...: non-zero exit, one stderr line containing EXPECTED.
+expect_error() {
+  local name="$1" expected="$2"
+  shift 2
+  "$bin" "$@" > "$work/stdout" 2> "$work/stderr"
+  local rc=$?
+  if [ $rc -ne 0 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$expected" "$work/stderr"; then pass; else fail "$name (rc=$rc)"; fi
+}
+
+"$bin" train_tokenizer --model_type unigram --vocab_size 600 --input "$work/train.txt" --output_dir "$work/tok" > /dev/null 2> "$work/stderr" &&
+  [ -s "$work/tok/spm.model" ] && [ -s "$work/tok/special_tokens_map.json" ] && pass || fail train_tokenizer
+"$bin" make_tfrecords --tokenizer "$work/tok" --max_seq_length 64 --shard_size 100 --input "$work/train.txt" \
+  --output_dir "$work/shards" --prefix train > /dev/null 2> "$work/stderr" &&
+  "$bin" make_tfrecords --tokenizer "$work/tok" --max_seq_length 64 --shard_size 100 --input "$work/valid.txt" \
+  --output_dir "$work/shards" --prefix validation > /dev/null 2>> "$work/stderr" &&
+  ls "$work/shards"/train-00000-of-*.tfrecord > /dev/null && grep -q '"num_examples"' "$work/shards/train.json" && pass || fail make_tfrecords
+
+roberta=(run_mlm --model_type roberta --tokenizer_name "$work/tok"
+         --config_overrides "vocab_size=600,hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37,max_position_embeddings=66"
+         --per_device_train_batch_size 4 --per_device_eval_batch_size 4 --max_steps 4 --logging_steps 2 --disable_tqdm)
+"$bin" "${roberta[@]}" --train_tfrecords "$work/shards/train-*.tfrecord" --validation_tfrecords "$work/shards/validation-*.tfrecord" \
+  --do_train --do_eval --output_dir "$work/run" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+ok=1
+for f in config.json model.safetensors spm.model train_results.json eval_results.json trainer_state.json metrics_report.txt; do
+  [ -s "$work/run/$f" ] || { ok=0; echo "missing $f"; }
+done
+grep -q '"RobertaForMaskedLM"' "$work/run/config.json" || ok=0
+grep -q '"perplexity"' "$work/run/eval_results.json" || ok=0
+grep -A1 "Metric: CompileTime" "$work/run/metrics_report.txt" | grep -q "TotalSamples: 2" || { ok=0; echo "CompileTime is not 2 samples"; }
+head -c 8192 "$work/run/model.safetensors" | grep -q '"lm_head.bias"' || { ok=0; echo "no lm_head.bias in the checkpoint"; }
+[ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_tfrecords (rc=$rc)"
+
+# Bad input.
+expect_error shards_do_not_match "no file matches '$work/shards/nothing-*.tfrecord'" \
+  "${roberta[@]}" --train_tfrecords "$work/shards/nothing-*.tfrecord" --do_train --output_dir "$work/out1"
+expect_error both_inputs "give --train_file or --train_tfrecords, not both" \
+  "${roberta[@]}" --train_file "$work/train.txt" --train_tfrecords "$work/shards/train-*.tfrecord" --do_train --output_dir "$work/out2"
+cp "$work/shards/train-00000-of-"*.tfrecord "$work/damaged.tfrecord"
+printf '\x55' | dd of="$work/damaged.tfrecord" bs=1 seek=200 conv=notrunc 2> /dev/null
+expect_error damaged_shard "'$work/damaged.tfrecord': record" \
+  "${roberta[@]}" --train_tfrecords "$work/damaged.tfrecord" --do_train --output_dir "$work/out3"
+expect_error tokenizer_missing "no model at '$work/none'" \
+  make_tfrecords --tokenizer "$work/none" --input "$work/train.txt" --output_dir "$work/out4"
+printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
+expect_error not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
+  make_tfrecords --tokenizer "$work/tok" --input "$work/latin1.txt" --output_dir "$work/out5"
+expect_error vocab_too_large "Vocabulary size" \
+  train_tokenizer --vocab_size 500000 --input "$work/train.txt" --output_dir "$work/out6"
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
