@@ -214,7 +214,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
     std::vector<runtime::Buffer> buffers;
     buffers.reserve(arguments.size());
     try {
-      for (const auto& a : arguments) buffers.push_back(a->get_untimed());
+      for (const auto& a : arguments) buffers.push_back(a->get());
     } catch (const std::exception& e) {
       // An input is the output of a failed execution, whose error was already reported.
       auto error = std::make_exception_ptr(Error("[mark_step] " + what + " did not run: an input comes from a failed execution: " + e.what()));

@@ -47,8 +47,8 @@ class Node {
   const std::vector<Attr>& attrs() const { return attrs_; }
   LowerFn lower() const { return lower_; }
   bool is_device_data() const { return data_ != nullptr; }
-  // The device data's buffer, waiting for the execution that computes it
-  // (DeviceLockWait); rethrows that execution's error.
+  // The device data's buffer, waiting for the execution that computes it;
+  // rethrows that execution's error.
   const runtime::Buffer& data() const { return data_->get(); }
   const std::shared_ptr<runtime::AsyncBuffer>& async_data() const { return data_; }
   // Hash of op, shape, dtype and attributes (not operands, not data).

@@ -34,10 +34,12 @@ void LazyTensor::set_ir_value(NodePtr value) {
   value_ = std::move(value);
 }
 
+void LazyTensor::sync() {
+  if (has_pending_ir()) GraphExecutor::get().sync({this});
+}
+
 const runtime::Buffer& LazyTensor::buffer() {
-  if (has_pending_ir()) {
-    GraphExecutor::get().sync({this});
-  }
+  sync();
   return value_->data();
 }
 

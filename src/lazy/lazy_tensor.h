@@ -25,7 +25,9 @@ class LazyTensor {
   void set_ir_value(NodePtr value);
   // True when the value still has to be computed.
   bool has_pending_ir() const { return !value_->is_device_data(); }
-  // The materialised buffer, syncing this tensor's pending graph first.
+  // Launches this tensor's pending graph, if any (returns without waiting).
+  void sync();
+  // The materialised buffer: syncs, then waits for the execution.
   const runtime::Buffer& buffer();
   // Registry order: creation order, so graph outputs are ordered deterministically.
   int64_t unique_id() const { return unique_id_; }

@@ -1,7 +1,6 @@
 #include "runtime/async_buffer.h"
 
 #include "core/error.h"
-#include "runtime/metrics.h"
 
 namespace lazytrain::runtime {
 
@@ -34,19 +33,9 @@ bool AsyncBuffer::ready() const {
   return done_;
 }
 
-const Buffer& AsyncBuffer::get() const { return wait(true); }
-const Buffer& AsyncBuffer::get_untimed() const { return wait(false); }
-
-const Buffer& AsyncBuffer::wait(bool timed) const {
+const Buffer& AsyncBuffer::get() const {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!done_) {
-    if (timed) {
-      ScopedTimer timer("DeviceLockWait");
-      cv_.wait(lock, [&] { return done_; });
-    } else {
-      cv_.wait(lock, [&] { return done_; });
-    }
-  }
+  cv_.wait(lock, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);
   return value_;
 }

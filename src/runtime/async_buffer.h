@@ -1,8 +1,9 @@
 // AsyncBuffer: a device buffer that may still be being computed. mark_step()
 // hands out pending AsyncBuffers for a graph's outputs and returns; the
 // execution fills them (or fails them) on the device's execution thread.
-// Reading waits until the value is there; the wait counts in the
-// `DeviceLockWait` metric, as PyTorch/XLA's waits for a busy device do.
+// Reading waits until the value is there (Tensor reads time that wait as
+// TransferFromDeviceTime, as PyTorch/XLA's reads of device data include waiting
+// for the execution that makes them).
 #pragma once
 
 #include <condition_variable>
@@ -29,15 +30,10 @@ class AsyncBuffer {
   void set_error(std::exception_ptr error);
 
   bool ready() const;
-  // The value, waiting for it if pending (DeviceLockWait); rethrows the error of
-  // a failed execution.
+  // The value, waiting for it if pending; rethrows the error of a failed execution.
   const Buffer& get() const;
-  // The same without timing the wait (the execution thread reading its inputs).
-  const Buffer& get_untimed() const;
 
  private:
-  const Buffer& wait(bool timed) const;
-
   Shape shape_;
   DType dtype_;
   mutable std::mutex mutex_;

@@ -33,8 +33,10 @@ const runtime::Buffer& Tensor::buffer() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  deref(impl_);
+  impl_->sync();  // compiles and launches a pending value (not part of the transfer)
+  runtime::ScopedTimer timer("TransferFromDeviceTime");  // waiting for the execution, then the copy
   const runtime::Buffer& b = buffer();
-  runtime::ScopedTimer timer("TransferFromDeviceTime");
   std::vector<T> out(static_cast<size_t>(b.numel()));
   const int64_t n = b.numel();
   auto copy = [&](auto* p) {

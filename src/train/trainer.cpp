@@ -144,9 +144,10 @@ std::map<std::string, double> Trainer::train() {
   const auto start = std::chrono::steady_clock::now();
   double total_loss = 0.0, interval_loss = 0.0;
   int64_t interval_steps = 0, counted_steps = 0;
-  // A step's loss is read once the next step has been launched: by then the
-  // device finished it (one execution in flight), so reading never stalls the
-  // pipeline that the DeviceLoader keeps full.
+  // Each iteration launches the step traced before (DeviceLoader::next calls
+  // mark_step), traces the next one while it runs, and only then reads its loss,
+  // so tracing overlaps execution and the device is free again when the next
+  // mark_step comes (the wait is in reading the loss: TransferFromDeviceTime).
   struct PendingLoss {
     Tensor loss;
     bool counted;
@@ -184,7 +185,6 @@ std::map<std::string, double> Trainer::train() {
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
       std::optional<data::DeviceBatch> batch = device_loader.next();  // launches the step traced before
-      if (pending) finish(*std::exchange(pending, std::nullopt));
       if (!batch) break;
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
       Tensor loss = compute_loss(*batch);
@@ -192,6 +192,7 @@ std::map<std::string, double> Trainer::train() {
       if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
       optimizer.step();
       optimizer.zero_grad();
+      if (pending) finish(*std::exchange(pending, std::nullopt));  // the step running since next()
       ++global_step_;
       epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / batches;
       pending = PendingLoss{loss, batch->has_labels, global_step_, epoch_};
@@ -226,21 +227,27 @@ std::map<std::string, double> Trainer::evaluate() {
   model_.eval();
   NoGradGuard no_grad;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Tensor> losses;  // read at the end: evaluation never waits for a step
+  double total = 0.0;
+  int64_t counted = 0;
   {
+    // As in train(): each loss is read after the next step was traced.
+    Tensor pending;
     data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(false, 0),
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     while (std::optional<data::DeviceBatch> batch = device_loader.next()) {
       if (!batch->has_labels) continue;  // nothing masked: no loss to average
-      losses.push_back(compute_loss(*batch));
+      Tensor loss = compute_loss(*batch);
+      if (pending.defined()) total += pending.item();
+      pending = loss;
+      ++counted;
     }
+    lazy::mark_step();
+    if (pending.defined()) total += pending.item();
   }
-  if (losses.empty()) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
-  double total = 0.0;
-  for (const Tensor& l : losses) total += l.item();
+  if (counted == 0) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
   model_.train();
   const double runtime = seconds_since(start);
-  const double eval_loss = total / static_cast<double>(losses.size());
+  const double eval_loss = total / static_cast<double>(counted);
   const double samples = static_cast<double>(eval_batches * args_.per_device_eval_batch_size);
   std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
                                            {"eval_runtime", round4(runtime)},
