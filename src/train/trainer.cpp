@@ -155,6 +155,7 @@ std::map<std::string, double> Trainer::train() {
     double epoch;
   };
   std::optional<PendingLoss> pending;
+  bool traced_unlaunched = false;
   auto finish = [&](const PendingLoss& p) {
     const double value = p.loss.item();
     // A batch without a masked token has loss 0/0 and zero gradients; Hugging
@@ -185,6 +186,7 @@ std::map<std::string, double> Trainer::train() {
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
       std::optional<data::DeviceBatch> batch = device_loader.next();  // launches the step traced before
+      traced_unlaunched = false;
       if (!batch) break;
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
       Tensor loss = compute_loss(*batch);
@@ -196,9 +198,10 @@ std::map<std::string, double> Trainer::train() {
       ++global_step_;
       epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / batches;
       pending = PendingLoss{loss, batch->has_labels, global_step_, epoch_};
+      traced_unlaunched = true;
     }
   }
-  lazy::mark_step();  // the last step, when max_steps ended the loop
+  if (traced_unlaunched) lazy::mark_step();  // max_steps ended the loop before next() launched the last step
   if (pending) finish(*pending);
   bar.finish();
   if (skipped_batches_ > 0) {
@@ -240,8 +243,7 @@ std::map<std::string, double> Trainer::evaluate() {
       if (pending.defined()) total += pending.item();
       pending = loss;
       ++counted;
-    }
-    lazy::mark_step();
+    }  // the last next() launched the last step
     if (pending.defined()) total += pending.item();
   }
   if (counted == 0) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
