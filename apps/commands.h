@@ -35,6 +35,7 @@ int run_mlm(const RunMlmOptions& options);
 struct TrainTokenizerOptions {
   std::string model_type = "unigram";
   int64_t vocab_size = 8000;
+  double character_coverage = 0.9995;
   std::vector<std::string> input;
   std::string output_dir;
 };

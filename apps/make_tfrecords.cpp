@@ -26,9 +26,10 @@ int make_tfrecords(const MakeTfrecordsOptions& o) {
   s.output_dir = o.output_dir;
   s.prefix = o.prefix;
   data::TFRecordShardSummary summary = data::write_tfrecord_shards(o.input, tokenizer, s);
-  std::printf("wrote %lld examples of %lld tokens (%lld text tokens) in %zu shards: %s/%s-*.tfrecord\n",
+  std::printf("wrote %lld examples of %lld tokens (%lld text tokens) in %zu shard%s: %s/%s-*.tfrecord\n",
               static_cast<long long>(summary.num_examples), static_cast<long long>(o.max_seq_length),
-              static_cast<long long>(summary.num_tokens), summary.files.size(), o.output_dir.c_str(), o.prefix.c_str());
+              static_cast<long long>(summary.num_tokens), summary.files.size(), summary.files.size() == 1 ? "" : "s", o.output_dir.c_str(),
+              o.prefix.c_str());
   return 0;
 }
 

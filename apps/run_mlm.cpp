@@ -291,6 +291,10 @@ int run_mlm(const RunMlmOptions& o) {
   std::vector<data::Example> train_set, eval_set;
   std::pair<int64_t, int64_t> train_records{0, 0}, eval_records{0, 0};
   auto check_records = [&](const std::pair<int64_t, int64_t>& r, int64_t batch, const std::string& flag, const std::string& glob) {
+    if (o.max_seq_length && *o.max_seq_length != r.second) {
+      throw Error("[run_mlm] --max_seq_length " + std::to_string(*o.max_seq_length) + " differs from the " + std::to_string(r.second) +
+                  "-token examples of " + flag + " '" + glob + "' (shards fix the length; leave --max_seq_length out)");
+    }
     if (r.second > max_positions) {
       throw Error("[run_mlm] " + flag + " '" + glob + "' holds examples of " + std::to_string(r.second) + " tokens, more than the model's " +
                   std::to_string(max_positions) + " positions");

@@ -11,6 +11,8 @@ void add_train_tokenizer_command(CLI::App& app, TrainTokenizerOptions& o) {
   CLI::App* c = app.add_subcommand("train_tokenizer", "Train a SentencePiece tokenizer (Unigram or BPE) on text files");
   c->add_option("--model_type", o.model_type, "unigram or bpe")->check(CLI::IsMember({"unigram", "bpe"}));
   c->add_option("--vocab_size", o.vocab_size, "Vocabulary size, special tokens included")->check(CLI::Range(262, 1 << 20));
+  c->add_option("--character_coverage", o.character_coverage, "Share of characters the pieces cover (SentencePiece's option)")
+      ->check(CLI::Range(0.5, 1.0));
   c->add_option("--input", o.input, "Text files, one sentence per line")->required();
   c->add_option("--output_dir", o.output_dir, "Where to write spm.model, spm.vocab, special_tokens_map.json")->required();
 }
@@ -20,6 +22,7 @@ int train_tokenizer(const TrainTokenizerOptions& o) {
   t.model_type = o.model_type;
   t.vocab_size = o.vocab_size;
   t.input_files = o.input;
+  t.character_coverage = o.character_coverage;
   t.output_dir = o.output_dir;
   data::train_sentencepiece(t);
   data::SentencePieceTokenizer tokenizer(o.output_dir);

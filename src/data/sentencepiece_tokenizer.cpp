@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "data/unicode_text.h"
 
 namespace lazytrain::data {
 
@@ -41,6 +42,13 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
     std::error_code ec;
     if (!fs::is_regular_file(f, ec)) throw Error(std::string(kOp) + "input file '" + f + "' does not exist or is not a file");
     if (fs::file_size(f, ec) == 0) throw Error(std::string(kOp) + "input file '" + f + "' is empty");
+    std::ifstream in(f, std::ios::binary);
+    std::string line;
+    for (int64_t number = 1; std::getline(in, line); ++number) {
+      if (unicode::find_invalid_utf8(line) != unicode::kValidUtf8) {
+        throw Error(std::string(kOp) + "'" + f + "' line " + std::to_string(number) + " is not valid UTF-8");
+      }
+    }
     inputs += (inputs.empty() ? "" : ",") + f;
   }
   const std::unordered_map<std::string, std::string> args = {
@@ -60,10 +68,25 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
       {"minloglevel", "1"}};
   std::string model;
   const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &model);
-  if (!status.ok()) throw Error(std::string(kOp) + "training on " + inputs + " failed: " + status.ToString());
+  if (!status.ok()) {
+    // SentencePiece's messages start with its source location; keep the sentence a user can act on.
+    std::string why = status.message();
+    if (size_t at = why.find("Vocabulary size"); at != std::string::npos) {
+      why = why.substr(at);
+      if (size_t hint = why.find(" Increase vocab_size or decrease character_coverage"); hint != std::string::npos) {
+        why = why.substr(0, hint) + " Increase --vocab_size (or lower --character_coverage).";
+      }
+      throw Error(std::string(kOp) + "--vocab_size " + std::to_string(o.vocab_size) + " does not fit " + inputs + ": " + why);
+    }
+    throw Error(std::string(kOp) + "training on " + inputs + " failed: " + why);
+  }
   sentencepiece::SentencePieceProcessor check;
   if (!check.LoadFromSerializedProto(model).ok()) throw Error(std::string(kOp) + "the trained model does not load");
-  fs::create_directories(o.output_dir);
+  std::error_code ec;
+  fs::create_directories(o.output_dir, ec);
+  if (ec || !fs::is_directory(o.output_dir)) {
+    throw Error(std::string(kOp) + "--output_dir '" + o.output_dir + "' cannot be created (" + (ec ? ec.message() : "not a directory") + ")");
+  }
   write_file_atomically(o.output_dir + "/spm.model", model);
   std::string vocab;
   for (int id = 0; id < check.GetPieceSize(); ++id) vocab += check.IdToPiece(id) + "\t" + std::to_string(check.GetScore(id)) + "\n";
@@ -79,7 +102,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path)
   model_file_ = fs::is_directory(path, ec) ? path + "/spm.model" : path;
   if (!fs::is_regular_file(model_file_, ec)) throw Error(std::string(kOp) + "no model at '" + model_file_ + "'");
   const sentencepiece::util::Status status = processor_->LoadFromSerializedProto(read_file(model_file_));
-  if (!status.ok()) throw Error(std::string(kOp) + "'" + model_file_ + "' is not a SentencePiece model: " + status.ToString());
+  if (!status.ok()) {
+    throw Error(std::string(kOp) + "'" + model_file_ + "' is not a SentencePiece model (expected a directory written by " +
+                "`lazytrain train_tokenizer`, or its spm.model; a WordPiece vocab.txt is for --model_type bert)");
+  }
   const std::vector<std::pair<std::string, int>> specials = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}, {"<mask>", 4}};
   for (const auto& [piece, id] : specials) {
     if (processor_->GetPieceSize() <= id || processor_->IdToPiece(id) != piece) {

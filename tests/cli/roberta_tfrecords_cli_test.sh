@@ -49,6 +49,7 @@ head -c 8192 "$work/run/model.safetensors" | grep -q '"lm_head.bias"' || { ok=0;
 [ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_tfrecords (rc=$rc)"
 
 # Bad input.
+printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
 expect_error shards_do_not_match "no file matches '$work/shards/nothing-*.tfrecord'" \
   "${roberta[@]}" --train_tfrecords "$work/shards/nothing-*.tfrecord" --do_train --output_dir "$work/out1"
 expect_error both_inputs "give --train_file or --train_tfrecords, not both" \
@@ -57,9 +58,14 @@ cp "$work/shards/train-00000-of-"*.tfrecord "$work/damaged.tfrecord"
 printf '\x55' | dd of="$work/damaged.tfrecord" bs=1 seek=200 conv=notrunc 2> /dev/null
 expect_error damaged_shard "'$work/damaged.tfrecord': record" \
   "${roberta[@]}" --train_tfrecords "$work/damaged.tfrecord" --do_train --output_dir "$work/out3"
+expect_error seq_len_mismatch "--max_seq_length 32 differs from the 64-token examples" \
+  "${roberta[@]}" --train_tfrecords "$work/shards/train-*.tfrecord" --max_seq_length 32 --do_train --output_dir "$work/out7"
+expect_error wordpiece_vocab_for_roberta "a WordPiece vocab.txt is for --model_type bert" \
+  make_tfrecords --tokenizer "$data/bert-base-uncased/vocab.txt" --input "$work/train.txt" --output_dir "$work/out8"
+expect_error tokenizer_input_not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
+  train_tokenizer --vocab_size 400 --input "$work/latin1.txt" --output_dir "$work/out9"
 expect_error tokenizer_missing "no model at '$work/none'" \
   make_tfrecords --tokenizer "$work/none" --input "$work/train.txt" --output_dir "$work/out4"
-printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
 expect_error not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
   make_tfrecords --tokenizer "$work/tok" --input "$work/latin1.txt" --output_dir "$work/out5"
 expect_error vocab_too_large "Vocabulary size" \
