@@ -157,7 +157,12 @@ std::map<std::string, double> Trainer::train() {
   std::optional<PendingLoss> pending;
   bool traced_unlaunched = false;
   auto finish = [&](const PendingLoss& p) {
-    const double value = p.loss.item();
+    double value = 0.0;
+    try {
+      value = p.loss.item();
+    } catch (const Error& e) {  // the step's execution failed on the device
+      throw Error("[Trainer] training step " + std::to_string(p.step) + ": " + e.what());
+    }
     // A batch without a masked token has loss 0/0 and zero gradients; Hugging
     // Face filters such losses from the logs (logging_nan_inf_filter).
     if (!p.counted) ++skipped_batches_;
