@@ -235,9 +235,12 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
       for (size_t i = 0; i < results.size(); ++i) results[i]->set(std::move(values[i]));
     } catch (const std::exception& e) {
       auto error = std::make_exception_ptr(Error("[mark_step] " + what + " failed: " + e.what()));
+      {
+        // Recorded before the outputs fail: a reader woken by them clears it.
+        std::lock_guard<std::mutex> lock(mutex_);
+        execution_failure_ = error;
+      }
       for (auto& r : results) r->set_error(error);
-      std::lock_guard<std::mutex> lock(mutex_);
-      execution_failure_ = error;
     }
   });
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
@@ -246,6 +249,11 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
 void GraphExecutor::wait_device_ops() {
   runtime::device_execution_queue().wait_idle();
   rethrow_execution_failure();
+}
+
+void GraphExecutor::clear_execution_failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  execution_failure_ = nullptr;
 }
 
 void GraphExecutor::rethrow_execution_failure() {

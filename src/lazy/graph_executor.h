@@ -63,6 +63,8 @@ class GraphExecutor {
   // Waits until no execution is in flight, then throws the error of a failed
   // execution not reported yet (torch_xla's xm.wait_device_ops()).
   void wait_device_ops();
+  // Forgets a failed execution not reported yet (a read has just thrown its error).
+  void clear_execution_failure();
 
   // Replaces the backend (clears the computation cache).
   void set_compiler(std::unique_ptr<backend::Compiler> compiler);

@@ -40,7 +40,13 @@ void LazyTensor::sync() {
 
 const runtime::Buffer& LazyTensor::buffer() {
   sync();
-  return value_->data();
+  try {
+    return value_->data();
+  } catch (...) {
+    // The user now has the failed execution's error: it is not reported again.
+    GraphExecutor::get().clear_execution_failure();
+    throw;
+  }
 }
 
 void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor) {

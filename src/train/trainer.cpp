@@ -156,13 +156,19 @@ std::map<std::string, double> Trainer::train() {
   };
   std::optional<PendingLoss> pending;
   bool traced_unlaunched = false;
-  auto finish = [&](const PendingLoss& p) {
-    double value = 0.0;
+  // A step's execution fails on the device and is reported at the next
+  // synchronising call (a mark_step in DeviceLoader::next, or reading its loss):
+  // name the training step it was.
+  auto in_step = [](int64_t step, auto&& call) {
     try {
-      value = p.loss.item();
-    } catch (const Error& e) {  // the step's execution failed on the device
-      throw Error("[Trainer] training step " + std::to_string(p.step) + ": " + e.what());
+      return call();
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("[mark_step]") == std::string::npos) throw;
+      throw Error("[Trainer] training step " + std::to_string(step) + ": " + e.what());
     }
+  };
+  auto finish = [&](const PendingLoss& p) {
+    const double value = in_step(p.step, [&] { return p.loss.item(); });
     // A batch without a masked token has loss 0/0 and zero gradients; Hugging
     // Face filters such losses from the logs (logging_nan_inf_filter).
     if (!p.counted) ++skipped_batches_;
@@ -190,7 +196,7 @@ std::map<std::string, double> Trainer::train() {
     data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(true, epoch),
                                                                     [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
-      std::optional<data::DeviceBatch> batch = device_loader.next();  // launches the step traced before
+      std::optional<data::DeviceBatch> batch = in_step(pending ? pending->step : global_step_, [&] { return device_loader.next(); });
       traced_unlaunched = false;
       if (!batch) break;
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
@@ -206,7 +212,7 @@ std::map<std::string, double> Trainer::train() {
       traced_unlaunched = true;
     }
   }
-  if (traced_unlaunched) lazy::mark_step();  // max_steps ended the loop before next() launched the last step
+  if (traced_unlaunched) in_step(global_step_, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
   if (pending) finish(*pending);
   bar.finish();
   if (skipped_batches_ > 0) {
