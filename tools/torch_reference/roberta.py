@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bert import ACT2FN, BertConfig, BertEncoder
+from bert import ACT2FN, BertConfig, BertEncoder, BertForMaskedLM
 
 
 class RobertaConfig(BertConfig):
@@ -85,19 +85,8 @@ class RobertaForMaskedLM(nn.Module):
         self.apply(self._init_weights)
         self.lm_head.decoder.weight = self.roberta.embeddings.word_embeddings.weight
 
-    def _init_weights(self, m):
-        std = self.config.initializer_range
-        if isinstance(m, nn.Linear):
-            m.weight.data.normal_(mean=0.0, std=std)
-            if m.bias is not None:
-                m.bias.data.zero_()
-        elif isinstance(m, nn.Embedding):
-            m.weight.data.normal_(mean=0.0, std=std)
-            if m.padding_idx is not None:
-                m.weight.data[m.padding_idx].zero_()
-        elif isinstance(m, nn.LayerNorm):
-            m.bias.data.zero_()
-            m.weight.data.fill_(1.0)
+    # HF's _init_weights, shared with BERT (the head-bias branch does not apply here).
+    _init_weights = BertForMaskedLM._init_weights
 
     def forward(self, input_ids, attention_mask, labels=None):
         hidden = self.roberta(input_ids, attention_mask)
