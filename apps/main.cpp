@@ -6,6 +6,7 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
+#include "lazy/graph_executor.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"lazytrain: train transformer language models with lazy tensors compiled through an XLA-style pipeline"};
@@ -27,6 +28,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s (see --help)\n", e.what());
     return 2;
   }
+  // Executions still in flight finish before the process tears down its statics.
+  struct DrainDevice {
+    ~DrainDevice() {
+      try {
+        lazytrain::lazy::wait_device_ops();
+      } catch (...) {  // already reported, or nobody is left to read it
+      }
+    }
+  } drain;
   try {
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
