@@ -27,7 +27,7 @@ namespace lazytrain::apps {
 namespace fs = std::filesystem;
 
 void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
-  CLI::App* c = app.add_subcommand("run_mlm", "Train and/or evaluate a masked language model (BERT) on text files");
+  CLI::App* c = app.add_subcommand("run_mlm", "Train and/or evaluate a masked language model (BERT or RoBERTa) on text files or TFRecord shards");
   auto& t = o.training;
   // As argparse: a repeated flag takes its last value.
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();

@@ -217,7 +217,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
       for (const auto& a : arguments) buffers.push_back(a->get());
     } catch (const std::exception& e) {
       // An input is the output of a failed execution, whose error was already reported.
-      auto error = std::make_exception_ptr(Error("[mark_step] " + what + " did not run: an input comes from a failed execution: " + e.what()));
+      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " did not run: an input comes from a failed execution: " + e.what()));
       for (auto& r : results) r->set_error(error);
       return;
     }
@@ -234,7 +234,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
       buffers.clear();
       for (size_t i = 0; i < results.size(); ++i) results[i]->set(std::move(values[i]));
     } catch (const std::exception& e) {
-      auto error = std::make_exception_ptr(Error("[mark_step] " + what + " failed: " + e.what()));
+      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + e.what()));
       {
         // Recorded before the outputs fail: a reader woken by them clears it.
         std::lock_guard<std::mutex> lock(mutex_);

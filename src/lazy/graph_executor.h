@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/compiler.h"
+#include "core/error.h"
 #include "lazy/lazy_tensor.h"
 
 namespace lazytrain::lazy {
@@ -44,6 +45,13 @@ hlo::HloModule lower_graph(const GraphSignature& signature, const std::string& n
 // PyTorch/XLA-style text dump of the graph that computes `outputs`:
 // "IR {\n  %0 = f32[2]{0} xla::device_data(), device=cpu:0\n ...\n}\n".
 std::string dump_ir(const std::vector<const Node*>& outputs);
+
+// The error of an execution that failed on the device (or could not run because
+// an input came from one): "[mark_step] execution N (graph H, ...) failed: ...".
+class ExecutionError : public Error {
+ public:
+  using Error::Error;
+};
 
 class GraphExecutor {
  public:

@@ -162,9 +162,8 @@ std::map<std::string, double> Trainer::train() {
   auto in_step = [](int64_t step, auto&& call) {
     try {
       return call();
-    } catch (const Error& e) {
-      if (std::string(e.what()).find("[mark_step]") == std::string::npos) throw;
-      throw Error("[Trainer] training step " + std::to_string(step) + ": " + e.what());
+    } catch (const lazy::ExecutionError& e) {
+      throw lazy::ExecutionError("[Trainer] training step " + std::to_string(step) + ": " + e.what());
     }
   };
   auto finish = [&](const PendingLoss& p) {

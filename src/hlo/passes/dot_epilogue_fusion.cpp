@@ -18,9 +18,9 @@ struct Match {
 
 class Matcher {
  public:
-  explicit Matcher(const HloModule& m) : m_(m), users_(m.instructions.size(), 0) {
+  explicit Matcher(const HloModule& m) : m_(m), users_(m.instructions.size()) {
     for (const HloInstruction& in : m.instructions) {
-      for (int o : in.operands) ++users_[o];
+      for (int o : in.operands) users_[o].push_back(in.id);
     }
   }
 
@@ -32,13 +32,13 @@ class Matcher {
       if (!bias_add(in, match)) continue;
       int root = in.id;
       // A residual add as the bias add's only user.
-      for (const HloInstruction& user : m_.instructions) {
-        if (users_[in.id] != 1 || user.opcode != HloOpcode::kAdd) continue;
-        if (user.operands[0] == user.operands[1]) continue;
-        const int other = user.operands[0] == in.id ? user.operands[1] : user.operands[1] == in.id ? user.operands[0] : -1;
-        if (other < 0 || m_.at(other).shape != in.shape || m_.at(other).dtype != in.dtype) continue;
-        match.residual = other;
-        root = user.id;
+      if (users_[in.id].size() == 1) {
+        const HloInstruction& user = m_.at(users_[in.id][0]);
+        const int other = user.operands[0] == in.id ? user.operands[1] : user.operands[0];
+        if (user.opcode == HloOpcode::kAdd && other != in.id && m_.at(other).shape == in.shape && m_.at(other).dtype == in.dtype) {
+          match.residual = other;
+          root = user.id;
+        }
       }
       roots[root] = match;
     }
@@ -54,12 +54,12 @@ class Matcher {
       const int64_t last = static_cast<int64_t>(in.shape.size()) - 1;
       if (b.opcode != HloOpcode::kBroadcast || b.dimensions != std::vector<int64_t>{last}) continue;
       match.reshape = -1;
-      if (m_.at(product).opcode == HloOpcode::kReshape && users_[product] == 1) {
+      if (m_.at(product).opcode == HloOpcode::kReshape && users_[product].size() == 1) {
         match.reshape = product;
         product = m_.at(product).operands[0];
       }
       const HloInstruction& dot = m_.at(product);
-      if (dot.opcode != HloOpcode::kDot || dot.dtype != DType::kFloat32 || users_[dot.id] != 1) continue;
+      if (dot.opcode != HloOpcode::kDot || dot.dtype != DType::kFloat32 || users_[dot.id].size() != 1) continue;
       if (dot.shape.back() != in.shape.back()) continue;  // the reshape must keep the last dim
       match.dot = dot.id;
       match.bias_add = in.id;
@@ -70,7 +70,7 @@ class Matcher {
   }
 
   const HloModule& m_;
-  std::vector<int> users_;
+  std::vector<std::vector<int>> users_;  // instruction -> the instructions reading it
 };
 
 // The fused computation of `match`: parameters lhs, rhs, bias[, residual].
