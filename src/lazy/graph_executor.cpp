@@ -124,9 +124,35 @@ std::unique_ptr<backend::Compiler> default_compiler() {
   if (backend != "interpreter") throw Error("[GraphExecutor] unknown LAZYTRAIN_BACKEND '" + backend + "'; expected 'cpu' or 'interpreter'");
   return backend::make_interpreter_compiler();
 }
+
+// LAZYTRAIN_GRAPH_SIZE_WARNING=N: warn about graphs of more than N IR nodes (0: never).
+size_t default_graph_size_warning() {
+  const char* value = std::getenv("LAZYTRAIN_GRAPH_SIZE_WARNING");
+  if (!value || !*value) return GraphExecutor::kDefaultGraphSizeWarning;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(value, &end, 10);
+  if (*end != '\0' || value[0] == '-') {
+    throw Error(std::string("[GraphExecutor] LAZYTRAIN_GRAPH_SIZE_WARNING='") + value + "': expected a number of IR nodes (0 disables)");
+  }
+  return static_cast<size_t>(n);
+}
 }  // namespace
 
-GraphExecutor::GraphExecutor() : compiler_(default_compiler()) {}
+GraphExecutor::GraphExecutor() : compiler_(default_compiler()), graph_size_warning_(default_graph_size_warning()) {}
+
+void GraphExecutor::set_graph_size_warning(size_t nodes) {
+  graph_size_warning_ = nodes;
+  warned_graph_size_ = false;
+}
+
+void GraphExecutor::warn_if_large(const GraphSignature& sig) {
+  const size_t bound = graph_size_warning_;
+  if (bound == 0 || sig.post_order.size() <= bound || warned_graph_size_.exchange(true)) return;
+  std::fprintf(stderr,
+               "warning: [mark_step] one graph has %zu IR nodes (more than %zu): mark_step() is probably missing from a loop, "
+               "so every iteration adds to one graph (LAZYTRAIN_GRAPH_SIZE_WARNING sets the bound)\n",
+               sig.post_order.size(), bound);
+}
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
   runtime::device_execution_queue().wait_idle();
@@ -193,6 +219,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   }
   if (outputs.empty()) return;
   GraphSignature sig = graph_signature(outputs);
+  warn_if_large(sig);
   std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig);
   std::vector<bool> donated = donatable_parameters(sig);
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;

@@ -6,6 +6,7 @@
 // MarkStep, CachedCompile, UncachedCompile, CreateCompileHandles.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -74,6 +75,14 @@ class GraphExecutor {
   // Forgets a failed execution not reported yet (a read has just thrown its error).
   void clear_execution_failure();
 
+  // A graph of more IR nodes than this gets a one-line warning on stderr, once
+  // per process: a training loop without mark_step() grows one graph forever.
+  // Default kDefaultGraphSizeWarning, or $LAZYTRAIN_GRAPH_SIZE_WARNING read at
+  // start-up; 0 disables the warning. Setting the bound re-arms the warning.
+  static constexpr size_t kDefaultGraphSizeWarning = 50000;
+  void set_graph_size_warning(size_t nodes);
+  size_t graph_size_warning() const { return graph_size_warning_; }
+
   // Replaces the backend (clears the computation cache).
   void set_compiler(std::unique_ptr<backend::Compiler> compiler);
   const backend::Compiler& compiler() const { return *compiler_; }
@@ -87,6 +96,7 @@ class GraphExecutor {
 
   // Rethrows (once) the error of an execution that failed since the last call.
   void rethrow_execution_failure();
+  void warn_if_large(const GraphSignature& signature);
 
   mutable std::mutex mutex_;
   std::exception_ptr execution_failure_;  // set by the execution thread
@@ -94,6 +104,8 @@ class GraphExecutor {
   std::unique_ptr<backend::Compiler> compiler_;
   std::unordered_map<uint64_t, std::shared_ptr<backend::Executable>> cache_;
   std::string last_compiled_hlo_;
+  std::atomic<size_t> graph_size_warning_{kDefaultGraphSizeWarning};
+  std::atomic<bool> warned_graph_size_{false};
 };
 
 // PyTorch/XLA's torch_xla.core.xla_model.mark_step().

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/iterative_release.h"
 
 namespace lazytrain::lazy {
 
@@ -63,6 +64,13 @@ Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dty
 
 Node::Node(std::shared_ptr<runtime::AsyncBuffer> data) : Node("xla::device_data", {}, data->shape(), data->dtype(), {}, nullptr) {
   data_ = std::move(data);
+}
+
+Node::~Node() {
+  // Only an operand that dies with this node and owns operands itself would recurse.
+  bool deep = false;
+  for (const NodePtr& o : operands_) deep = deep || (o.use_count() == 1 && !o->operands_.empty());
+  if (deep) release_iteratively(std::move(operands_));
 }
 
 const AttrValue& Node::find(const std::string& name) const {

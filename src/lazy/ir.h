@@ -38,6 +38,11 @@ class Node {
   Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower);
   // An "xla::device_data" leaf holding `data`, ready or still being computed.
   explicit Node(std::shared_ptr<runtime::AsyncBuffer> data);
+  // Releases the operands without recursing down the chain (core/iterative_release.h):
+  // a graph of any depth is freed in constant stack.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
 
   const std::string& op() const { return op_; }
   const std::vector<NodePtr>& operands() const { return operands_; }

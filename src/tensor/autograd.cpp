@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/iterative_release.h"
 
 namespace lazytrain {
 
@@ -16,6 +17,10 @@ NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
 
 namespace autograd {
+
+GradFn::~GradFn() {
+  if (!next.empty() || backward) release_iteratively(std::make_pair(std::move(next), std::move(backward)));
+}
 
 Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
   if (!grad_enabled) return output;

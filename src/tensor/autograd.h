@@ -30,6 +30,13 @@ struct GradFn {
   std::string name;  // PyTorch's: "MulBackward0", "MmBackward0", ...
   std::vector<Edge> next;
   BackwardFn backward;  // null once the graph was freed by backward()
+
+  GradFn() = default;
+  // Releases `next` and `backward` (whose closure may hold tensors with GradFns
+  // of their own) without recursing down the chain: any depth frees in constant stack.
+  ~GradFn();
+  GradFn(const GradFn&) = delete;
+  GradFn& operator=(const GradFn&) = delete;
 };
 
 // When grad mode is on and some input requires grad, attaches a GradFn named

@@ -1,8 +1,11 @@
 // Creation ops: full/zeros/ones, arange, host data, random numbers.
 #include <atomic>
+#include <bit>
 #include <cmath>
-#include <random>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -15,8 +18,9 @@ using namespace detail;
 
 Tensor full(const Shape& shape, double value, DType dtype) {
   for (int64_t d : shape) check(d >= 0, "aten::full", "negative dimension in shape " + shape_str(shape));
-  return make_op("aten::full", {}, shape, dtype, {{"value", value}},
-                 +[](LoweringContext& c, const Node& n) { return c.builder().full(n.double_attr("value"), n.shape(), n.dtype()); });
+  // The fill value is an operand (a constant for 0 and ±1, else device data).
+  return make_op("aten::full", {scalar_operand(value, dtype)}, shape, dtype, {},
+                 +[](LoweringContext& c, const Node& n) { return operand_as(c, n, 0, n.dtype(), n.shape()); });
 }
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
@@ -52,7 +56,8 @@ Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape) {
   return from_buffer(data.data(), shape, DType::kInt64);
 }
 
-Tensor scalar_tensor(double value, DType dtype) {
+namespace {
+runtime::Buffer scalar_buffer(double value, DType dtype) {
   runtime::Buffer b({}, dtype);
   switch (dtype) {
     case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
@@ -62,8 +67,43 @@ Tensor scalar_tensor(double value, DType dtype) {
     case DType::kInt64: *b.data<int64_t>() = static_cast<int64_t>(value); break;
     case DType::kBool: *b.data<uint8_t>() = value != 0.0; break;
   }
-  return Tensor(lazy::make_device_data(std::move(b)));
+  return b;
 }
+
+// Device data of the numbers given to ops, by (value bits, dtype). Cleared when
+// full: a loop whose number changes every step adds one entry per step.
+struct ScalarDataCache {
+  static constexpr size_t kCapacity = 1024;
+  std::mutex mutex;
+  std::map<std::pair<uint64_t, DType>, lazy::NodePtr> nodes;
+};
+ScalarDataCache& scalar_data_cache() {
+  static ScalarDataCache cache;
+  return cache;
+}
+}  // namespace
+
+Tensor scalar_tensor(double value, DType dtype) { return Tensor(lazy::make_device_data(scalar_buffer(value, dtype))); }
+
+namespace detail {
+
+bool is_special_scalar(double value) { return value == 0.0 || std::fabs(value) == 1.0; }
+
+Tensor scalar_operand(double value, DType dtype) {
+  if (is_special_scalar(value)) return constant(value, dtype);
+  ScalarDataCache& cache = scalar_data_cache();
+  const std::pair<uint64_t, DType> key{std::bit_cast<uint64_t>(value), dtype};
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.nodes.find(key);
+  if (it == cache.nodes.end()) {
+    if (cache.nodes.size() >= ScalarDataCache::kCapacity) cache.nodes.clear();
+    // The cache's reference keeps the node from ever being donated to an executable.
+    it = cache.nodes.emplace(key, lazy::make_device_data(scalar_buffer(value, dtype))).first;
+  }
+  return Tensor(it->second);
+}
+
+}  // namespace detail
 
 namespace {
 

@@ -120,7 +120,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
   // The uniform draws are f32 whatever x's dtype (the same stream for a bf16 x).
-  Tensor keep = to_dtype(ge(rand(x.shape(), DType::kFloat32), constant(p, DType::kFloat32)), x.dtype());
+  Tensor keep = to_dtype(ge(rand(x.shape(), DType::kFloat32), scalar_operand(p, DType::kFloat32)), x.dtype());
   return mul(x, mul(keep, 1.0 / (1.0 - p)));
 }
 

@@ -1,6 +1,8 @@
 // The lazy pipeline end to end: ops record, mark_step compiles once, the cache hits.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
@@ -74,8 +76,10 @@ TEST(LazyExecution, OnlyBuffersNobodyElseCanReadAreDonated) {
   Tensor snapshot = v.detach();  // still reads the old value after the update
   v.set_data(v * 2.0);
   lazy::GraphSignature sig2 = lazy::graph_signature({v.ir_value().get()});
-  ASSERT_EQ(sig2.parameters.size(), 1u);
-  EXPECT_FALSE(lazy::donatable_parameters(sig2)[0]);
+  // v's old value (the snapshot reads it) and the number 2 (device data that the
+  // scalar cache keeps for the next graph): neither is donated.
+  ASSERT_EQ(sig2.parameters.size(), 2u);
+  EXPECT_EQ(lazy::donatable_parameters(sig2), (std::vector<bool>{false, false}));
   lazy::mark_step();
   EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{2, 4}));
   EXPECT_EQ(snapshot.to_vector<float>(), (std::vector<float>{1, 2}));
@@ -169,15 +173,18 @@ namespace {
 
 TEST(LazyExecution, IrDumpListsNodesInPostOrder) {
   Tensor a = from_vector(std::vector<float>{1, 2}, {2});
-  Tensor b = exp(a * 2.0);
+  Tensor b = exp(a * 2.5 + 1.0);
   std::string ir = lazy::dump_ir({b.ir_value().get()});
+  // 2.5 is device data (a number that may change between steps), 1 a constant.
   EXPECT_EQ(ir,
             "IR {\n"
             "  %0 = f32[2]{0} xla::device_data(), device=cpu:0\n"
-            "  %1 = f32[] prim::Constant(), value=2\n"
+            "  %1 = f32[] xla::device_data(), device=cpu:0\n"
             "  %2 = f32[2]{0} aten::mul(%0, %1)\n"
-            "  %3 = f32[2]{0} aten::exp(%2)\n"
-            "  %3 = ROOT.output(0)\n"
+            "  %3 = f32[] prim::Constant(), value=1\n"
+            "  %4 = f32[2]{0} aten::add(%2, %3)\n"
+            "  %5 = f32[2]{0} aten::exp(%4)\n"
+            "  %5 = ROOT.output(0)\n"
             "}\n");
 }
 
@@ -199,12 +206,20 @@ TEST(LazyExecution, MarkStepMaterialisesEveryLiveTensorInOneGraph) {
 }
 
 TEST(LazyExecution, AttributesEnterTheHash) {
-  // Same ops and shapes, different attribute (the constant): two graphs.
-  Tensor a = from_vector(std::vector<float>{1, 2}, {2});
+  // Same ops and shapes, different attribute (softmax's dim): two graphs.
+  Tensor a = from_vector(std::vector<float>{0, 0, 0, std::log(3.0f)}, {2, 2});
   int64_t uncached = runtime::counter_value("UncachedCompile");
-  EXPECT_EQ((a * 5.0).to_vector<float>(), (std::vector<float>{5, 10}));
-  EXPECT_EQ((a * 7.0).to_vector<float>(), (std::vector<float>{7, 14}));
+  std::vector<float> by_column = softmax(a, 0).to_vector<float>();
+  std::vector<float> by_row = softmax(a, 1).to_vector<float>();
   EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached + 2);
+  EXPECT_NEAR(by_column[0], 0.5f, 1e-6);
+  EXPECT_NEAR(by_column[1], 0.25f, 1e-6);
+  EXPECT_NEAR(by_row[2], 0.25f, 1e-6);
+  EXPECT_NEAR(by_row[3], 0.75f, 1e-6);
+  // Constants (the special scalars 0 and ±1) are attributes too: x*1 and x*-1 differ.
+  EXPECT_EQ((a * -1.0).to_vector<float>()[3], -std::log(3.0f));
+  EXPECT_EQ((a * 1.0).to_vector<float>()[3], std::log(3.0f));
+  EXPECT_EQ(runtime::counter_value("UncachedCompile"), uncached + 4);
 }
 
 TEST(LazyExecution, HloOfTheLastGraphIsXlaText) {

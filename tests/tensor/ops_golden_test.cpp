@@ -30,6 +30,7 @@
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "../support/golden_ops.h"
+#include "../support/ops_header.h"
 #include "tensor/tensor.h"
 #include "train/safetensors.h"
 
@@ -132,57 +133,9 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpsGolden, ::testing::ValuesIn(case_names()),
 
 // ---- coverage: every function of ops.h is exercised by a golden case ----
 
-// "name(type, type, ...)" for every function declared in ops.h: comments dropped,
-// parameter names and default values removed, whitespace collapsed.
-std::set<std::string> declared_functions(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error("cannot open " + path);
-  std::string text, line;
-  while (std::getline(f, line)) {
-    if (auto p = line.find("//"); p != std::string::npos) line.erase(p);
-    text += line + " ";
-  }
-  text = std::regex_replace(text, std::regex("\\s+"), " ");
-  std::set<std::string> out;
-  const std::regex decl("^\\s*[A-Za-z_][\\w:<>]*\\s+(operator[^\\s(]+|\\w+)\\s*\\((.*)\\)\\s*$");
-  const std::regex param("^\\s*(.*?)\\s*\\b\\w+\\s*$");
-  std::stringstream statements(text);
-  std::string st;
-  while (std::getline(statements, st, ';')) {
-    std::smatch m;
-    if (!std::regex_match(st, m, decl)) continue;
-    const std::string fname = m[1], params = m[2];
-    if (fname == "namespace" || fname == "class" || fname == "using") continue;
-    // Split the parameters at top-level commas.
-    std::vector<std::string> parts;
-    std::string cur;
-    int depth = 0;
-    for (char ch : params) {
-      if (ch == '(' || ch == '<' || ch == '{') ++depth;
-      if (ch == ')' || ch == '>' || ch == '}') --depth;
-      if (ch == ',' && depth == 0) {
-        parts.push_back(cur);
-        cur.clear();
-      } else {
-        cur += ch;
-      }
-    }
-    if (!std::regex_match(cur, std::regex("^\\s*$"))) parts.push_back(cur);
-    std::string sig = fname + "(";
-    for (size_t i = 0; i < parts.size(); ++i) {
-      std::string p = parts[i].substr(0, parts[i].find('='));
-      std::smatch pm;
-      if (std::regex_match(p, pm, param)) p = pm[1];
-      sig += (i ? ", " : "") + p;
-    }
-    out.insert(sig + ")");
-  }
-  return out;
-}
-
 TEST(OpsCoverage, EveryFunctionOfOpsHeaderHasAGoldenCase) {
   ASSERT_EQ(golden().error, "");
-  std::set<std::string> declared = declared_functions(kOpsHeader);
+  std::set<std::string> declared = testing::declared_functions(kOpsHeader);
   ASSERT_GT(declared.size(), 80u) << "parsing " << kOpsHeader << " found too few declarations";
 
   std::set<std::string> covered;
@@ -210,7 +163,7 @@ TEST(OpsCoverage, EveryFunctionOfOpsHeaderHasAGoldenCase) {
 }
 
 TEST(OpsCoverage, DeclarationParserNormalisesSignatures) {
-  std::set<std::string> declared = declared_functions(kOpsHeader);
+  std::set<std::string> declared = testing::declared_functions(kOpsHeader);
   EXPECT_TRUE(declared.count("add(const Tensor&, const Tensor&, double, Loc)"));
   EXPECT_TRUE(declared.count("add(const Tensor&, double)"));
   EXPECT_TRUE(declared.count("operator-(double, const Tensor&)"));

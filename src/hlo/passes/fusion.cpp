@@ -25,6 +25,11 @@ bool is_transcendental(HloOpcode op) {
          op == HloOpcode::kDivide;
 }
 
+// Instructions in one fusion at most: the generated kernel of a longer chain
+// (a loop missing mark_step()) would take the C++ compiler minutes; such a chain
+// is cut into several fusions instead. Transformer fusions hold a few dozen.
+constexpr size_t kMaxFusedInstructions = 512;
+
 bool is_scalar_constant(const HloInstruction& in) { return in.opcode == HloOpcode::kConstant && in.shape.empty(); }
 
 // Can `in` be computed inside a loop fusion at all?
@@ -95,22 +100,32 @@ class GroupBuilder {
   }
 
  private:
-  // Pulls operands of `id` into the group while the rules allow.
-  void grow(Group& g, int index, int id) {
-    const HloInstruction& in = m_.at(id);
-    if (in.opcode == HloOpcode::kBroadcast) {
+  // Pulls operands of `start` into the group while the rules allow: a depth-first
+  // walk (operands in order, each one's own operands before the next), with an
+  // explicit stack so that a chain of any length fuses in constant stack.
+  void grow(Group& g, int index, int start) {
+    std::vector<std::pair<int, size_t>> stack = {{start, 0}};  // (instruction, next operand)
+    while (!stack.empty()) {
+      const int id = stack.back().first;
+      const HloInstruction& in = m_.at(id);
       // A broadcast reads its operand from outside the fusion, except a scalar constant.
-      return;
-    }
-    for (int o : in.operands) {
+      if (in.opcode == HloOpcode::kBroadcast || stack.back().second >= in.operands.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const int o = in.operands[stack.back().second++];
       const HloInstruction& op = m_.at(o);
       if (g.members.count(o) || !loop_fusible(m_, op)) continue;
-      bool all_users_inside = std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
+      // (More users than members: not all inside, without scanning a value read a million times.)
+      const bool all_users_inside = users_[o].size() <= g.members.size() &&
+                                    std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
       if (!all_users_inside && !cheap(m_, op)) continue;
       if (owner_[o] == -2 && !cheap(m_, op)) continue;
       g.members.insert(o);
       if (all_users_inside && owner_[o] == -1) owner_[o] = index;
-      grow(g, index, o);
+      // A full group stops growing; the rest of the chain forms groups of its own.
+      if (g.members.size() >= kMaxFusedInstructions) return;
+      stack.push_back({o, 0});
     }
   }
 
