@@ -2,7 +2,7 @@
 # Installs every Debian package lazytrain needs to build and test.
 # Usage: bash scripts/install_deps.sh   (as root, or with sudo available)
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config ccache
+packages=(cmake make ninja-build g++ pkg-config ccache
           libdnnl-dev libsleef-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libgtest-dev
           libprotobuf-dev protobuf-compiler libsentencepiece-dev)
 missing=()

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds with warnings as errors and runs the test suite.
+# Installs dependencies, builds with warnings as errors and runs the test suite,
+# then the install check (scripts/test_install.sh: default generator, cmake --install,
+# the example against the installed package; LAZYTRAIN_TEST_INSTALL=0 skips it).
 # Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh -DLAZYTRAIN_WERROR=ON
-cd build
-# One OpenMP thread per test process: ctest already runs tests in parallel.
-export OMP_NUM_THREADS=1
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+(
+  cd build
+  # One OpenMP thread per test process: ctest already runs tests in parallel.
+  export OMP_NUM_THREADS=1
+  ctest --output-on-failure -j "$(nproc)" --timeout 600
+)
+if [ "${LAZYTRAIN_TEST_INSTALL:-1}" != 0 ]; then
+  bash scripts/test_install.sh
+fi
