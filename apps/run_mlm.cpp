@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "apps/commands.h"
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "core/error.h"
 #include "data/data_collator.h"
 #include "data/sentencepiece_tokenizer.h"
@@ -71,7 +71,7 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--device_prefetch_size", t.device_prefetch_size, "Device batches the DeviceLoader transfers ahead");
   c->add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
-      ->check(CLI::IsMember({"cpu", "interpreter"}));
+      ->check(CLI::IsMember(backend::backend_names()));
   c->add_option("--compile_cache_dir", o.compile_cache_dir,
                 "Persistent compile cache directory (default: $LAZYTRAIN_CACHE_DIR); a second run compiles nothing");
   c->add_option("--dump_hlo", o.dump_hlo, "Write each graph's HLO before and after the passes and its generated kernels here");
@@ -319,10 +319,13 @@ int run_mlm(const RunMlmOptions& o) {
     require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
   }
 
-  if (!o.compile_cache_dir.empty()) setenv("LAZYTRAIN_CACHE_DIR", o.compile_cache_dir.c_str(), 1);
-  if (!o.dump_hlo.empty()) setenv("LAZYTRAIN_DUMP_HLO", o.dump_hlo.c_str(), 1);
-  if (!o.backend.empty()) {
-    lazy::GraphExecutor::get().set_compiler(o.backend == "cpu" ? backend::make_cpu_compiler() : backend::make_interpreter_compiler());
+  // The flags override the environment's defaults (core/env_vars.h).
+  backend::CompilerOptions compiler_options = backend::CompilerOptions::from_environment();
+  if (!o.compile_cache_dir.empty()) compiler_options.cache_dir = o.compile_cache_dir;
+  if (!o.dump_hlo.empty()) compiler_options.dump_dir = o.dump_hlo;
+  if (!o.backend.empty() || !o.compile_cache_dir.empty() || !o.dump_hlo.empty()) {
+    const std::string name = o.backend.empty() ? backend::default_backend_name() : o.backend;
+    lazy::GraphExecutor::get().set_compiler(backend::make_compiler(name, compiler_options));
   }
 
   manual_seed(t.seed);

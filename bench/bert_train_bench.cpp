@@ -20,7 +20,7 @@
 
 #include <sys/resource.h>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "models/bert.h"
@@ -90,7 +90,10 @@ Options parse(int argc, char** argv) {
     else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, value, 0));
     else usage_error("unknown flag: " + flag);
   }
-  if (o.backend != "interpreter" && o.backend != "cpu") usage_error("--backend must be interpreter or cpu, got '" + o.backend + "'");
+  {
+    const std::vector<std::string> names = backend::backend_names();
+    if (std::find(names.begin(), names.end(), o.backend) == names.end()) usage_error("--backend: no backend named '" + o.backend + "'");
+  }
   return o;
 }
 
@@ -185,8 +188,7 @@ int run(const Options& o) {
   const std::string common = "bench=bert_train model=" + o.model + " backend=" + o.backend + " batch=" + std::to_string(batch) +
                              " seq=" + std::to_string(o.seq_len);
 
-  lazy::GraphExecutor::get().set_compiler(o.backend == "interpreter" ? backend::make_interpreter_compiler()
-                                                                      : backend::make_cpu_compiler());
+  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(o.backend));
   manual_seed(o.seed);
   models::BertForMaskedLM model(config);
   model.train();

@@ -31,6 +31,17 @@ class Executable {
   virtual const hlo::HloModule& module() const = 0;
 };
 
+// What a backend's compiler is told when it is made (backend/registry.h).
+struct CompilerOptions {
+  std::string cache_dir;  // persistent compile cache directory; empty: none
+  std::string dump_dir;   // writes each graph's HLO (and generated code) here; empty: none
+  bool profile = false;   // prints each execution's time by instruction kind on stderr
+  std::string cxx;        // the C++ compiler for generated kernels; empty: "c++" on PATH
+  // The defaults from the environment (core/env_vars.h): LAZYTRAIN_CACHE_DIR,
+  // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE, CXX.
+  static CompilerOptions from_environment();
+};
+
 class Compiler {
  public:
   virtual ~Compiler() = default;
@@ -39,7 +50,7 @@ class Compiler {
   // Compiles a verified module. Throws Error when the backend cannot run an instruction.
   virtual std::unique_ptr<Executable> compile(hlo::HloModule module) = 0;
   // The same, storing the result in the backend's persistent compile cache (if it
-  // has one and LAZYTRAIN_CACHE_DIR is set) under `graph_key` (the graph hash).
+  // has one and CompilerOptions::cache_dir is set) under `graph_key` (the graph hash).
   virtual std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key) {
     (void)graph_key;
     return compile(std::move(module));
@@ -51,14 +62,5 @@ class Compiler {
     return nullptr;
   }
 };
-
-// The reference backend: evaluates instructions one by one (dot through oneDNN).
-std::unique_ptr<Compiler> make_interpreter_compiler();
-
-// The native CPU backend: optimizes the module (src/hlo/passes), fuses
-// elementwise work into generated C++ kernels compiled by the system compiler
-// and loaded with dlopen; dot through oneDNN. Falls back to the interpreter's
-// kernels for what it does not generate.
-std::unique_ptr<Compiler> make_cpu_compiler();
 
 }  // namespace lazytrain::backend

@@ -1,15 +1,19 @@
 #include "lazy/graph_executor.h"
 
 #include <cstdio>
+#include <future>
 #include <cstdlib>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
 
+#include "backend/registry.h"
+#include "core/env_vars.h"
 #include "core/error.h"
 #include "lazy/lowering_context.h"
 #include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
+#include "runtime/transfer.h"
 
 namespace lazytrain::lazy {
 
@@ -37,6 +41,8 @@ GraphSignature graph_signature(const std::vector<const Node*>& outputs) {
     }
   }
   uint64_t h = hash_combine(0x6c617a79ull, outputs.size());
+  // The device kind, never its ordinal: cpu:0 and cpu:1 share executables.
+  if (!outputs.empty()) h = hash_combine(h, std::hash<std::string>{}(outputs[0]->device().kind));
   for (const Node* node : sig.post_order) {
     h = hash_combine(h, node->local_hash());
     for (const NodePtr& o : node->operands()) h = hash_combine(h, position.at(o.get()));
@@ -114,31 +120,10 @@ GraphExecutor& GraphExecutor::get() {
   return executor;
 }
 
-namespace {
-// LAZYTRAIN_BACKEND=interpreter|cpu picks the backend (default: cpu, which
-// itself falls back to interpreting when no C++ compiler is found).
-std::unique_ptr<backend::Compiler> default_compiler() {
-  const char* name = std::getenv("LAZYTRAIN_BACKEND");
-  std::string backend = name && *name ? name : "cpu";
-  if (backend == "cpu") return backend::make_cpu_compiler();
-  if (backend != "interpreter") throw Error("[GraphExecutor] unknown LAZYTRAIN_BACKEND '" + backend + "'; expected 'cpu' or 'interpreter'");
-  return backend::make_interpreter_compiler();
-}
-
-// LAZYTRAIN_GRAPH_SIZE_WARNING=N: warn about graphs of more than N IR nodes (0: never).
-size_t default_graph_size_warning() {
-  const char* value = std::getenv("LAZYTRAIN_GRAPH_SIZE_WARNING");
-  if (!value || !*value) return GraphExecutor::kDefaultGraphSizeWarning;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(value, &end, 10);
-  if (*end != '\0' || value[0] == '-') {
-    throw Error(std::string("[GraphExecutor] LAZYTRAIN_GRAPH_SIZE_WARNING='") + value + "': expected a number of IR nodes (0 disables)");
-  }
-  return static_cast<size_t>(n);
-}
-}  // namespace
-
-GraphExecutor::GraphExecutor() : compiler_(default_compiler()), graph_size_warning_(default_graph_size_warning()) {}
+// The defaults come from the environment (core/env_vars.h), read once.
+GraphExecutor::GraphExecutor()
+    : compiler_(backend::make_compiler(backend::default_backend_name())),
+      graph_size_warning_(environment().graph_size_warning.value_or(kDefaultGraphSizeWarning)) {}
 
 void GraphExecutor::set_graph_size_warning(size_t nodes) {
   graph_size_warning_ = nodes;
@@ -155,7 +140,7 @@ void GraphExecutor::warn_if_large(const GraphSignature& sig) {
 }
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
-  runtime::device_execution_queue().wait_idle();
+  runtime::wait_all_idle();
   std::lock_guard<std::mutex> lock(mutex_);
   compiler_ = std::move(compiler);
   cache_.clear();
@@ -172,36 +157,57 @@ std::string GraphExecutor::last_compiled_hlo() const {
 }
 
 std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig) {
+  // One compile per graph, whichever devices (threads) ask at the same time:
+  // the first asker compiles, the others wait for its result.
+  std::promise<std::shared_ptr<backend::Executable>> promise;
+  std::shared_future<std::shared_ptr<backend::Executable>> entry;
+  bool compiles_here = false;
+  backend::Compiler* compiler = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(sig.hash);
-    if (it != cache_.end()) {
-      runtime::counter("CachedCompile").add(1);
-      return it->second;
+    if (it == cache_.end()) {
+      it = cache_.emplace(sig.hash, promise.get_future().share()).first;
+      compiles_here = true;
     }
+    entry = it->second;
+    compiler = compiler_.get();
   }
-  char key[17];
-  std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
-  std::shared_ptr<backend::Executable> executable = compiler_->load_cached(key);
-  if (executable) {  // from the persistent compile cache: nothing compiles
-    std::lock_guard<std::mutex> lock(mutex_);
-    cache_[sig.hash] = executable;
+  if (!compiles_here) {
+    std::shared_ptr<backend::Executable> cached = entry.get();  // rethrows the compile's error
+    runtime::counter("CachedCompile").add(1);
+    return cached;
+  }
+  try {
+    char key[17];
+    std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
+    std::shared_ptr<backend::Executable> executable = compiler->load_cached(key);
+    if (!executable) {  // not in the persistent compile cache either: compile
+      {
+        runtime::ScopedTimer timer("CompileTime");
+        std::ostringstream name;
+        name << "SyncTensorsGraph." << sig.post_order.size();
+        hlo::HloModule module = lower_graph(sig, name.str());
+        std::string text = module.to_string();
+        executable = compiler->compile(std::move(module), key);
+        std::lock_guard<std::mutex> lock(mutex_);
+        last_compiled_hlo_ = std::move(text);
+      }
+      runtime::counter("UncachedCompile").add(1);
+      runtime::counter("CreateCompileHandles").add(1);
+    }
+    promise.set_value(executable);  // an entry counts only once it compiled
     return executable;
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = cache_.find(sig.hash);
+      // Ours is the entry still pending under this hash (a set_compiler may have cleared it).
+      if (it != cache_.end() && it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) cache_.erase(it);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
   }
-  {
-    runtime::ScopedTimer timer("CompileTime");
-    std::ostringstream name;
-    name << "SyncTensorsGraph." << sig.post_order.size();
-    hlo::HloModule module = lower_graph(sig, name.str());
-    std::string text = module.to_string();
-    executable = compiler_->compile(std::move(module), key);
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_compiled_hlo_ = std::move(text);
-    cache_[sig.hash] = executable;  // an entry counts only once it compiled
-  }
-  runtime::counter("UncachedCompile").add(1);
-  runtime::counter("CreateCompileHandles").add(1);
-  return executable;
 }
 
 void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
@@ -218,6 +224,11 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
     tensor_output.push_back(it->second);
   }
   if (outputs.empty()) return;
+  const runtime::Device device = outputs[0]->device();
+  for (const Node* o : outputs) {
+    check(o->device() == device, "mark_step",
+          "one graph cannot compute tensors of two devices (" + device.to_string() + " and " + o->device().to_string() + "): sync each device's tensors apart");
+  }
   GraphSignature sig = graph_signature(outputs);
   warn_if_large(sig);
   std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig);
@@ -228,16 +239,23 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> results;
   std::vector<NodePtr> data_nodes;
   for (const Node* o : outputs) {
-    results.push_back(std::make_shared<runtime::AsyncBuffer>(o->shape(), o->dtype()));
+    results.push_back(std::make_shared<runtime::AsyncBuffer>(o->shape(), o->dtype(), device));
     data_nodes.push_back(make_device_data(results.back()));
   }
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
-  const std::string what = "execution " + std::to_string(++executions_) + " (graph " + hash + ", " + executable->module().name + ")";
-  // The device is free once the previous execution ended; report its failure first.
-  runtime::device_execution_queue().wait_idle();
-  rethrow_execution_failure();
-  runtime::device_execution_queue().enqueue([this, executable, arguments, donated, results, what]() mutable {
+  int64_t number;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    number = ++devices_[device].executions;
+  }
+  const std::string what = "execution " + std::to_string(number) + " on " + device.to_string() + " (graph " + hash + ", " +
+                           executable->module().name + ")";
+  // The device is free once its previous execution ended; report that one's failure first.
+  runtime::ExecutionQueue& queue = runtime::execution_queue(device);
+  queue.wait_idle();
+  rethrow_execution_failure(device);
+  queue.enqueue([this, executable, arguments, donated, results, what, device]() mutable {
     std::vector<runtime::Buffer> buffers;
     buffers.reserve(arguments.size());
     try {
@@ -259,13 +277,16 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
         values = executable->execute(buffers, donated);
       }
       buffers.clear();
-      for (size_t i = 0; i < results.size(); ++i) results[i]->set(std::move(values[i]));
+      for (size_t i = 0; i < results.size(); ++i) {
+        // (An output the executable made elsewhere, e.g. a constant it holds, is copied here.)
+        results[i]->set(values[i].device() == device ? std::move(values[i]) : runtime::copy_to_device(values[i], device));
+      }
     } catch (const std::exception& e) {
       auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + e.what()));
       {
         // Recorded before the outputs fail: a reader woken by them clears it.
         std::lock_guard<std::mutex> lock(mutex_);
-        execution_failure_ = error;
+        devices_[device].failure = error;
       }
       for (auto& r : results) r->set_error(error);
     }
@@ -274,27 +295,32 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
 }
 
 void GraphExecutor::wait_device_ops() {
-  runtime::device_execution_queue().wait_idle();
-  rethrow_execution_failure();
+  runtime::wait_all_idle();
+  std::vector<runtime::Device> devices;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [device, state] : devices_) devices.push_back(device);
+  }
+  for (const runtime::Device& device : devices) rethrow_execution_failure(device);
 }
 
-void GraphExecutor::clear_execution_failure() {
+void GraphExecutor::clear_execution_failure(const runtime::Device& device) {
   std::lock_guard<std::mutex> lock(mutex_);
-  execution_failure_ = nullptr;
+  devices_[device].failure = nullptr;
 }
 
-void GraphExecutor::rethrow_execution_failure() {
+void GraphExecutor::rethrow_execution_failure(const runtime::Device& device) {
   std::exception_ptr failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    failure = std::exchange(execution_failure_, nullptr);
+    failure = std::exchange(devices_[device].failure, nullptr);
   }
   if (failure) std::rethrow_exception(failure);
 }
 
-void GraphExecutor::mark_step() {
+void GraphExecutor::mark_step(const runtime::Device& device) {
   runtime::counter("MarkStep").add(1);
-  std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir();
+  std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir(device);
   std::vector<LazyTensor*> raw;
   for (auto& t : live) raw.push_back(t.get());
   sync(raw);

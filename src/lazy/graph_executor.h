@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +19,7 @@
 #include "backend/compiler.h"
 #include "core/error.h"
 #include "lazy/lazy_tensor.h"
+#include "runtime/device.h"
 
 namespace lazytrain::lazy {
 
@@ -58,9 +61,12 @@ class GraphExecutor {
  public:
   static GraphExecutor& get();
 
-  // mark_step(): syncs every live tensor with a pending value in one graph.
-  void mark_step();
-  // Syncs the pending values of `tensors` (and nothing else) in one graph.
+  // mark_step(): syncs every live tensor of `device` (by default this thread's
+  // current device, runtime::DeviceGuard) with a pending value, in one graph.
+  void mark_step(const runtime::Device& device = runtime::current_device());
+  // Syncs the pending values of `tensors` (and nothing else) in one graph; they
+  // must be on one device (Error otherwise). Devices run concurrently; a graph
+  // compiles once for all devices of a kind.
   // Asynchronous: compiles (or finds) the graph, gives each tensor a pending
   // device value, enqueues the execution on the device's queue and returns
   // (after the previous execution finished: one in flight, DeviceLockWait).
@@ -69,16 +75,16 @@ class GraphExecutor {
   // the next sync/mark_step throws it once; values from earlier executions stay
   // good. Throws Error for graphs that cannot be lowered or compiled.
   void sync(const std::vector<LazyTensor*>& tensors);
-  // Waits until no execution is in flight, then throws the error of a failed
-  // execution not reported yet (torch_xla's xm.wait_device_ops()).
+  // Waits until no device has an execution in flight, then throws the error of
+  // a failed execution not reported yet (torch_xla's xm.wait_device_ops()).
   void wait_device_ops();
-  // Forgets a failed execution not reported yet (a read has just thrown its error).
-  void clear_execution_failure();
+  // Forgets a failed execution of `device` not reported yet (a read has just thrown its error).
+  void clear_execution_failure(const runtime::Device& device);
 
   // A graph of more IR nodes than this gets a one-line warning on stderr, once
   // per process: a training loop without mark_step() grows one graph forever.
-  // Default kDefaultGraphSizeWarning, or $LAZYTRAIN_GRAPH_SIZE_WARNING read at
-  // start-up; 0 disables the warning. Setting the bound re-arms the warning.
+  // Default kDefaultGraphSizeWarning, or $LAZYTRAIN_GRAPH_SIZE_WARNING
+  // (core/env_vars.h); 0 disables the warning. Setting the bound re-arms the warning.
   static constexpr size_t kDefaultGraphSizeWarning = 50000;
   void set_graph_size_warning(size_t nodes);
   size_t graph_size_warning() const { return graph_size_warning_; }
@@ -94,21 +100,28 @@ class GraphExecutor {
   GraphExecutor();
   std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature);
 
-  // Rethrows (once) the error of an execution that failed since the last call.
-  void rethrow_execution_failure();
+  // Rethrows (once) the error of an execution of `device` that failed since the last call.
+  void rethrow_execution_failure(const runtime::Device& device);
   void warn_if_large(const GraphSignature& signature);
 
+  // What each device has run (its executions are numbered from 1) and a
+  // failure not reported yet (set by the device's execution thread).
+  struct DeviceState {
+    int64_t executions = 0;
+    std::exception_ptr failure;
+  };
+
   mutable std::mutex mutex_;
-  std::exception_ptr execution_failure_;  // set by the execution thread
-  int64_t executions_ = 0;
+  std::map<runtime::Device, DeviceState> devices_;
   std::unique_ptr<backend::Compiler> compiler_;
-  std::unordered_map<uint64_t, std::shared_ptr<backend::Executable>> cache_;
+  // One compile cache for every device of the backend; an entry is ready once its compile finished.
+  std::unordered_map<uint64_t, std::shared_future<std::shared_ptr<backend::Executable>>> cache_;
   std::string last_compiled_hlo_;
   std::atomic<size_t> graph_size_warning_{kDefaultGraphSizeWarning};
   std::atomic<bool> warned_graph_size_{false};
 };
 
-// PyTorch/XLA's torch_xla.core.xla_model.mark_step().
+// PyTorch/XLA's torch_xla.core.xla_model.mark_step(): this thread's current device.
 inline void mark_step() { GraphExecutor::get().mark_step(); }
 // PyTorch/XLA's torch_xla.core.xla_model.wait_device_ops().
 inline void wait_device_ops() { GraphExecutor::get().wait_device_ops(); }

@@ -54,6 +54,17 @@ uint64_t hash_combine(uint64_t seed, uint64_t value) {
 Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower)
     : op_(std::move(op)), operands_(std::move(operands)), shape_(std::move(shape)), dtype_(dtype),
       attrs_(std::move(attrs)), lower_(lower), id_(next_id++) {
+  device_neutral_ = op_ == "prim::Constant";
+  const runtime::Device* from = nullptr;
+  for (const NodePtr& o : operands_) {
+    if (o->device_neutral()) continue;
+    if (from && !(o->device() == *from)) {
+      throw Error("[" + op_ + "] expected all tensors to be on the same device, but found at least two devices, " + from->to_string() +
+                  " and " + o->device().to_string() + "!");
+    }
+    from = &o->device();
+  }
+  device_ = from ? *from : runtime::current_device();
   uint64_t h = hash_string(op_);
   h = hash_combine(h, static_cast<uint64_t>(dtype_));
   for (int64_t d : shape_) h = hash_combine(h, static_cast<uint64_t>(d));
@@ -63,6 +74,7 @@ Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dty
 }
 
 Node::Node(std::shared_ptr<runtime::AsyncBuffer> data) : Node("xla::device_data", {}, data->shape(), data->dtype(), {}, nullptr) {
+  device_ = data->device();
   data_ = std::move(data);
 }
 
@@ -99,7 +111,7 @@ std::string Node::to_string(const std::vector<int64_t>& operand_numbers) const {
   for (size_t i = 0; i < operand_numbers.size(); ++i) os << (i ? ", " : "") << "%" << operand_numbers[i];
   os << ")";
   for (const Attr& a : attrs_) os << ", " << a.name << "=" << attr_text(a.value);
-  if (is_device_data()) os << ", device=cpu:0";
+  if (is_device_data()) os << ", device=" << device_.to_string();
   return os.str();
 }
 

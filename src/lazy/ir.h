@@ -6,6 +6,12 @@
 // Two leaf kinds exist: "xla::device_data" (holds a Buffer: a parameter of the
 // compiled graph, never part of the hash by value) and "prim::Constant" (a
 // scalar whose value is part of the hash).
+//
+// Every node is on one Device: device data on its buffer's; an op on its
+// operands' (all must agree: an Error otherwise, as PyTorch's "expected all
+// tensors to be on the same device"); an op without operands on the thread's
+// current device. A "prim::Constant" is a literal of the HLO, not device
+// memory: it fits any device, and its users ignore its device.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +55,9 @@ class Node {
   const NodePtr& operand(size_t i) const { return operands_[i]; }
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
+  const runtime::Device& device() const { return device_; }
+  // True for "prim::Constant": a literal that fits any device.
+  bool device_neutral() const { return device_neutral_; }
   const std::vector<Attr>& attrs() const { return attrs_; }
   LowerFn lower() const { return lower_; }
   bool is_device_data() const { return data_ != nullptr; }
@@ -76,6 +85,8 @@ class Node {
   std::vector<NodePtr> operands_;
   Shape shape_;
   DType dtype_;
+  runtime::Device device_;
+  bool device_neutral_ = false;
   std::vector<Attr> attrs_;
   LowerFn lower_ = nullptr;
   std::shared_ptr<runtime::AsyncBuffer> data_;
@@ -83,6 +94,8 @@ class Node {
   int64_t id_ = 0;
 };
 
+// Throws Error "[op] expected all tensors to be on the same device, but found at
+// least two devices, cpu:0 and cpu:1!" when the operands' devices differ.
 NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs,
                   LowerFn lower);
 NodePtr make_device_data(runtime::Buffer data);

@@ -31,6 +31,8 @@ LazyTensor::LazyTensor(NodePtr value) : value_(std::move(value)), unique_id_(nex
 void LazyTensor::set_ir_value(NodePtr value) {
   check(value && value->shape() == value_->shape() && value->dtype() == value_->dtype(), "LazyTensor",
         "in-place update must keep shape " + shape_str(shape()) + " and dtype " + torch_name(dtype()));
+  check(value->device() == device() || value->device_neutral(), "LazyTensor",
+        "in-place update must stay on " + device().to_string() + ", got a value on " + value->device().to_string());
   value_ = std::move(value);
 }
 
@@ -44,7 +46,7 @@ const runtime::Buffer& LazyTensor::buffer() {
     return value_->data();
   } catch (...) {
     // The user now has the failed execution's error: it is not reported again.
-    GraphExecutor::get().clear_execution_failure();
+    GraphExecutor::get().clear_execution_failure(device());
     throw;
   }
 }
@@ -59,12 +61,12 @@ void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor) {
   }
 }
 
-std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir() {
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runtime::Device& device) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::shared_ptr<LazyTensor>> out;
   for (const auto& w : r.tensors) {
-    if (auto t = w.lock(); t && t->has_pending_ir()) out.push_back(std::move(t));
+    if (auto t = w.lock(); t && t->has_pending_ir() && t->device() == device) out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->unique_id() < b->unique_id(); });
   return out;

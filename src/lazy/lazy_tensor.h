@@ -20,6 +20,7 @@ class LazyTensor {
 
   const Shape& shape() const { return value_->shape(); }
   DType dtype() const { return value_->dtype(); }
+  const runtime::Device& device() const { return value_->device(); }
   const NodePtr& ir_value() const { return value_; }
   // Replaces the value (functional in-place update: x.add_(y), optimizer steps).
   void set_ir_value(NodePtr value);
@@ -39,8 +40,8 @@ class LazyTensor {
 
 // Adds `tensor` to the live-tensor registry (held weakly).
 void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor);
-// The live tensors with a pending value, in creation order.
-std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir();
+// The live tensors of `device` with a pending value, in creation order.
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runtime::Device& device);
 // Number of registered tensors still alive (for tests).
 size_t live_tensor_count();
 

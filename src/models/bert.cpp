@@ -23,6 +23,7 @@ BertEmbeddings::BertEmbeddings(const BertConfig& c) {
 Tensor BertEmbeddings::forward(const Tensor& input_ids) const {
   const int64_t seq = input_ids.shape()[1];
   Tensor words = word_embeddings->forward(input_ids);
+  runtime::DeviceGuard on_input_device(input_ids.device());
   Tensor types = token_type_embeddings->forward(zeros(input_ids.shape(), DType::kInt64));
   Tensor positions = position_embeddings->forward(arange(seq)).unsqueeze(0);
   return dropout->forward(LayerNorm->forward(words + types + positions));

@@ -40,6 +40,7 @@ RobertaEmbeddings::RobertaEmbeddings(const BertConfig& c) : padding_idx(c.pad_to
 
 Tensor RobertaEmbeddings::forward(const Tensor& input_ids) const {
   Tensor words = word_embeddings->forward(input_ids);
+  runtime::DeviceGuard on_input_device(input_ids.device());
   Tensor types = token_type_embeddings->forward(zeros(input_ids.shape(), DType::kInt64));
   Tensor positions = position_embeddings->forward(roberta_position_ids(input_ids, padding_idx));
   return dropout->forward(LayerNorm->forward(words + types + positions));

@@ -1,6 +1,7 @@
 #include "optim/adamw.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 
@@ -16,6 +17,7 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std
   for (const auto& g : groups_) {
     state_.emplace_back();
     for (const Tensor& p : g.params) {
+      runtime::DeviceGuard on_parameter_device(p.device());  // the moments live with their parameter
       std::vector<uint8_t> zero_bytes(static_cast<size_t>(p.numel() * itemsize(p.dtype())), 0);
       state_.back().push_back({from_buffer(zero_bytes.data(), p.shape(), p.dtype()), from_buffer(zero_bytes.data(), p.shape(), p.dtype())});
     }
@@ -28,7 +30,12 @@ void AdamW::step() {
   const double t = static_cast<double>(step_);
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
-  // Values that change between steps: device data, so the graph hash is stable.
+  // Values that change between steps: device data, so the graph hash is stable,
+  // on the parameters' device.
+  std::optional<runtime::DeviceGuard> on_parameter_device;
+  for (const auto& group : groups_) {
+    if (!group.params.empty() && !on_parameter_device) on_parameter_device.emplace(group.params[0].device());
+  }
   Tensor step_size = scalar_tensor(options_.lr / bias_correction1);
   Tensor bc2_sqrt = scalar_tensor(bias_correction2_sqrt);
   for (size_t gi = 0; gi < groups_.size(); ++gi) {

@@ -17,6 +17,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
     total_sq = total_sq.defined() ? add(total_sq, sq) : sq;
   }
   if (grads.empty()) return zeros({});
+  runtime::DeviceGuard on_gradient_device(grads[0].device());
   Tensor total = sqrt(total_sq);
   Tensor coef = minimum(div(full({}, max_norm), add(total, 1e-6)), full({}, 1.0));
   for (size_t i = 0, j = 0; i < params.size(); ++i) {

@@ -4,14 +4,16 @@
 
 namespace lazytrain::runtime {
 
-AsyncBuffer::AsyncBuffer(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {}
+AsyncBuffer::AsyncBuffer(Shape shape, DType dtype, Device device) : shape_(std::move(shape)), dtype_(dtype), device_(std::move(device)) {}
 
-AsyncBuffer::AsyncBuffer(Buffer ready) : shape_(ready.shape()), dtype_(ready.dtype()), done_(true), value_(std::move(ready)) {}
+AsyncBuffer::AsyncBuffer(Buffer ready)
+    : shape_(ready.shape()), dtype_(ready.dtype()), device_(ready.device()), done_(true), value_(std::move(ready)) {}
 
 void AsyncBuffer::set(Buffer value) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     check(!done_, "AsyncBuffer", "value set twice");
+    check(value.device() == device_, "AsyncBuffer", "a value on " + value.device().to_string() + " for a buffer of " + device_.to_string());
     value_ = std::move(value);
     done_ = true;
   }

@@ -16,13 +16,14 @@ namespace lazytrain::runtime {
 
 class AsyncBuffer {
  public:
-  // A pending value of this shape and dtype.
-  AsyncBuffer(Shape shape, DType dtype);
+  // A pending value of this shape and dtype, to be computed on `device`.
+  AsyncBuffer(Shape shape, DType dtype, Device device);
   // A value that is ready now (host data, constants).
   explicit AsyncBuffer(Buffer ready);
 
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
+  const Device& device() const { return device_; }
 
   // Fulfils a pending value (once; Error if it was already set or failed).
   void set(Buffer value);
@@ -36,6 +37,7 @@ class AsyncBuffer {
  private:
   Shape shape_;
   DType dtype_;
+  Device device_;
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool done_ = false;

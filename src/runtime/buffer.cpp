@@ -74,7 +74,7 @@ class BlockCache {
 
 void release_cached_buffers() { BlockCache::get().release_all(); }
 
-Buffer::Buffer(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+Buffer::Buffer(Shape shape, DType dtype, Device device) : shape_(std::move(shape)), dtype_(dtype), device_(std::move(device)) {
   size_t bytes = static_cast<size_t>(nbytes());
   size_t rounded = ((bytes + 63) / 64) * 64;
   if (rounded == 0) rounded = 64;

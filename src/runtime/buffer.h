@@ -1,8 +1,10 @@
-// Buffer: a dense, row-major block of device memory holding one value.
+// Buffer: a dense, row-major block of device memory holding one value, on one
+// Device.
 //
-// On the CPU device, device memory is host memory aligned to 64 bytes. Buffers
+// On CPU devices, device memory is host memory aligned to 64 bytes. Buffers
 // share storage (a reshape is a new Buffer over the same bytes); the storage is
-// freed when the last Buffer referring to it goes away.
+// freed when the last Buffer referring to it goes away. Above runtime/, values
+// cross the device boundary only through runtime/transfer.h.
 #pragma once
 
 #include <cstdint>
@@ -10,18 +12,22 @@
 
 #include "core/dtype.h"
 #include "core/shape.h"
+#include "runtime/device.h"
 
 namespace lazytrain::runtime {
 
 class Buffer {
  public:
   Buffer() = default;
-  // Allocates uninitialised storage for `shape` elements of `dtype`.
-  Buffer(Shape shape, DType dtype);
+  // Allocates uninitialised storage for `shape` elements of `dtype` on `device`
+  // (by default the thread's current device: an execution queue's worker runs
+  // with its own device current).
+  Buffer(Shape shape, DType dtype, Device device = current_device());
   // Same bytes, new shape of equal numel (a bitcast/reshape).
   Buffer reshaped(Shape shape) const;
 
   const Shape& shape() const { return shape_; }
+  const Device& device() const { return device_; }
   DType dtype() const { return dtype_; }
   int64_t numel() const { return lazytrain::numel(shape_); }
   int64_t nbytes() const { return numel() * itemsize(dtype_); }
@@ -38,6 +44,7 @@ class Buffer {
  private:
   Shape shape_;
   DType dtype_ = DType::kFloat32;
+  Device device_;
   std::shared_ptr<void> storage_;
 };
 

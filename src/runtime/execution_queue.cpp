@@ -1,10 +1,17 @@
 #include "runtime/execution_queue.h"
 
+#include <map>
+#include <vector>
+
 #include "runtime/metrics.h"
 
 namespace lazytrain::runtime {
 
-ExecutionQueue::ExecutionQueue() : worker_([this] { run(); }) {}
+ExecutionQueue::ExecutionQueue(Device device)
+    : worker_([this, device] {
+        DeviceGuard guard(device);
+        run();
+      }) {}
 
 ExecutionQueue::~ExecutionQueue() {
   {
@@ -51,9 +58,33 @@ void ExecutionQueue::run() {
   }
 }
 
-ExecutionQueue& device_execution_queue() {
-  static ExecutionQueue* queue = new ExecutionQueue();  // never destroyed: executions may outlive statics
+namespace {
+struct Queues {
+  std::mutex mutex;
+  std::map<Device, ExecutionQueue*> by_device;  // never destroyed: executions may outlive statics
+};
+Queues& queues() {
+  static Queues* q = new Queues();
+  return *q;
+}
+}  // namespace
+
+ExecutionQueue& execution_queue(const Device& device) {
+  Queues& q = queues();
+  std::lock_guard<std::mutex> lock(q.mutex);
+  ExecutionQueue*& queue = q.by_device[device];
+  if (!queue) queue = new ExecutionQueue(device);
   return *queue;
+}
+
+void wait_all_idle() {
+  std::vector<ExecutionQueue*> all;
+  {
+    Queues& q = queues();
+    std::lock_guard<std::mutex> lock(q.mutex);
+    for (const auto& [device, queue] : q.by_device) all.push_back(queue);
+  }
+  for (ExecutionQueue* queue : all) queue->wait_idle();
 }
 
 }  // namespace lazytrain::runtime

@@ -12,11 +12,14 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/device.h"
+
 namespace lazytrain::runtime {
 
 class ExecutionQueue {
  public:
-  ExecutionQueue();
+  // The worker runs with `device` as its current device (buffers it allocates live there).
+  explicit ExecutionQueue(Device device);
   ~ExecutionQueue();  // waits for the execution in flight
   ExecutionQueue(const ExecutionQueue&) = delete;
   ExecutionQueue& operator=(const ExecutionQueue&) = delete;
@@ -38,7 +41,9 @@ class ExecutionQueue {
   std::thread worker_;
 };
 
-// The CPU device's queue (process-wide).
-ExecutionQueue& device_execution_queue();
+// The queue of `device` (one per device, process-wide, made at first use).
+ExecutionQueue& execution_queue(const Device& device);
+// Waits until no device has an execution in flight.
+void wait_all_idle();
 
 }  // namespace lazytrain::runtime

@@ -258,10 +258,4 @@ bool PersistentCache::put(const std::string& key, std::string_view bytes) {
   return true;
 }
 
-std::optional<PersistentCache> PersistentCache::from_environment() {
-  const char* dir = std::getenv("LAZYTRAIN_CACHE_DIR");
-  if (dir == nullptr || *dir == '\0') return std::nullopt;
-  return PersistentCache(dir);
-}
-
 }  // namespace lazytrain::runtime

@@ -72,10 +72,6 @@ class PersistentCache {
   // checksum("123456789") == 0xE3069283.
   static uint32_t checksum(std::string_view data, uint32_t crc = 0);
 
-  // A cache in $LAZYTRAIN_CACHE_DIR when it is set and non-empty, else
-  // nullopt. Throws like the constructor if that directory is unusable.
-  static std::optional<PersistentCache> from_environment();
-
  private:
   std::string directory_;
 };

@@ -24,11 +24,11 @@ Tensor constant(double value, DType dtype);
 // The operand for a number passed to an op (a `double` argument of tensor/ops.h),
 // by PyTorch/XLA's rule (GetIrValueForScalar, IsSpecialScalar): 0 and ±1 stay
 // constants, so the algebraic simplifier still sees x*1, x+0, ...; every other
-// value is 0-d device data, so a number that changes between steps (a
+// value is 0-d device data on `device` (the op's input's), so a number that changes between steps (a
 // hand-written schedule) never changes the graph hash. Device data of equal
 // (value, dtype) is shared through a small cache (torch_xla's DataCache), so a
 // value used many times is transferred once and is one graph parameter.
-Tensor scalar_operand(double value, DType dtype);
+Tensor scalar_operand(double value, DType dtype, const runtime::Device& device);
 // Whether `value` is one of PyTorch/XLA's special scalars (0, 1, -1).
 bool is_special_scalar(double value);
 // Result dtype of `x op scalar`: x's dtype, or float32 for an integer tensor and

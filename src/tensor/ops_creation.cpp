@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <random>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/literal.h"
 #include "runtime/metrics.h"
+#include "runtime/transfer.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -19,7 +22,7 @@ using namespace detail;
 Tensor full(const Shape& shape, double value, DType dtype) {
   for (int64_t d : shape) check(d >= 0, "aten::full", "negative dimension in shape " + shape_str(shape));
   // The fill value is an operand (a constant for 0 and ±1, else device data).
-  return make_op("aten::full", {scalar_operand(value, dtype)}, shape, dtype, {},
+  return make_op("aten::full", {scalar_operand(value, dtype, runtime::current_device())}, shape, dtype, {},
                  +[](LoweringContext& c, const Node& n) { return operand_as(c, n, 0, n.dtype(), n.shape()); });
 }
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
@@ -38,10 +41,9 @@ Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype) {
 Tensor arange(int64_t end, DType dtype) { return arange(0, end, 1, dtype); }
 
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype) {
-  runtime::ScopedTimer timer("TransferToDeviceTime");
-  runtime::Buffer b(shape, dtype);
-  if (b.nbytes() > 0) std::memcpy(b.raw(), data, static_cast<size_t>(b.nbytes()));
-  return Tensor(lazy::make_device_data(std::move(b)));
+  for (int64_t d : shape) check(d >= 0, "from_buffer", "negative dimension in shape " + shape_str(shape));
+  return Tensor(lazy::make_device_data(
+      runtime::transfer_to_device(data, numel(shape) * itemsize(dtype), shape, dtype, runtime::current_device())));
 }
 
 Tensor from_vector(const std::vector<float>& data, const Shape& shape) {
@@ -57,8 +59,8 @@ Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape) {
 }
 
 namespace {
-runtime::Buffer scalar_buffer(double value, DType dtype) {
-  runtime::Buffer b({}, dtype);
+Literal scalar_literal(double value, DType dtype) {
+  Literal b({}, dtype);
   switch (dtype) {
     case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
     case DType::kBFloat16: *b.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
@@ -70,12 +72,16 @@ runtime::Buffer scalar_buffer(double value, DType dtype) {
   return b;
 }
 
-// Device data of the numbers given to ops, by (value bits, dtype). Cleared when
-// full: a loop whose number changes every step adds one entry per step.
+runtime::Buffer scalar_buffer(double value, DType dtype, const runtime::Device& device) {
+  return runtime::transfer_to_device(scalar_literal(value, dtype), device);
+}
+
+// Device data of the numbers given to ops, by (value bits, dtype, device).
+// Cleared when full: a loop whose number changes every step adds one entry per step.
 struct ScalarDataCache {
   static constexpr size_t kCapacity = 1024;
   std::mutex mutex;
-  std::map<std::pair<uint64_t, DType>, lazy::NodePtr> nodes;
+  std::map<std::tuple<uint64_t, DType, runtime::Device>, lazy::NodePtr> nodes;
 };
 ScalarDataCache& scalar_data_cache() {
   static ScalarDataCache cache;
@@ -83,22 +89,24 @@ ScalarDataCache& scalar_data_cache() {
 }
 }  // namespace
 
-Tensor scalar_tensor(double value, DType dtype) { return Tensor(lazy::make_device_data(scalar_buffer(value, dtype))); }
+Tensor scalar_tensor(double value, DType dtype) {
+  return Tensor(lazy::make_device_data(scalar_buffer(value, dtype, runtime::current_device())));
+}
 
 namespace detail {
 
 bool is_special_scalar(double value) { return value == 0.0 || std::fabs(value) == 1.0; }
 
-Tensor scalar_operand(double value, DType dtype) {
+Tensor scalar_operand(double value, DType dtype, const runtime::Device& device) {
   if (is_special_scalar(value)) return constant(value, dtype);
   ScalarDataCache& cache = scalar_data_cache();
-  const std::pair<uint64_t, DType> key{std::bit_cast<uint64_t>(value), dtype};
+  const std::tuple<uint64_t, DType, runtime::Device> key{std::bit_cast<uint64_t>(value), dtype, device};
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto it = cache.nodes.find(key);
   if (it == cache.nodes.end()) {
     if (cache.nodes.size() >= ScalarDataCache::kCapacity) cache.nodes.clear();
     // The cache's reference keeps the node from ever being donated to an executable.
-    it = cache.nodes.emplace(key, lazy::make_device_data(scalar_buffer(value, dtype))).first;
+    it = cache.nodes.emplace(key, lazy::make_device_data(scalar_buffer(value, dtype, device))).first;
   }
   return Tensor(it->second);
 }

@@ -47,7 +47,7 @@ Tensor unary(const char* op, const Tensor& x, lazy::LowerFn lower, bool needs_fl
   return make_op(op, {x}, x.shape(), t, {}, lower);
 }
 
-Tensor scalar_like(const Tensor& x, double value) { return scalar_operand(value, scalar_result_dtype(x, value)); }
+Tensor scalar_like(const Tensor& x, double value) { return scalar_operand(value, scalar_result_dtype(x, value), x.device()); }
 
 }  // namespace
 
@@ -120,7 +120,7 @@ Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
 Tensor div(const Tensor& a, double b) { return div(a, scalar_like(a, b)); }
 
 Tensor pow(const Tensor& a, double exponent) {
-  Tensor e = scalar_operand(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32);
+  Tensor e = scalar_operand(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32, a.device());
   Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, Loc::current());
   return record(out, "PowBackward0", {a}, [a = a.detach(), exponent](const Tensor& g) {
     // x^0 is constant: its gradient is 0 even at x = 0, where 0 * x^-1 would be NaN.
@@ -274,7 +274,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
     throw_error("aten::masked_fill", "mask " + shape_str(mask.shape()) + " must broadcast to the input's shape " + shape_str(x.shape()), loc);
   }
   // The fill value is an operand (a constant for 0 and ±1, else device data).
-  Tensor fill = scalar_operand(value, x.dtype());
+  Tensor fill = scalar_operand(value, x.dtype(), x.device());
   Tensor out = make_op("aten::masked_fill", {x, mask, fill}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
     return c.builder().select(operand_as(c, n, 1, DType::kBool, n.shape()), operand_as(c, n, 2, n.dtype(), n.shape()), c.operand(n, 0));
   });

@@ -119,8 +119,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   check(p >= 0.0 && p <= 1.0, "aten::dropout", "dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
-  // The uniform draws are f32 whatever x's dtype (the same stream for a bf16 x).
-  Tensor keep = to_dtype(ge(rand(x.shape(), DType::kFloat32), scalar_operand(p, DType::kFloat32)), x.dtype());
+  // The uniform draws are f32 whatever x's dtype (the same stream for a bf16 x), on x's device.
+  runtime::DeviceGuard on_x(x.device());
+  Tensor keep = to_dtype(ge(rand(x.shape(), DType::kFloat32), scalar_operand(p, DType::kFloat32, x.device())), x.dtype());
   return mul(x, mul(keep, 1.0 / (1.0 - p)));
 }
 

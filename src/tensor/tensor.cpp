@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "runtime/metrics.h"
+#include "runtime/transfer.h"
 #include "tensor/autograd.h"
 #include "tensor/lowering.h"
 
@@ -26,17 +27,28 @@ DType Tensor::dtype() const { return deref(impl_).dtype(); }
 const lazy::NodePtr& Tensor::ir_value() const { return deref(impl_).ir_value(); }
 int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "Tensor.size")]; }
 
-const runtime::Buffer& Tensor::buffer() const {
+runtime::Device Tensor::device() const { return deref(impl_).device(); }
+
+Literal Tensor::to_literal() const {
   deref(impl_);
-  return impl_->buffer();
+  impl_->sync();  // compiles and launches a pending value (not part of the transfer)
+  // A read, as PyTorch/XLA times it: waiting for the execution, then the copy.
+  runtime::ScopedTimer timer("TransferFromDeviceTime");
+  return runtime::transfer_from_device(impl_->buffer());
+}
+
+Tensor Tensor::to(const runtime::Device& device) const {
+  if (this->device() == device) return *this;
+  impl_->sync();
+  Tensor out(lazy::make_device_data(runtime::copy_to_device(impl_->buffer(), device)));
+  return autograd::record(out, "ToCopyBackward0", {*this}, [from = this->device()](const Tensor& g) {
+    return std::vector<Tensor>{g.to(from)};
+  });
 }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  deref(impl_);
-  impl_->sync();  // compiles and launches a pending value (not part of the transfer)
-  runtime::ScopedTimer timer("TransferFromDeviceTime");  // waiting for the execution, then the copy
-  const runtime::Buffer& b = buffer();
+  const Literal b = to_literal();
   std::vector<T> out(static_cast<size_t>(b.numel()));
   const int64_t n = b.numel();
   auto copy = [&](auto* p) {
@@ -87,6 +99,7 @@ void Tensor::backward(const Tensor& gradient) const {
   Tensor g = gradient;
   if (!g.defined()) {
     check(numel() == 1, "backward", "grad can be implicitly created only for scalar outputs, got " + shape_str(shape()));
+    runtime::DeviceGuard on_output_device(device());
     g = ones(shape(), dtype());
   }
   check(g.shape() == shape(), "backward", "gradient has shape " + shape_str(g.shape()) + ", expected " + shape_str(shape()));

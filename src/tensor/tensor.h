@@ -11,6 +11,7 @@
 #include <source_location>
 #include <vector>
 
+#include "core/literal.h"
 #include "lazy/lazy_tensor.h"
 #include "runtime/device.h"
 
@@ -45,7 +46,9 @@ class Tensor {
   int64_t dim() const { return static_cast<int64_t>(shape().size()); }
   int64_t numel() const { return lazytrain::numel(shape()); }
   DType dtype() const;
-  runtime::Device device() const { return {}; }
+  // Where the tensor lives: its IR value's device (runtime::DeviceGuard picks
+  // the device of tensors made from nothing; ops keep their inputs' device).
+  runtime::Device device() const;
   const lazy::NodePtr& ir_value() const;
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   // True when both handles share one tensor.
@@ -57,8 +60,9 @@ class Tensor {
   // All values in row-major order, converted to T (float, double, int64_t, int32_t, uint8_t).
   template <typename T>
   std::vector<T> to_vector() const;
-  // The materialised device buffer.
-  const runtime::Buffer& buffer() const;
+  // The values as a host Literal (shape and dtype kept), through the device
+  // boundary (runtime::transfer_from_device); waits for a pending value.
+  Literal to_literal() const;
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -80,6 +84,9 @@ class Tensor {
 
   // ---- Tensor.* spellings of ops in tensor/ops.h ----
   Tensor to(DType dtype) const;
+  // The same values on `device` (a copy through the device boundary; *this when
+  // already there). Gradients flow back to this tensor's device.
+  Tensor to(const runtime::Device& device) const;
   Tensor view(const Shape& shape, std::source_location loc = std::source_location::current()) const;
   Tensor reshape(const Shape& shape, std::source_location loc = std::source_location::current()) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;

@@ -11,7 +11,7 @@ namespace lazytrain::train {
 void save_pretrained(const nn::Module& model, const nlohmann::json& config, const std::string& directory) {
   std::map<std::string, TensorRecord> records;
   for (const auto& [name, tensor] : model.named_parameters()) {
-    const runtime::Buffer& b = tensor.buffer();
+    const Literal b = tensor.to_literal();  // through the device boundary
     TensorRecord r;
     r.dtype = safetensors_name(b.dtype());
     r.shape = b.shape();
@@ -34,6 +34,7 @@ void load_safetensors_into(nn::Module& model, const std::string& path) {
       throw Error("[load_safetensors] '" + path + "': tensor '" + name + "' is " + r.dtype + shape_str(r.shape) + ", expected " +
                   safetensors_name(tensor.dtype()) + shape_str(tensor.shape()));
     }
+    runtime::DeviceGuard on_parameter_device(tensor.device());
     tensor.set_data(from_buffer(r.data.data(), r.shape, tensor.dtype()));
     records.erase(it);
   }

@@ -39,7 +39,7 @@
 #include "../support/golden_ops.h"
 #include "../support/hlo_pass_test_util.h"
 #include "../support/random_hlo.h"
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
 #include "hlo/hlo_builder.h"
@@ -178,7 +178,7 @@ std::string out_of_range(const Buffer& want, const RandomOutput& o) {
 
 std::unique_ptr<Executable> compile_cpu(hlo::HloModule module, std::string& error) {
   try {
-    return backend::make_cpu_compiler()->compile(std::move(module));
+    return backend::make_compiler("cpu")->compile(std::move(module));
   } catch (const std::exception& e) {
     error = e.what();
     return nullptr;
@@ -210,7 +210,7 @@ class DifferentialRandomHlo : public ::testing::TestWithParam<int> {};
 
 TEST_P(DifferentialRandomHlo, CpuBackendMatchesInterpreter) {
   const uint64_t seed = seed_of(GetParam());
-  ASSERT_TRUE(backend::cpu::find_cxx_compiler()) << "no C++ compiler: the CPU backend would only interpret";
+  ASSERT_TRUE(backend::cpu::find_cxx_compiler(backend::CompilerOptions::from_environment().cxx)) << "no C++ compiler: the CPU backend would only interpret";
   const RandomHloCase c = testing::make_random_hlo_case(seed, options_for());
   std::string error;
   const auto t0 = std::chrono::steady_clock::now();
@@ -218,7 +218,7 @@ TEST_P(DifferentialRandomHlo, CpuBackendMatchesInterpreter) {
   const double compile_seconds = seconds_since(t0);
   ASSERT_TRUE(cpu) << "seed 0x" << std::hex << seed << std::dec << ": the CPU backend fails to compile: " << error << "\n"
                    << c.module.to_string();
-  std::vector<Buffer> want = backend::make_interpreter_compiler()->compile(c.module)->execute(c.arguments);
+  std::vector<Buffer> want = backend::make_compiler("interpreter")->compile(c.module)->execute(c.arguments);
   std::vector<Buffer> got;
   try {
     got = cpu->execute(c.arguments);
@@ -394,9 +394,8 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("lazytrain_cpu_cache_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  const char* saved = std::getenv("LAZYTRAIN_CACHE_DIR");
-  const std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
-  ::setenv("LAZYTRAIN_CACHE_DIR", dir.c_str(), 1);
+  backend::CompilerOptions options;
+  options.cache_dir = dir.string();
   hlo::HloBuilder b("cached");
   int x = b.parameter({64, 32}, DType::kFloat32);
   int y = b.parameter({32}, DType::kFloat32);
@@ -404,9 +403,10 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   std::vector<Buffer> args = {Buffer({64, 32}, DType::kFloat32), Buffer({32}, DType::kFloat32)};
   for (int64_t i = 0; i < 64 * 32; ++i) args[0].data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
   for (int64_t i = 0; i < 32; ++i) args[1].data<float>()[i] = 0.25f * static_cast<float>(i % 3);
-  std::vector<Buffer> want = backend::make_cpu_compiler()->compile(m, "00c0ffee00c0ffee")->execute(args);
+  std::vector<Buffer> want = backend::make_compiler("cpu", options)->compile(m, "00c0ffee00c0ffee")->execute(args);
   const int64_t hits = runtime::counter_value("PersistentCacheHit");
-  auto loaded = backend::make_cpu_compiler()->load_cached("00c0ffee00c0ffee");
+  EXPECT_EQ(backend::make_compiler("cpu", {})->load_cached("00c0ffee00c0ffee"), nullptr);  // no cache_dir: no cache
+  auto loaded = backend::make_compiler("cpu", options)->load_cached("00c0ffee00c0ffee");
   ASSERT_TRUE(loaded);
   EXPECT_EQ(runtime::counter_value("PersistentCacheHit"), hits + 1);
   auto load_time = runtime::metric_data("PersistentCacheLoadTime");
@@ -415,9 +415,7 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   std::vector<Buffer> got = loaded->execute(args);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), static_cast<size_t>(want[0].nbytes())), 0);
-  EXPECT_EQ(backend::make_cpu_compiler()->load_cached("00c0ffee00c0fff0"), nullptr);
-  if (restore) ::setenv("LAZYTRAIN_CACHE_DIR", restore->c_str(), 1);
-  else ::unsetenv("LAZYTRAIN_CACHE_DIR");
+  EXPECT_EQ(backend::make_compiler("cpu", options)->load_cached("00c0ffee00c0fff0"), nullptr);
   fs::remove_all(dir);
 }
 
@@ -443,7 +441,7 @@ TEST(CpuDotEpilogue, BiasAndResidualPostOpsMatchTheInterpreter) {
   for (const auto& in : fused.instructions) kouts += in.opcode == HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kOutput;
   EXPECT_EQ(kouts, 2) << fused.to_string();
   std::vector<Buffer> args = hlo::testing::random_arguments(m, 11);
-  std::vector<Buffer> want = backend::make_interpreter_compiler()->compile(m)->execute(args);
+  std::vector<Buffer> want = backend::make_compiler("interpreter")->compile(m)->execute(args);
   std::string error;
   auto cpu = compile_cpu(m, error);
   ASSERT_TRUE(cpu) << error;
@@ -465,13 +463,13 @@ TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
   const Shape cs = {20000, 3};
   const int col = b.binary(HloOpcode::kAdd, b.iota(cs, DType::kFloat32, 0), b.full(1000.0, cs, DType::kFloat32));
   hlo::HloModule module = b.build({b.reduce(row, {0}, hlo::ReduceKind::kAdd), b.reduce(col, {0}, hlo::ReduceKind::kAdd)});
-  auto cpu = backend::make_cpu_compiler()->compile(module);
+  auto cpu = backend::make_compiler("cpu")->compile(module);
   int kernels = 0;
   for (const auto& in : cpu->module().instructions) {
     kernels += in.opcode == hlo::HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kInput && backend::cpu::emit_fusion_kernel(in, "k");
   }
   EXPECT_EQ(kernels, 2) << cpu->module().to_string();
-  auto want = backend::make_interpreter_compiler()->compile(module)->execute({});
+  auto want = backend::make_compiler("interpreter")->compile(module)->execute({});
   auto got = cpu->execute({});
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(want[0].data<float>()[0], -117641300.0f);
@@ -518,7 +516,7 @@ TEST(DifferentialSizeOneDims, BroadcastsWithSizeOneDimsGetKernels) {
     outputs.push_back(b.reduce(b.binary(HloOpcode::kMultiply, z, z), {static_cast<int64_t>(c.shape.size()) - 1}, hlo::ReduceKind::kAdd));
   }
   hlo::HloModule module = b.build(outputs);
-  auto cpu = backend::make_cpu_compiler()->compile(module);
+  auto cpu = backend::make_compiler("cpu")->compile(module);
   int fusions = 0;
   for (const auto& in : cpu->module().instructions) {
     if (in.opcode != hlo::HloOpcode::kFusion) continue;
@@ -526,7 +524,7 @@ TEST(DifferentialSizeOneDims, BroadcastsWithSizeOneDimsGetKernels) {
     EXPECT_TRUE(backend::cpu::emit_fusion_kernel(in, "k")) << "no kernel for\n" << in.fused_computation->to_string();
   }
   EXPECT_GE(fusions, static_cast<int>(cases.size()));
-  auto want = backend::make_interpreter_compiler()->compile(module)->execute(args);
+  auto want = backend::make_compiler("interpreter")->compile(module)->execute(args);
   auto got = cpu->execute(args);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -571,8 +569,8 @@ TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
     for (int64_t i = 0; i < arg.numel(); i += 7) p[i] = specials[(i / 7) % 3];
     p[0] = NAN;  // the first element of row 0 and column 0
 
-    auto want = backend::make_interpreter_compiler()->compile(module)->execute({arg});
-    auto got = backend::make_cpu_compiler()->compile(module)->execute({arg});
+    auto want = backend::make_compiler("interpreter")->compile(module)->execute({arg});
+    auto got = backend::make_compiler("cpu")->compile(module)->execute({arg});
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       RandomOutput o;
@@ -590,10 +588,10 @@ TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
 class CpuBackendScope {
  public:
   CpuBackendScope() : was_cpu_(lazy::GraphExecutor::get().compiler().name() == "cpu") {
-    lazy::GraphExecutor::get().set_compiler(backend::make_cpu_compiler());
+    lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu"));
   }
   ~CpuBackendScope() {
-    lazy::GraphExecutor::get().set_compiler(was_cpu_ ? backend::make_cpu_compiler() : backend::make_interpreter_compiler());
+    lazy::GraphExecutor::get().set_compiler(was_cpu_ ? backend::make_compiler("cpu") : backend::make_compiler("interpreter"));
   }
   CpuBackendScope(const CpuBackendScope&) = delete;
   CpuBackendScope& operator=(const CpuBackendScope&) = delete;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "hlo/hlo_builder.h"
@@ -44,7 +44,7 @@ std::vector<T> values(const Buffer& b) {
 }
 
 std::vector<Buffer> run(HloModule module, const std::vector<Buffer>& args) {
-  return make_interpreter_compiler()->compile(std::move(module))->execute(args);
+  return make_compiler("interpreter")->compile(std::move(module))->execute(args);
 }
 
 // Row-major [rows, cols] matrix with small integer values (exact in f32 products and sums).
@@ -363,7 +363,7 @@ TEST(InterpreterElementwise, MaximumPropagatesNaNAndCompareIsOrdered) {
 TEST(InterpreterExecute, ChecksArgumentsAgainstParameters) {
   HloBuilder b("args");
   int x = b.parameter({2}, DType::kFloat32);
-  auto exe = make_interpreter_compiler()->compile(b.build({b.unary(HloOpcode::kNegate, x)}));
+  auto exe = make_compiler("interpreter")->compile(b.build({b.unary(HloOpcode::kNegate, x)}));
   EXPECT_THROW(exe->execute({}), Error);
   EXPECT_THROW(exe->execute({f32({3}, {1, 2, 3})}), Error);
   EXPECT_THROW(exe->execute({s64({2}, {1, 2})}), Error);

@@ -2,6 +2,7 @@
 // detection of corrupt entries, write failures and concurrent writers/readers
 // (threads and forked processes) sharing one directory. Each test uses a fresh
 // temp directory, removed afterwards.
+#include "core/env_vars.h"
 #include "runtime/persistent_cache.h"
 
 #include <gtest/gtest.h>
@@ -282,25 +283,21 @@ TEST_F(PersistentCacheTest, RejectsMalformedKeys) {
   EXPECT_THROW(cache.get(std::string(129, 'a')), Error);
 }
 
+// LAZYTRAIN_CACHE_DIR fills CompilerOptions::cache_dir (read once, in core/env_vars);
+// a backend opens its cache from there.
 TEST_F(PersistentCacheTest, FromEnvironment) {
-  const char* saved = std::getenv("LAZYTRAIN_CACHE_DIR");
-  const std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
-  ::unsetenv("LAZYTRAIN_CACHE_DIR");
-  EXPECT_FALSE(PersistentCache::from_environment().has_value());
-  ::setenv("LAZYTRAIN_CACHE_DIR", "", 1);
-  EXPECT_FALSE(PersistentCache::from_environment().has_value());
-  ::setenv("LAZYTRAIN_CACHE_DIR", (dir_ + "/env").c_str(), 1);
-  std::optional<PersistentCache> cache = PersistentCache::from_environment();
-  ASSERT_TRUE(cache.has_value());
-  EXPECT_EQ(cache->directory(), dir_ + "/env");
-  EXPECT_TRUE(fs::is_directory(dir_ + "/env"));
-  EXPECT_TRUE(cache->put("k0", "v"));
-  EXPECT_EQ(cache->get("k0"), "v");
-  if (restore) {
-    ::setenv("LAZYTRAIN_CACHE_DIR", restore->c_str(), 1);
-  } else {
-    ::unsetenv("LAZYTRAIN_CACHE_DIR");
-  }
+  auto env_with = [](const char* value) {
+    return parse_environment([value](const char* name) { return std::string(name) == "LAZYTRAIN_CACHE_DIR" ? value : nullptr; });
+  };
+  EXPECT_EQ(env_with(nullptr).cache_dir, "");
+  EXPECT_EQ(env_with("").cache_dir, "");
+  const std::string dir = dir_ + "/env";
+  ASSERT_EQ(env_with(dir.c_str()).cache_dir, dir);
+  PersistentCache cache(env_with(dir.c_str()).cache_dir);
+  EXPECT_EQ(cache.directory(), dir);
+  EXPECT_TRUE(fs::is_directory(dir));
+  EXPECT_TRUE(cache.put("k0", "v"));
+  EXPECT_EQ(cache.get("k0"), "v");
 }
 
 constexpr uint32_t kWriters = 4;

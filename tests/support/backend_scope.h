@@ -1,30 +1,31 @@
-// Sets a backend for the scope of a test, then restores the one that was set.
+// Sets a backend (by its registered name) for the scope of a test, then
+// restores the one that was set.
 #pragma once
 
-#include <memory>
+#include <string>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "lazy/graph_executor.h"
 
 namespace lazytrain::testing {
 
-template <bool kCpu>
 class BackendScope {
  public:
-  BackendScope() : was_cpu_(lazy::GraphExecutor::get().compiler().name() == "cpu") {
-    lazy::GraphExecutor::get().set_compiler(kCpu ? backend::make_cpu_compiler() : backend::make_interpreter_compiler());
-  }
-  ~BackendScope() {
-    lazy::GraphExecutor::get().set_compiler(was_cpu_ ? backend::make_cpu_compiler() : backend::make_interpreter_compiler());
-  }
+  explicit BackendScope(const std::string& name) : previous_(lazy::GraphExecutor::get().compiler().name()) { use(name); }
+  ~BackendScope() { use(previous_); }
   BackendScope(const BackendScope&) = delete;
   BackendScope& operator=(const BackendScope&) = delete;
 
  private:
-  bool was_cpu_;
+  static void use(const std::string& name) { lazy::GraphExecutor::get().set_compiler(backend::make_compiler(name)); }
+  std::string previous_;
 };
 
-using InterpreterScope = BackendScope<false>;
-using CpuBackendScope = BackendScope<true>;
+struct InterpreterScope : BackendScope {
+  InterpreterScope() : BackendScope("interpreter") {}
+};
+struct CpuBackendScope : BackendScope {
+  CpuBackendScope() : BackendScope("cpu") {}
+};
 
 }  // namespace lazytrain::testing

@@ -72,7 +72,7 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
                            [](const Args& in, const json&) { return from_vector(in[0].to_vector<int64_t>(), in[0].shape()); }}},
       {"from_buffer", {"from_buffer(const void*, const Shape&, DType)",
                        [](const Args& in, const json&) {
-                         const runtime::Buffer& b = in[0].buffer();
+                         const Literal b = in[0].to_literal();
                          return from_buffer(b.raw(), b.shape(), b.dtype());
                        }}},
       // elementwise

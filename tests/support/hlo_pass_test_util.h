@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "core/half.h"
 #include "hlo/hlo_instruction.h"
 
@@ -41,7 +41,7 @@ inline std::vector<Buffer> random_arguments(const HloModule& m, uint32_t seed) {
 }
 
 inline std::vector<Buffer> run(const HloModule& m, const std::vector<Buffer>& args) {
-  return backend::make_interpreter_compiler()->compile(m)->execute(args);
+  return backend::make_compiler("interpreter")->compile(m)->execute(args);
 }
 
 inline double element(const Buffer& b, int64_t i) {

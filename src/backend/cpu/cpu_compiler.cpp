@@ -11,7 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "backend/compiler.h"
+#include "backend/cpu/cpu_compiler.h"
+#include "backend/interpreter/interpreter_compiler.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
 #include "backend/onednn_matmul.h"
@@ -35,8 +36,8 @@ using KernelFn = void (*)(const void* const* args, void* out);
 
 class CpuExecutable : public Executable {
  public:
-  CpuExecutable(hlo::HloModule module, std::shared_ptr<cpu::SharedLibrary> library, std::map<int, KernelFn> kernels)
-      : module_(std::move(module)), library_(std::move(library)), kernels_(std::move(kernels)) {
+  CpuExecutable(hlo::HloModule module, std::shared_ptr<cpu::SharedLibrary> library, std::map<int, KernelFn> kernels, bool profile)
+      : module_(std::move(module)), library_(std::move(library)), kernels_(std::move(kernels)), profile_(profile) {
     last_use_.assign(module_.instructions.size(), -1);
     for (const auto& in : module_.instructions) {
       for (int o : in.operands) last_use_[o] = in.id;
@@ -176,8 +177,8 @@ class CpuExecutable : public Executable {
   std::vector<int> last_use_;
   std::map<int, std::vector<size_t>> in_place_operands_;  // kernel instruction -> operand indices
   std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
-  // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 2 ms.
-  bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
+  // CompilerOptions::profile (LAZYTRAIN_PROFILE): per-execution totals by instruction kind.
+  bool profile_ = false;
 };
 
 // A persistent cache entry: the optimized module, the kernel symbol of each
@@ -230,29 +231,31 @@ Entry decode_entry(std::string_view in) {
   return e;
 }
 
-std::unique_ptr<Executable> make_executable(hlo::HloModule module, const std::map<int, std::string>& names, const std::string& so) {
+std::unique_ptr<Executable> make_executable(hlo::HloModule module, const std::map<int, std::string>& names, const std::string& so,
+                                            bool profile) {
   std::shared_ptr<cpu::SharedLibrary> library;
   std::map<int, KernelFn> kernels;
   if (!names.empty()) {
     library = cpu::load_shared_object(so);
     for (const auto& [id, name] : names) kernels[id] = reinterpret_cast<KernelFn>(library->symbol(name));
   }
-  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels));
+  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels), profile);
 }
 
 class CpuCompiler : public Compiler {
  public:
+  explicit CpuCompiler(CompilerOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "cpu"; }
 
   std::unique_ptr<Executable> load_cached(const std::string& graph_key) override {
     runtime::PersistentCache* disk = disk_cache();
-    if (!disk || !cpu::find_cxx_compiler()) return nullptr;
+    if (!disk || !cpu::find_cxx_compiler(options_.cxx)) return nullptr;
     const auto start = std::chrono::steady_clock::now();
     std::optional<std::string> bytes = disk->get(entry_key(graph_key));
     if (!bytes) return nullptr;
     try {
       Entry e = decode_entry(*bytes);
-      auto executable = make_executable(std::move(e.module), e.names, e.so);
+      auto executable = make_executable(std::move(e.module), e.names, e.so, options_.profile);
       // Read, checksum, decode and dlopen of a hit: what replaces CompileTime.
       runtime::metric("PersistentCacheLoadTime")
           .add_sample(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
@@ -282,10 +285,10 @@ class CpuCompiler : public Compiler {
     bool fallback = false;
   };
 
-  // LAZYTRAIN_CACHE_DIR, read at the first compile (the CLI sets it from --compile_cache_dir).
+  // CompilerOptions::cache_dir (--compile_cache_dir, LAZYTRAIN_CACHE_DIR), opened at the first use.
   runtime::PersistentCache* disk_cache() {
     if (!disk_checked_) {
-      disk_ = runtime::PersistentCache::from_environment();
+      if (!options_.cache_dir.empty()) disk_.emplace(options_.cache_dir);
       disk_checked_ = true;
     }
     return disk_ ? &*disk_ : nullptr;
@@ -295,29 +298,29 @@ class CpuCompiler : public Compiler {
   std::string entry_key(const std::string& graph_key) const {
     std::string flags;
     for (const auto& f : cpu::kernel_flags()) flags += f + " ";
-    static const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler());
+    const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler(options_.cxx));
     return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
   }
 
   std::unique_ptr<Executable> finish(Compiled c) {
-    if (c.fallback) return make_interpreter_compiler()->compile(std::move(c.module));
-    return make_executable(std::move(c.module), c.names, c.so);
+    if (c.fallback) return interpreter::make_interpreter_compiler(options_)->compile(std::move(c.module));
+    return make_executable(std::move(c.module), c.names, c.so, options_.profile);
   }
 
-  // LAZYTRAIN_DUMP_HLO=DIR (the CLI's --dump_hlo): <graph>.before.hlo,
+  // CompilerOptions::dump_dir (the CLI's --dump_hlo, LAZYTRAIN_DUMP_HLO): <graph>.before.hlo,
   // <graph>.after.hlo and <graph>.kernels.cpp for every compiled graph.
-  static void dump(const std::string& graph_key, const std::string& suffix, const std::string& text) {
-    const char* dir = std::getenv("LAZYTRAIN_DUMP_HLO");
-    if (!dir || !*dir) return;
+  void dump(const std::string& graph_key, const std::string& suffix, const std::string& text) const {
+    const std::string& dir = options_.dump_dir;
+    if (dir.empty()) return;
     std::filesystem::create_directories(dir);
-    std::ofstream(std::string(dir) + "/" + (graph_key.empty() ? "graph" : graph_key) + "." + suffix) << text;
+    std::ofstream(dir + "/" + (graph_key.empty() ? "graph" : graph_key) + "." + suffix) << text;
   }
 
   Compiled build(hlo::HloModule module, const std::string& graph_key) {
     dump(graph_key, "before.hlo", module.to_string());
     hlo::run_passes(module, hlo::default_pipeline());
     dump(graph_key, "after.hlo", module.to_string());
-    std::optional<std::string> cxx = cpu::find_cxx_compiler();
+    std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);
     if (!cxx) {
       static bool warned = false;
       if (!warned) std::fprintf(stderr, "warning: no C++ compiler found ($CXX or c++); the cpu backend interprets instead\n");
@@ -354,12 +357,15 @@ class CpuCompiler : public Compiler {
     return Compiled{std::move(module), std::move(names), std::move(so), false};
   }
 
+  CompilerOptions options_;
   bool disk_checked_ = false;
   std::optional<runtime::PersistentCache> disk_;
 };
 
 }  // namespace
 
-std::unique_ptr<Compiler> make_cpu_compiler() { return std::make_unique<CpuCompiler>(); }
+namespace cpu {
+std::unique_ptr<Compiler> make_cpu_compiler(const CompilerOptions& options) { return std::make_unique<CpuCompiler>(options); }
+}  // namespace cpu
 
 }  // namespace lazytrain::backend

@@ -1,5 +1,7 @@
 #include "backend/cpu/jit.h"
 
+#include <mutex>
+#include <map>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -69,15 +71,18 @@ void* SharedLibrary::symbol(const std::string& name) const {
   return p;
 }
 
-std::optional<std::string> find_cxx_compiler() {
-  static const std::optional<std::string> found = []() -> std::optional<std::string> {
-    const char* env = std::getenv("CXX");
-    std::string candidate = env && *env ? env : "c++";
+std::optional<std::string> find_cxx_compiler(const std::string& preferred) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<std::string>> found;  // candidate -> answer, asked once each
+  const std::string candidate = preferred.empty() ? "c++" : preferred;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = found.find(candidate);
+  if (it == found.end()) {
     std::string output;
-    if (run(quote(candidate) + " --version", output) == 0) return candidate;
-    return std::nullopt;
-  }();
-  return found;
+    const bool runs = run(quote(candidate) + " --version", output) == 0;
+    it = found.emplace(candidate, runs ? std::optional<std::string>(candidate) : std::nullopt).first;
+  }
+  return it->second;
 }
 
 const std::vector<std::string>& kernel_flags() {

@@ -25,8 +25,9 @@ class SharedLibrary {
   std::string path_;
 };
 
-// The C++ compiler: $CXX, else `c++` on PATH; nullopt when none runs.
-std::optional<std::string> find_cxx_compiler();
+// The C++ compiler: `preferred` (CompilerOptions::cxx; $CXX by default) when
+// not empty, else `c++` on PATH; nullopt when it does not run.
+std::optional<std::string> find_cxx_compiler(const std::string& preferred);
 // The flags kernels are compiled with (part of the persistent cache key).
 const std::vector<std::string>& kernel_flags();
 // "c++ (Debian 12.2.0-14) 12.2.0": the first line of `<compiler> --version`.

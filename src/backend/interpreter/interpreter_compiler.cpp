@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "backend/compiler.h"
+#include "backend/interpreter/interpreter_compiler.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
 
@@ -88,27 +88,35 @@ std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vec
 
 class InterpreterExecutable : public Executable {
  public:
-  explicit InterpreterExecutable(hlo::HloModule module) : module_(std::move(module)) {}
+  InterpreterExecutable(hlo::HloModule module, bool profile) : module_(std::move(module)), profile_(profile) {}
   const hlo::HloModule& module() const override { return module_; }
   std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return evaluate_module(module_, arguments, profile_); }
 
  private:
   hlo::HloModule module_;
-  // LAZYTRAIN_PROFILE=1 prints every instruction that takes over 5 ms.
-  bool profile_ = std::getenv("LAZYTRAIN_PROFILE") != nullptr;
+  // CompilerOptions::profile (LAZYTRAIN_PROFILE) prints every instruction that takes over 5 ms.
+  bool profile_ = false;
 };
 
 class InterpreterCompiler : public Compiler {
  public:
+  explicit InterpreterCompiler(const CompilerOptions& options) : profile_(options.profile) {}
   std::string name() const override { return "interpreter"; }
   std::unique_ptr<Executable> compile(hlo::HloModule module) override {
     hlo::verify(module);
-    return std::make_unique<InterpreterExecutable>(std::move(module));
+    return std::make_unique<InterpreterExecutable>(std::move(module), profile_);
   }
+
+ private:
+  bool profile_;
 };
 
 }  // namespace
 
-std::unique_ptr<Compiler> make_interpreter_compiler() { return std::make_unique<InterpreterCompiler>(); }
+namespace interpreter {
+std::unique_ptr<Compiler> make_interpreter_compiler(const CompilerOptions& options) {
+  return std::make_unique<InterpreterCompiler>(options);
+}
+}  // namespace interpreter
 
 }  // namespace lazytrain::backend

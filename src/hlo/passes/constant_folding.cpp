@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "core/error.h"
 #include "hlo/hlo_builder.h"
 
@@ -103,7 +103,7 @@ int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, c
 }  // namespace
 
 bool ConstantFolding::run(HloModule& module) {
-  std::unique_ptr<backend::Compiler> compiler = backend::make_interpreter_compiler();
+  std::unique_ptr<backend::Compiler> compiler = backend::make_compiler("interpreter");
   return rewrite_module(module, [&](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
     int id = fold(*compiler, b, in, ops);
     return Rewritten{id, id >= 0};

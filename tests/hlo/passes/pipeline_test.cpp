@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "backend/compiler.h"
+#include "backend/registry.h"
 #include "hlo/hlo_builder.h"
 #include "lazy/graph_executor.h"
 #include "tensor/tensor.h"
@@ -24,7 +24,7 @@ namespace {
 using runtime::Buffer;
 
 std::vector<Buffer> run(const HloModule& m, const std::vector<Buffer>& args) {
-  return backend::make_interpreter_compiler()->compile(m)->execute(args);
+  return backend::make_compiler("interpreter")->compile(m)->execute(args);
 }
 
 std::map<HloOpcode, int> opcode_counts(const HloModule& m) {

@@ -1,0 +1,13 @@
+// The reference backend ("interpreter" in backend/registry.h): evaluates HLO
+// instructions one by one (dot through oneDNN, transcendentals through SLEEF).
+#pragma once
+
+#include <memory>
+
+#include "backend/compiler.h"
+
+namespace lazytrain::backend::interpreter {
+
+std::unique_ptr<Compiler> make_interpreter_compiler(const CompilerOptions& options);
+
+}  // namespace lazytrain::backend::interpreter

@@ -1,0 +1,36 @@
+#include "core/env_vars.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace lazytrain {
+
+EnvironmentVariables parse_environment(const std::function<const char*(const char*)>& lookup) {
+  auto get = [&](const char* name) -> std::string {
+    const char* value = lookup(name);
+    return value ? value : "";
+  };
+  EnvironmentVariables env;
+  env.backend = get("LAZYTRAIN_BACKEND");
+  env.cache_dir = get("LAZYTRAIN_CACHE_DIR");
+  env.dump_hlo = get("LAZYTRAIN_DUMP_HLO");
+  env.profile = lookup("LAZYTRAIN_PROFILE") != nullptr;
+  env.cxx = get("CXX");
+  if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(n.c_str(), &end, 10);
+    if (*end != '\0' || n[0] == '-' || n[0] == '+' || n[0] == ' ') {
+      throw Error("[environment] LAZYTRAIN_GRAPH_SIZE_WARNING='" + n + "': expected a whole number of IR nodes (0 disables the warning)");
+    }
+    env.graph_size_warning = static_cast<size_t>(value);
+  }
+  return env;
+}
+
+const EnvironmentVariables& environment() {
+  static const EnvironmentVariables env = parse_environment([](const char* name) { return std::getenv(name); });
+  return env;
+}
+
+}  // namespace lazytrain

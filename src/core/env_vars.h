@@ -1,0 +1,32 @@
+// The environment variables lazytrain reads, in one place and once (torch_xla's
+// env_vars.h). Configuration travels in option structs (backend::CompilerOptions,
+// the GraphExecutor's settings, the CLI's flags); the environment only gives
+// their defaults, read at the first call of environment() and never again, so
+// no layer passes configuration to another through the environment.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace lazytrain {
+
+struct EnvironmentVariables {
+  std::string backend;                        // LAZYTRAIN_BACKEND: a registered backend name; empty: "cpu"
+  std::string cache_dir;                      // LAZYTRAIN_CACHE_DIR: persistent compile cache; empty: none
+  std::string dump_hlo;                       // LAZYTRAIN_DUMP_HLO: dump HLO and kernels here; empty: none
+  bool profile = false;                       // LAZYTRAIN_PROFILE set (any value): per-execution profile on stderr
+  std::optional<size_t> graph_size_warning;   // LAZYTRAIN_GRAPH_SIZE_WARNING: IR nodes (0: never warn)
+  std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
+};
+
+// Reads the variables above through `lookup` (a getenv: null or "" = unset).
+// Throws lazytrain::Error naming the variable when a value is malformed
+// (LAZYTRAIN_GRAPH_SIZE_WARNING not a whole number).
+EnvironmentVariables parse_environment(const std::function<const char*(const char*)>& lookup);
+
+// The process environment, parsed at the first call (then cached for good).
+const EnvironmentVariables& environment();
+
+}  // namespace lazytrain

@@ -1,0 +1,65 @@
+// The environment is parsed in one place (core/env_vars.h) into the values that
+// fill option structs; a malformed value is an error naming the variable.
+#include "core/env_vars.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "backend/compiler.h"
+#include "core/error.h"
+
+namespace lazytrain {
+namespace {
+
+EnvironmentVariables parse(const std::map<std::string, std::string>& vars) {
+  return parse_environment([&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Environment, ReadsEachVariable) {
+  const EnvironmentVariables none = parse({});
+  EXPECT_EQ(none.backend, "");
+  EXPECT_EQ(none.cache_dir, "");
+  EXPECT_FALSE(none.profile);
+  EXPECT_FALSE(none.graph_size_warning.has_value());
+  const EnvironmentVariables all = parse({{"LAZYTRAIN_BACKEND", "interpreter"},
+                                          {"LAZYTRAIN_CACHE_DIR", "/tmp/cc"},
+                                          {"LAZYTRAIN_DUMP_HLO", "/tmp/dump"},
+                                          {"LAZYTRAIN_PROFILE", ""},
+                                          {"LAZYTRAIN_GRAPH_SIZE_WARNING", "1234"},
+                                          {"CXX", "g++-12"}});
+  EXPECT_EQ(all.backend, "interpreter");
+  EXPECT_EQ(all.cache_dir, "/tmp/cc");
+  EXPECT_EQ(all.dump_hlo, "/tmp/dump");
+  EXPECT_TRUE(all.profile);  // set, whatever its value
+  EXPECT_EQ(all.graph_size_warning, 1234u);
+  EXPECT_EQ(all.cxx, "g++-12");
+  EXPECT_EQ(parse({{"LAZYTRAIN_GRAPH_SIZE_WARNING", "0"}}).graph_size_warning, 0u);
+}
+
+TEST(Environment, MalformedNumberNamesTheVariable) {
+  for (const char* bad : {"many", "-5", "12k", " 3"}) {
+    try {
+      parse({{"LAZYTRAIN_GRAPH_SIZE_WARNING", bad}});
+      FAIL() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("LAZYTRAIN_GRAPH_SIZE_WARNING='" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Environment, FillsCompilerOptionsDefaults) {
+  // The process's own environment, as parsed once: the options mirror it.
+  const backend::CompilerOptions o = backend::CompilerOptions::from_environment();
+  EXPECT_EQ(o.cache_dir, environment().cache_dir);
+  EXPECT_EQ(o.dump_dir, environment().dump_hlo);
+  EXPECT_EQ(o.profile, environment().profile);
+  EXPECT_EQ(o.cxx, environment().cxx);
+}
+
+}  // namespace
+}  // namespace lazytrain
