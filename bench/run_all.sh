@@ -83,7 +83,7 @@ echo "run_all.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
 
 # ---- build ----
 if [ ! -e "$BUILD_DIR/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja >&2 || exit 1
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYTRAIN_WERROR=ON >&2 || exit 1
 fi
 cmake --build "$BUILD_DIR" --target bench_bert_train bench_matmul_peak >&2 ||
   { echo "run_all.sh: build failed (does the top-level CMakeLists.txt have add_subdirectory(bench)?)" >&2; exit 1; }
