@@ -88,18 +88,19 @@ BertEncoder::BertEncoder(const BertConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer.push_back(list->append(std::make_shared<BertLayer>(c)));
 }
 
+Tensor BertEncoder::forward(const Tensor& hidden, const Tensor& extended_mask) const {
+  Tensor h = hidden;
+  for (const auto& l : layer) h = l->forward(h, extended_mask);
+  return h;
+}
+
 BertModel::BertModel(const BertConfig& c) {
   embeddings = register_module("embeddings", std::make_shared<BertEmbeddings>(c));
   encoder = register_module("encoder", std::make_shared<BertEncoder>(c));
 }
 
 Tensor BertModel::forward(const Tensor& input_ids, const Tensor& attention_mask) const {
-  // get_extended_attention_mask: (1 - mask) * finfo(float32).min, shaped [B, 1, 1, S].
-  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1];
-  Tensor mask = (1.0 - attention_mask.to(DType::kFloat32).view({b, 1, 1, s})) * static_cast<double>(std::numeric_limits<float>::lowest());
-  Tensor hidden = embeddings->forward(input_ids);
-  for (const auto& l : encoder->layer) hidden = l->forward(hidden, mask);
-  return hidden;
+  return encoder->forward(embeddings->forward(input_ids), get_extended_attention_mask(attention_mask));
 }
 
 BertLMPredictionHead::BertLMPredictionHead(const BertConfig& c, const Tensor& word_embeddings) {
@@ -128,7 +129,7 @@ Tensor BertLMPredictionHead::forward(const Tensor& hidden) const {
   return linear(h, decoder_weight, bias);
 }
 
-BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : config_(config) {
+BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : MaskedLMModel(config) {
   config_.validate("BertForMaskedLM");
   struct Cls : nn::Module {
     explicit Cls(std::shared_ptr<BertLMPredictionHead> p) { register_module("predictions", std::move(p)); }
@@ -149,10 +150,7 @@ MaskedLMOutput BertForMaskedLM::forward(const Tensor& input_ids, const Tensor& a
   }
   MaskedLMOutput out;
   out.logits = predictions->forward(bert->forward(input_ids, attention_mask));
-  if (labels.defined()) {
-    if (labels.shape() != input_ids.shape()) throw Error("[BertForMaskedLM] labels " + shape_str(labels.shape()) + " must match input_ids " + shape_str(input_ids.shape()));
-    out.loss = cross_entropy(out.logits.view({-1, config_.vocab_size}), labels.view({-1}));
-  }
+  if (labels.defined()) out.loss = masked_lm_loss(out.logits, labels, "BertForMaskedLM");
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/bert_config.h"
+#include "models/modeling_utils.h"
 #include "nn/layers.h"
 
 namespace lazytrain::models {
@@ -68,6 +69,9 @@ class BertLayer : public nn::Module {
 class BertEncoder : public nn::Module {
  public:
   explicit BertEncoder(const BertConfig& c);
+  // hidden [B, S, H] through every layer; extended_mask [B, 1, 1, S] from
+  // get_extended_attention_mask. Shared by BERT and RoBERTa.
+  Tensor forward(const Tensor& hidden, const Tensor& extended_mask) const;
   std::vector<std::shared_ptr<BertLayer>> layer;
 };
 
@@ -90,23 +94,14 @@ class BertLMPredictionHead : public nn::Module {
   Tensor decoder_weight, bias;
 };
 
-struct MaskedLMOutput {
-  Tensor loss;    // 0-d, defined when labels were given
-  Tensor logits;  // [B, S, vocab_size]
-};
-
-class BertForMaskedLM : public nn::Module {
+class BertForMaskedLM : public MaskedLMModel {
  public:
   explicit BertForMaskedLM(const BertConfig& config);
   // labels int64 [B, S], -100 where no loss is taken; may be undefined.
   // Throws Error when shapes disagree or S > max_position_embeddings.
-  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const;
-  const BertConfig& config() const { return config_; }
+  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const override;
   std::shared_ptr<BertModel> bert;
   std::shared_ptr<BertLMPredictionHead> predictions;
-
- private:
-  BertConfig config_;
 };
 
 }  // namespace lazytrain::models

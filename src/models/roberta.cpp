@@ -65,7 +65,7 @@ Tensor RobertaLMHead::forward(const Tensor& hidden) const {
   return linear(layer_norm->forward(gelu(dense->forward(hidden))), decoder_weight, bias);
 }
 
-RobertaForMaskedLM::RobertaForMaskedLM(const BertConfig& config) : config_(config) {
+RobertaForMaskedLM::RobertaForMaskedLM(const BertConfig& config) : MaskedLMModel(config) {
   config_.validate("RobertaForMaskedLM");
   struct Roberta : nn::Module {
     Roberta(const BertConfig& c, std::shared_ptr<RobertaEmbeddings>& e, std::shared_ptr<BertEncoder>& enc) {
@@ -88,18 +88,9 @@ MaskedLMOutput RobertaForMaskedLM::forward(const Tensor& input_ids, const Tensor
                 std::to_string(input_ids.shape()[1] + config_.pad_token_id) + " (positions start at pad_token_id + 1), got " +
                 std::to_string(config_.max_position_embeddings));
   }
-  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1];
-  Tensor mask = (1.0 - attention_mask.to(DType::kFloat32).view({b, 1, 1, s})) * static_cast<double>(std::numeric_limits<float>::lowest());
-  Tensor hidden = embeddings->forward(input_ids);
-  for (const auto& l : encoder->layer) hidden = l->forward(hidden, mask);
   MaskedLMOutput out;
-  out.logits = lm_head->forward(hidden);
-  if (labels.defined()) {
-    if (labels.shape() != input_ids.shape()) {
-      throw Error("[RobertaForMaskedLM] labels " + shape_str(labels.shape()) + " must match input_ids " + shape_str(input_ids.shape()));
-    }
-    out.loss = cross_entropy(out.logits.view({-1, config_.vocab_size}), labels.view({-1}));
-  }
+  out.logits = lm_head->forward(encoder->forward(embeddings->forward(input_ids), get_extended_attention_mask(attention_mask)));
+  if (labels.defined()) out.loss = masked_lm_loss(out.logits, labels, "RobertaForMaskedLM");
   return out;
 }
 

@@ -44,19 +44,15 @@ class RobertaLMHead : public nn::Module {
   Tensor decoder_weight, bias;
 };
 
-class RobertaForMaskedLM : public nn::Module {
+class RobertaForMaskedLM : public MaskedLMModel {
  public:
   explicit RobertaForMaskedLM(const BertConfig& config);
   // As BertForMaskedLM::forward. Throws Error when shapes disagree or the
   // positions (up to S + pad_token_id) exceed max_position_embeddings.
-  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const;
-  const BertConfig& config() const { return config_; }
+  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const override;
   std::shared_ptr<RobertaEmbeddings> embeddings;
   std::shared_ptr<BertEncoder> encoder;
   std::shared_ptr<RobertaLMHead> lm_head;
-
- private:
-  BertConfig config_;
 };
 
 }  // namespace lazytrain::models

@@ -1,0 +1,41 @@
+// What the masked-LM models share, as Hugging Face's modeling_utils.py:
+// the model interface the Trainer and the CLI use (PreTrainedModel's forward,
+// parameters and config) and get_extended_attention_mask.
+#pragma once
+
+#include "models/bert_config.h"
+#include "nn/module.h"
+#include "tensor/tensor.h"
+
+namespace lazytrain::models {
+
+struct MaskedLMOutput {
+  Tensor loss;    // 0-d, defined when labels were given
+  Tensor logits;  // [B, S, vocab_size]
+};
+
+// A masked language model (BertForMaskedLM, RobertaForMaskedLM): its parameters
+// through nn::Module, its config, and one forward.
+class MaskedLMModel : public nn::Module {
+ public:
+  explicit MaskedLMModel(BertConfig config) : config_(std::move(config)) {}
+  // input_ids, attention_mask int64 [B, S] (mask 1 = attend); labels int64
+  // [B, S] with -100 where no loss is taken, or undefined (no loss). Throws
+  // Error naming the model when shapes disagree or S exceeds the positions.
+  virtual MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const = 0;
+  const BertConfig& config() const { return config_; }
+
+ protected:
+  BertConfig config_;
+};
+
+// get_extended_attention_mask for an encoder: attention_mask int64 [B, S]
+// (1 = attend) → the additive f32 mask [B, 1, 1, S], (1 - mask) * finfo(float32).min.
+Tensor get_extended_attention_mask(const Tensor& attention_mask);
+
+// The masked-LM loss of `logits` [B, S, V] against `labels` [B, S] (-100 ignored):
+// cross_entropy over the flattened tokens; Error naming `model` when labels'
+// shape differs from [B, S].
+Tensor masked_lm_loss(const Tensor& logits, const Tensor& labels, const char* model);
+
+}  // namespace lazytrain::models
