@@ -335,7 +335,7 @@ int run_mlm(const RunMlmOptions& o) {
   } else if (!t.do_train) {
     std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
   }
-  auto loss_fn = [&](const data::DeviceBatch& b) { return model.forward(b.input_ids, b.attention_mask, b.labels).loss; };
+  auto loss_fn = [&](const distributed::DeviceBatch& b) { return model.forward(b.input_ids, b.attention_mask, b.labels).loss; };
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;

@@ -29,8 +29,8 @@
 
 #include "data/data_collator.h"
 #include "data/data_loader.h"
-#include "data/device_batch.h"
-#include "data/device_loader.h"
+#include "distributed/device_batch.h"
+#include "distributed/parallel_loader.h"
 #include "data/wordpiece_tokenizer.h"
 #include "lazy/graph_executor.h"
 #include "models/bert.h"
@@ -131,7 +131,7 @@ int run(Options o) {
   models::BertForMaskedLM model(config);
   model.train();
   optim::AdamW optimizer({{model.parameters(), 0.01}}, {1e-4, 0.9, 0.999, 1e-8, 0.0});
-  auto step = [&](const data::DeviceBatch& b) {
+  auto step = [&](const distributed::DeviceBatch& b) {
     Tensor loss = model.forward(b.input_ids, b.attention_mask, b.labels).loss;
     loss.backward();
     optimizer.step();
@@ -144,7 +144,7 @@ int run(Options o) {
   // Warm-up: compile the step; the last one timed alone.
   double execute_ms = 0;
   for (int i = 0; i < 3; ++i) {
-    data::DeviceBatch b = data::to_device(prepare(static_cast<uint64_t>(i)));
+    distributed::DeviceBatch b = distributed::to_device(prepare(static_cast<uint64_t>(i)));
     const double t = now_s();
     Tensor l = step(b);
     lazy::mark_step();
@@ -175,8 +175,8 @@ int run(Options o) {
   };
 
   // 1. execute-only
-  std::vector<data::DeviceBatch> ready;
-  for (int i = 0; i < o.steps; ++i) ready.push_back(data::to_device(prepare(static_cast<uint64_t>(i))));
+  std::vector<distributed::DeviceBatch> ready;
+  for (int i = 0; i < o.steps; ++i) ready.push_back(distributed::to_device(prepare(static_cast<uint64_t>(i))));
   // Every loop but the synchronous one runs as the Trainer does: launch the step
   // traced before, trace the next while it runs, then read the launched step's loss.
   Loop execute_only = measure([&] {
@@ -195,7 +195,7 @@ int run(Options o) {
   // 2. synchronous
   Loop synchronous = measure([&] {
     for (int i = 0; i < o.steps; ++i) {
-      Tensor loss = step(data::to_device(prepare(static_cast<uint64_t>(i))));
+      Tensor loss = step(distributed::to_device(prepare(static_cast<uint64_t>(i))));
       lazy::mark_step();
       loss.item();
     }
@@ -209,7 +209,7 @@ int run(Options o) {
                                        [&](const std::vector<size_t>& idx, uint64_t) { return prepare(idx[0]); });
   Loop device_loader = measure([&] {
     auto epoch = loader.epoch(0);
-    data::DeviceLoader<data::Batch, data::DeviceBatch> dl([&] { return epoch->next(); }, [](data::Batch&& b) { return data::to_device(b); });
+    distributed::DeviceLoader<data::Batch, distributed::DeviceBatch> dl([&] { return epoch->next(); }, [](data::Batch&& b) { return distributed::to_device(b); });
     Tensor previous;
     while (auto b = dl.next()) {
       Tensor loss = step(*b);

@@ -13,7 +13,7 @@
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
 #include "data/data_loader.h"
-#include "data/device_loader.h"
+#include "distributed/parallel_loader.h"
 #include "tensor/autocast.h"
 #include "train/model_io.h"
 #include "train/progress_bar.h"
@@ -27,7 +27,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 double round4(double v) { return std::round(v * 1e4) / 1e4; }
 }  // namespace
 
-Tensor Trainer::compute_loss(const data::DeviceBatch& batch) {
+Tensor Trainer::compute_loss(const distributed::DeviceBatch& batch) {
   AutocastGuard autocast(args_.bf16, DType::kBFloat16);
   return loss_fn_(batch);
 }
@@ -192,10 +192,10 @@ std::map<std::string, double> Trainer::train() {
   };
   for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
     const double batches = static_cast<double>(per_epoch);
-    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(true, epoch),
-                                                                    [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
+    distributed::DeviceLoader<data::Batch, distributed::DeviceBatch> device_loader(host_batches(true, epoch),
+                                                                    [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
-      std::optional<data::DeviceBatch> batch = in_step(pending ? pending->step : global_step_, [&] { return device_loader.next(); });
+      std::optional<distributed::DeviceBatch> batch = in_step(pending ? pending->step : global_step_, [&] { return device_loader.next(); });
       traced_unlaunched = false;
       if (!batch) break;
       optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
@@ -245,9 +245,9 @@ std::map<std::string, double> Trainer::evaluate() {
   {
     // As in train(): each loss is read after the next step was traced.
     Tensor pending;
-    data::DeviceLoader<data::Batch, data::DeviceBatch> device_loader(host_batches(false, 0),
-                                                                    [](data::Batch&& b) { return data::to_device(b); }, device_loader_options());
-    while (std::optional<data::DeviceBatch> batch = device_loader.next()) {
+    distributed::DeviceLoader<data::Batch, distributed::DeviceBatch> device_loader(host_batches(false, 0),
+                                                                    [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
+    while (std::optional<distributed::DeviceBatch> batch = device_loader.next()) {
       if (!batch->has_labels) continue;  // nothing masked: no loss to average
       Tensor loss = compute_loss(*batch);
       if (pending.defined()) total += pending.item();
@@ -273,8 +273,8 @@ std::map<std::string, double> Trainer::evaluate() {
   return metrics;
 }
 
-data::DeviceLoaderOptions Trainer::device_loader_options() const {
-  data::DeviceLoaderOptions options;
+distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
+  distributed::DeviceLoaderOptions options;
   options.loader_prefetch_size = static_cast<int>(args_.loader_prefetch_size);
   options.device_prefetch_size = static_cast<int>(args_.device_prefetch_size);
   return options;

@@ -17,8 +17,8 @@
 
 #include "data/data_collator.h"
 #include "data/data_loader.h"
-#include "data/device_batch.h"
-#include "data/device_loader.h"
+#include "distributed/device_batch.h"
+#include "distributed/parallel_loader.h"
 #include "data/example.h"
 #include "nn/module.h"
 #include "train/training_arguments.h"
@@ -26,7 +26,7 @@
 namespace lazytrain::train {
 
 // Computes the mean loss of one collated batch (a 0-d float tensor).
-using LossFn = std::function<Tensor(const data::DeviceBatch& batch)>;
+using LossFn = std::function<Tensor(const distributed::DeviceBatch& batch)>;
 // A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.
 using ExampleStream = std::function<std::optional<data::Example>()>;
 // Opens the stream of one epoch.
@@ -63,7 +63,7 @@ class Trainer {
   // Batches of `dataset` (the last partial one dropped), collated by workers
   // with per-batch randomness (data::DataLoader).
   data::DataLoader<data::Batch> make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle);
-  data::DeviceLoaderOptions device_loader_options() const;
+  distributed::DeviceLoaderOptions device_loader_options() const;
   // The host batches of one epoch (the last partial batch dropped): from the
   // in-memory dataset through a DataLoader, or from the stream.
   std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch);
@@ -74,7 +74,7 @@ class Trainer {
   TrainingArguments args_;
   // The loss of one batch: loss_fn_ under autocast when args_.bf16 (the backward
   // runs outside it, as in PyTorch).
-  Tensor compute_loss(const data::DeviceBatch& batch);
+  Tensor compute_loss(const distributed::DeviceBatch& batch);
   LossFn loss_fn_;
   std::vector<data::Example> train_dataset_, eval_dataset_;
   ExampleStreamFactory train_stream_, eval_stream_;

@@ -5,7 +5,7 @@
 #include "data/data_collator.h"
 #include "tensor/tensor.h"
 
-namespace lazytrain::data {
+namespace lazytrain::distributed {
 
 struct DeviceBatch {
   Tensor input_ids, attention_mask, labels;
@@ -13,7 +13,7 @@ struct DeviceBatch {
   bool has_labels = false;  // some label is not -100 (the loss is defined)
 };
 
-// Copies `batch` to the device (device data tensors; no graph is traced).
-DeviceBatch to_device(const Batch& batch);
+// Copies `batch` to the current device (device data tensors; no graph is traced).
+DeviceBatch to_device(const data::Batch& batch);
 
-}  // namespace lazytrain::data
+}  // namespace lazytrain::distributed

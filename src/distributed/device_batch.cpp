@@ -1,12 +1,12 @@
-#include "data/device_batch.h"
+#include "distributed/device_batch.h"
 
 #include <algorithm>
 
 #include "tensor/ops.h"
 
-namespace lazytrain::data {
+namespace lazytrain::distributed {
 
-DeviceBatch to_device(const Batch& batch) {
+DeviceBatch to_device(const data::Batch& batch) {
   DeviceBatch d;
   d.batch_size = batch.batch_size;
   d.seq_len = batch.seq_len;
@@ -17,4 +17,4 @@ DeviceBatch to_device(const Batch& batch) {
   return d;
 }
 
-}  // namespace lazytrain::data
+}  // namespace lazytrain::distributed

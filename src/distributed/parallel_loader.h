@@ -1,4 +1,5 @@
-// DeviceLoader: PyTorch/XLA's MpDeviceLoader (ParallelLoader + PerDeviceLoader).
+// DeviceLoader: PyTorch/XLA's MpDeviceLoader (torch_xla.distributed.parallel_loader:
+// ParallelLoader + PerDeviceLoader).
 // A loader thread pulls host batches from `source` (a DataLoader epoch, whose
 // own workers tokenize and collate) into a queue of loader_prefetch_size; a
 // transfer thread turns them into device batches with `to_device` (tensors made
@@ -26,7 +27,7 @@
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 
-namespace lazytrain::data {
+namespace lazytrain::distributed {
 
 struct DeviceLoaderOptions {
   int loader_prefetch_size = 8;  // host batches ready ahead
@@ -158,4 +159,4 @@ class DeviceLoader {
   std::thread loader_, transfer_;
 };
 
-}  // namespace lazytrain::data
+}  // namespace lazytrain::distributed
