@@ -61,7 +61,8 @@ class DataLoader {
     return options_.drop_last ? dataset_size_ / b : (dataset_size_ + b - 1) / b;
   }
 
-  // One pass over the data.
+  // One pass over the data. An epoch owns a copy of the collate function (and
+  // what it holds), so it may outlive its DataLoader.
   class Epoch {
    public:
     Epoch(const DataLoader& loader, uint64_t epoch)
@@ -121,7 +122,7 @@ class DataLoader {
       }
     }
 
-    const CollateFn& collate_;
+    const CollateFn collate_;
     std::vector<std::vector<size_t>> batches_;
     uint64_t first_number_;
     size_t ahead_;

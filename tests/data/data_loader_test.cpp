@@ -113,6 +113,23 @@ TEST(DataLoader, StoppingEarlyJoinsTheWorkersAndMakesLittleAhead) {
   EXPECT_LE(made.load(), 1 + 4 + 2);  // the one taken, the bounded prefetch, calls already begun
 }
 
+TEST(DataLoader, AnEpochOutlivesItsLoader) {
+  DataLoaderOptions o;
+  o.batch_size = 2;
+  o.num_workers = 2;
+  std::unique_ptr<DataLoader<Numbered>::Epoch> epoch;
+  {
+    auto collate_state = std::make_shared<int>(7);  // owned through the collate function only
+    DataLoader<Numbered> loader(5, o, [collate_state](const std::vector<size_t>& indices, uint64_t number) {
+      return Numbered{indices, number + static_cast<uint64_t>(*collate_state)};
+    });
+    epoch = loader.epoch(1);
+  }
+  std::vector<uint64_t> numbers;
+  while (auto b = epoch->next()) numbers.push_back(b->number);
+  EXPECT_EQ(numbers, (std::vector<uint64_t>{3 + 7, 4 + 7, 5 + 7}));  // epoch 1 of 3 batches: 3, 4, 5
+}
+
 TEST(DataLoader, RejectsBadOptions) {
   DataLoaderOptions o;
   o.batch_size = 0;
