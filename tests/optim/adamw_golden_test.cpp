@@ -62,6 +62,23 @@ TEST(AdamWGolden, LinearScheduleWithWarmupMatchesTransformers) {
   }
 }
 
+// The scheduler object (LambdaLR) sets the optimizer's rate: get_last_lr() after
+// k step() calls is transformers' rate at step k.
+TEST(AdamWGolden, LambdaLRSchedulerSetsTheOptimizersRate) {
+  GoldenFile golden("adamw_step.safetensors");
+  std::vector<float> expected = golden.floats("schedule.lr");
+  Tensor p = from_vector(std::vector<float>{1, 2}, {2});
+  optim::AdamW optimizer({{{p}, 0.0}}, {1e-3, 0.9, 0.999, 1e-8, 0.0});
+  optim::LambdaLR scheduler = optim::get_linear_schedule_with_warmup(optimizer, 5, 20);
+  for (int64_t step = 0; step < 20; ++step) {
+    EXPECT_EQ(scheduler.last_epoch(), step);
+    ASSERT_EQ(scheduler.get_last_lr().size(), 1u);
+    EXPECT_NEAR(scheduler.get_last_lr()[0], expected[step], 1e-9) << "step " << step;
+    EXPECT_EQ(optimizer.lr(), scheduler.get_last_lr()[0]);
+    scheduler.step();
+  }
+}
+
 TEST(AdamW, RejectsInvalidHyperParameters) {
   EXPECT_THROW(optim::AdamW({}, {-1.0, 0.9, 0.999, 1e-8, 0.0}), Error);
   EXPECT_THROW(optim::AdamW({}, {1e-3, 1.0, 0.999, 1e-8, 0.0}), Error);
