@@ -106,121 +106,121 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
       return stream->collator(examples, stream->number++);
     };
   }
-  // The loader must outlive its epoch's workers, which use its collate function.
-  struct Epoch {
-    std::unique_ptr<data::DataLoader<data::Batch>> loader;
-    std::unique_ptr<data::DataLoader<data::Batch>::Epoch> epoch;
-    ~Epoch() { epoch.reset(); }
-  };
-  auto e = std::make_shared<Epoch>();
-  e->loader = std::make_unique<data::DataLoader<data::Batch>>(make_loader(training ? train_dataset_ : eval_dataset_, batch_size, training));
-  e->epoch = e->loader->epoch(epoch);
-  return [e] { return e->epoch->next(); };
+  // The epoch owns the collate function, so the loader need not outlive it.
+  std::shared_ptr<data::DataLoader<data::Batch>::Epoch> e =
+      make_loader(training ? train_dataset_ : eval_dataset_, batch_size, training).epoch(epoch);
+  return [e] { return e->next(); };
 }
 
-std::map<std::string, double> Trainer::train() {
-  const int64_t per_epoch = dataset_size(true) / args_.per_device_train_batch_size;
+int64_t Trainer::resolve_max_steps(int64_t per_epoch) {
   if (per_epoch == 0) {
     throw Error("[Trainer] the training set has " + std::to_string(dataset_size(true)) + " examples, fewer than one batch of " +
                 std::to_string(args_.per_device_train_batch_size));
   }
-  if (args_.max_steps > 0) {
-    max_steps_ = args_.max_steps;
-  } else {
-    const double steps = std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch));
-    if (!(steps >= 1 && steps <= 1e12)) {
-      throw Error("[Trainer] --num_train_epochs " + std::to_string(args_.num_train_epochs) + " gives " + std::to_string(steps) +
-                  " steps; expected between 1 and 1e12");
-    }
-    max_steps_ = static_cast<int64_t>(steps);
+  if (args_.max_steps > 0) return args_.max_steps;
+  const double steps = std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch));
+  if (!(steps >= 1 && steps <= 1e12)) {
+    throw Error("[Trainer] --num_train_epochs " + std::to_string(args_.num_train_epochs) + " gives " + std::to_string(steps) +
+                " steps; expected between 1 and 1e12");
   }
+  return static_cast<int64_t>(steps);
+}
+
+Tensor Trainer::training_step(const distributed::DeviceBatch& batch) {
+  Tensor loss = compute_loss(batch);
+  loss.backward();
+  return loss.detach();
+}
+
+// A step's execution fails on the device and is reported at the next
+// synchronising call (a mark_step in DeviceLoader::next, or reading its loss):
+// name the training step it was.
+template <typename Call>
+auto Trainer::in_step(int64_t step, Call&& call) {
+  try {
+    return call();
+  } catch (const lazy::ExecutionError& e) {
+    throw lazy::ExecutionError("[Trainer] training step " + std::to_string(step) + ": " + e.what());
+  }
+}
+
+void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
+  const double value = in_step(s.step, [&] { return s.loss.item(); });
+  // A batch without a masked token has loss 0/0 and zero gradients; Hugging
+  // Face filters such losses from the logs (logging_nan_inf_filter).
+  if (!s.counted) ++skipped_batches_;
+  if (s.counted && !std::isfinite(value)) {
+    throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(s.step) +
+                "; lower --learning_rate or check the data");
+  }
+  if (s.counted) {
+    run_.total_loss += value;
+    ++run_.counted_steps;
+    run_.interval_loss += value;
+    ++run_.interval_steps;
+  }
+  bar.update(s.step, value);
+  if (s.step % args_.logging_steps == 0) log_training_loss(s, bar);
+}
+
+void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
+  const double mean = run_.interval_loss / static_cast<double>(std::max<int64_t>(1, run_.interval_steps));
+  log({{"loss", round4(mean)}, {"learning_rate", s.learning_rate}}, s.step, s.epoch);
+  bar.message(log_history_.back().dump());
+  run_.interval_loss = 0.0;
+  run_.interval_steps = 0;
+}
+
+std::map<std::string, double> Trainer::train() {
+  const int64_t per_epoch = dataset_size(true) / args_.per_device_train_batch_size;
+  max_steps_ = resolve_max_steps(per_epoch);
   epochs_ = std::ceil(static_cast<double>(max_steps_) / static_cast<double>(per_epoch));
   DecayGroups groups = split_weight_decay(model_);
   optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
                          {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
-  std::vector<Tensor> params = model_.parameters();
+  optim::LambdaLR lr_scheduler = optim::get_linear_schedule_with_warmup(optimizer, args_.warmup_steps, max_steps_);
+  const std::vector<Tensor> params = model_.parameters();
   model_.train();
+  run_ = RunTotals{};
   ProgressBar bar(max_steps_, args_.disable_tqdm);
   const auto start = std::chrono::steady_clock::now();
-  double total_loss = 0.0, interval_loss = 0.0;
-  int64_t interval_steps = 0, counted_steps = 0;
   // Each iteration launches the step traced before (DeviceLoader::next calls
   // mark_step), traces the next one while it runs, and only then reads its loss,
   // so tracing overlaps execution and the device is free again when the next
   // mark_step comes (the wait is in reading the loss: TransferFromDeviceTime).
-  struct PendingLoss {
-    Tensor loss;
-    bool counted;
-    int64_t step;
-    double epoch;
-  };
-  std::optional<PendingLoss> pending;
+  std::optional<StepLoss> pending;
   bool traced_unlaunched = false;
-  // A step's execution fails on the device and is reported at the next
-  // synchronising call (a mark_step in DeviceLoader::next, or reading its loss):
-  // name the training step it was.
-  auto in_step = [](int64_t step, auto&& call) {
-    try {
-      return call();
-    } catch (const lazy::ExecutionError& e) {
-      throw lazy::ExecutionError("[Trainer] training step " + std::to_string(step) + ": " + e.what());
-    }
-  };
-  auto finish = [&](const PendingLoss& p) {
-    const double value = in_step(p.step, [&] { return p.loss.item(); });
-    // A batch without a masked token has loss 0/0 and zero gradients; Hugging
-    // Face filters such losses from the logs (logging_nan_inf_filter).
-    if (!p.counted) ++skipped_batches_;
-    if (p.counted && !std::isfinite(value)) {
-      throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(p.step) +
-                  "; lower --learning_rate or check the data");
-    }
-    if (p.counted) {
-      total_loss += value;
-      ++counted_steps;
-      interval_loss += value;
-      ++interval_steps;
-    }
-    bar.update(p.step, value);
-    if (p.step % args_.logging_steps == 0) {
-      double lr = args_.learning_rate * optim::linear_schedule_with_warmup(p.step, args_.warmup_steps, max_steps_);
-      log({{"loss", round4(interval_loss / static_cast<double>(std::max<int64_t>(1, interval_steps)))}, {"learning_rate", lr}}, p.step, p.epoch);
-      bar.message(log_history_.back().dump());
-      interval_loss = 0.0;
-      interval_steps = 0;
-    }
-  };
   for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
-    const double batches = static_cast<double>(per_epoch);
-    distributed::DeviceLoader<data::Batch, distributed::DeviceBatch> device_loader(host_batches(true, epoch),
-                                                                    [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
+    DeviceLoader device_loader = make_device_loader(true, epoch);
     for (size_t i = 0; global_step_ < max_steps_; ++i) {
       std::optional<distributed::DeviceBatch> batch = in_step(pending ? pending->step : global_step_, [&] { return device_loader.next(); });
       traced_unlaunched = false;
       if (!batch) break;
-      optimizer.set_lr(args_.learning_rate * optim::linear_schedule_with_warmup(global_step_, args_.warmup_steps, max_steps_));
-      Tensor loss = compute_loss(*batch);
-      loss.backward();
+      Tensor loss = training_step(*batch);
       if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
       optimizer.step();
+      lr_scheduler.step();
       optimizer.zero_grad();
-      if (pending) finish(*std::exchange(pending, std::nullopt));  // the step running since next()
+      if (pending) finish_step(*std::exchange(pending, std::nullopt), bar);  // the step running since next()
       ++global_step_;
-      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / batches;
-      pending = PendingLoss{loss, batch->has_labels, global_step_, epoch_};
+      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / static_cast<double>(per_epoch);
+      pending = StepLoss{loss, batch->has_labels, global_step_, epoch_, lr_scheduler.get_last_lr()[0]};
       traced_unlaunched = true;
     }
   }
   if (traced_unlaunched) in_step(global_step_, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
-  if (pending) finish(*pending);
+  if (pending) finish_step(*pending, bar);
   bar.finish();
   if (skipped_batches_ > 0) {
     std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
                  static_cast<long long>(skipped_batches_));
   }
-  const double runtime = seconds_since(start);
+  return train_metrics(seconds_since(start));
+}
+
+std::map<std::string, double> Trainer::train_metrics(double runtime) {
   std::map<std::string, double> metrics = {
-      {"train_loss", total_loss / static_cast<double>(std::max<int64_t>(1, counted_steps))},
+      {"train_loss", run_.total_loss / static_cast<double>(std::max<int64_t>(1, run_.counted_steps))},
       {"train_runtime", round4(runtime)},
       {"train_samples_per_second", round4(static_cast<double>(global_step_ * args_.per_device_train_batch_size) / runtime)},
       {"train_steps_per_second", round4(static_cast<double>(global_step_) / runtime)},
@@ -229,6 +229,10 @@ std::map<std::string, double> Trainer::train() {
        {"train_samples_per_second", metrics["train_samples_per_second"]}, {"train_steps_per_second", metrics["train_steps_per_second"]}},
       global_step_, epoch_);
   return metrics;
+}
+
+Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch) {
+  return DeviceLoader(host_batches(training, epoch), [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
 }
 
 std::map<std::string, double> Trainer::evaluate() {
@@ -245,8 +249,7 @@ std::map<std::string, double> Trainer::evaluate() {
   {
     // As in train(): each loss is read after the next step was traced.
     Tensor pending;
-    distributed::DeviceLoader<data::Batch, distributed::DeviceBatch> device_loader(host_batches(false, 0),
-                                                                    [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
+    DeviceLoader device_loader = make_device_loader(false, 0);
     while (std::optional<distributed::DeviceBatch> batch = device_loader.next()) {
       if (!batch->has_labels) continue;  // nothing masked: no loss to average
       Tensor loss = compute_loss(*batch);

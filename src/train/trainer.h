@@ -21,6 +21,7 @@
 #include "distributed/parallel_loader.h"
 #include "data/example.h"
 #include "nn/module.h"
+#include "train/progress_bar.h"
 #include "train/training_arguments.h"
 
 namespace lazytrain::train {
@@ -54,12 +55,44 @@ class Trainer {
   // static); returns eval_loss, perplexity = exp(eval_loss), eval_runtime, ...
   std::map<std::string, double> evaluate();
 
+  // Hugging Face's Trainer.training_step: the loss of one batch (under autocast
+  // when args.bf16) and its backward; returns the loss (0-d, detached, not read).
+  Tensor training_step(const distributed::DeviceBatch& batch);
+
   // Writes trainer_state.json.
   void save_state() const;
   int64_t global_step() const { return global_step_; }
   const nlohmann::json& log_history() const { return log_history_; }
 
  private:
+  using DeviceLoader = distributed::DeviceLoader<data::Batch, distributed::DeviceBatch>;
+  // A traced step whose loss is read after the next step was traced.
+  struct StepLoss {
+    Tensor loss;
+    bool counted;  // the batch had a masked token
+    int64_t step;
+    double epoch;
+    double learning_rate;  // the scheduler's rate after this step, as Hugging Face logs it
+  };
+  // Loss sums of one train() call.
+  struct RunTotals {
+    double total_loss = 0.0, interval_loss = 0.0;
+    int64_t counted_steps = 0, interval_steps = 0;
+  };
+
+  // args.max_steps, or num_train_epochs of `per_epoch` batches; Error when the
+  // dataset is smaller than one batch or the count is absurd.
+  int64_t resolve_max_steps(int64_t per_epoch);
+  // Reads a step's loss (waiting for its execution), adds it to the totals,
+  // advances the progress bar and logs every args.logging_steps steps.
+  void finish_step(const StepLoss& step, ProgressBar& bar);
+  void log_training_loss(const StepLoss& step, ProgressBar& bar);
+  std::map<std::string, double> train_metrics(double runtime);
+  DeviceLoader make_device_loader(bool training, uint64_t epoch);
+  // Runs `call`, naming training step `step` in an execution error it throws.
+  template <typename Call>
+  auto in_step(int64_t step, Call&& call);
+
   // Batches of `dataset` (the last partial one dropped), collated by workers
   // with per-batch randomness (data::DataLoader).
   data::DataLoader<data::Batch> make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle);
@@ -85,6 +118,7 @@ class Trainer {
   double epochs_ = 0.0;
   int64_t skipped_batches_ = 0;
   double epoch_ = 0.0;
+  RunTotals run_;
   nlohmann::json log_history_ = nlohmann::json::array();
 };
 
