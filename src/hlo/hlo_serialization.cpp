@@ -132,9 +132,9 @@ HloModule read_module(Reader& r) {
       Shape s = r.ints();
       DType t = checked_enum<DType>(r.i64(), kNumDTypes, "dtype");
       std::string bytes = r.str();
-      runtime::Buffer b(s, t);
+      Literal b(s, t);
       if (static_cast<int64_t>(bytes.size()) != b.nbytes()) throw Error("[hlo deserialize] literal size mismatch");
-      if (!bytes.empty()) std::memcpy(b.raw(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(b.mutable_raw(), bytes.data(), bytes.size());
       in.literal = std::move(b);
     }
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");

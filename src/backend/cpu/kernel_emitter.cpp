@@ -41,7 +41,7 @@ std::string storage_type(DType t) { return t == DType::kBFloat16 ? "uint16_t" : 
 // `expr` read from storage of dtype `t` into its computation type.
 std::string load(DType t, const std::string& expr) { return t == DType::kBFloat16 ? "lt_bf16_load(" + expr + ")" : expr; }
 
-std::string literal(const runtime::Buffer& b) {
+std::string literal(const Literal& b) {
   std::ostringstream os;
   switch (b.dtype()) {
     case DType::kFloat32:

@@ -1,19 +1,17 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/interpreter/kernels.h"
-#include "backend/interpreter/vector_math.h"
+#include "hlo/evaluator/kernels.h"
+#include "hlo/evaluator/vector_math.h"
 #include "core/error.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
-using hlo::ComparisonDirection;
-using hlo::HloOpcode;
 
 namespace {
 
 template <typename T, typename F>
-void map_unary(const Buffer& x, Buffer& out, F f) {
+void map_unary(const ArrayRef& x, const MutableArrayRef& out, F f) {
   const T* a = x.data<T>();
   T* o = out.data<T>();
   const int64_t n = x.numel();
@@ -22,7 +20,7 @@ void map_unary(const Buffer& x, Buffer& out, F f) {
 }
 
 template <typename T, typename R, typename F>
-void map_binary(const Buffer& x, const Buffer& y, Buffer& out, F f) {
+void map_binary(const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out, F f) {
   const T* a = x.data<T>();
   const T* b = y.data<T>();
   R* o = out.data<R>();
@@ -32,13 +30,12 @@ void map_binary(const Buffer& x, const Buffer& y, Buffer& out, F f) {
 }
 
 template <typename T>
-Buffer unary(const hlo::HloInstruction& in, const Buffer& x) {
-  Buffer out(in.shape, in.dtype);
+void unary(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   using C = compute_t<T>;
   if constexpr (std::is_same_v<T, float>) {
     if (has_vector_kernel(in.opcode)) {
       vector_unary(in.opcode, x.data<float>(), out.data<float>(), x.numel());
-      return out;
+      return;
     }
   }
   switch (in.opcode) {
@@ -55,18 +52,16 @@ Buffer unary(const hlo::HloInstruction& in, const Buffer& x) {
           case HloOpcode::kTanh: map_unary<T>(x, out, [](C v) { return std::tanh(v); }); break;
           case HloOpcode::kErf: map_unary<T>(x, out, [](C v) { return std::erf(v); }); break;
           case HloOpcode::kCosine: map_unary<T>(x, out, [](C v) { return std::cos(v); }); break;
-          default: throw Error("[interpreter] unhandled unary " + in.name());
+          default: throw Error("[hlo evaluator] unhandled unary " + in.name());
         }
       } else {
-        throw Error("[interpreter] " + in.name() + " needs a floating-point operand");
+        throw Error("[hlo evaluator] " + in.name() + " needs a floating-point operand");
       }
   }
-  return out;
 }
 
 template <typename T>
-Buffer binary(const hlo::HloInstruction& in, const Buffer& x, const Buffer& y) {
-  Buffer out(in.shape, in.dtype);
+void binary(const HloInstruction& in, const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out) {
   using C = compute_t<T>;
   switch (in.opcode) {
     case HloOpcode::kAdd: map_binary<T, T>(x, y, out, [](C a, C b) { return a + b; }); break;
@@ -75,7 +70,7 @@ Buffer binary(const hlo::HloInstruction& in, const Buffer& x, const Buffer& y) {
     case HloOpcode::kDivide:
       if constexpr (std::is_integral_v<C>) {
         if (y.numel() > 0) {
-          for (int64_t i = 0; i < y.numel(); ++i) check(y.data<T>()[i] != 0, "interpreter " + in.name(), "integer division by zero");
+          for (int64_t i = 0; i < y.numel(); ++i) check(y.data<T>()[i] != 0, "hlo evaluator " + in.name(), "integer division by zero");
         }
       }
       map_binary<T, T>(x, y, out, [](C a, C b) { return a / b; });
@@ -96,14 +91,12 @@ Buffer binary(const hlo::HloInstruction& in, const Buffer& x, const Buffer& y) {
         });
       }
       break;
-    default: throw Error("[interpreter] unhandled binary " + in.name());
+    default: throw Error("[hlo evaluator] unhandled binary " + in.name());
   }
-  return out;
 }
 
 template <typename T>
-Buffer compare(const hlo::HloInstruction& in, const Buffer& x, const Buffer& y) {
-  Buffer out(in.shape, DType::kBool);
+void compare(const HloInstruction& in, const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out) {
   using C = compute_t<T>;
   switch (in.direction) {
     case ComparisonDirection::kEq: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a == b; }); break;
@@ -113,12 +106,10 @@ Buffer compare(const hlo::HloInstruction& in, const Buffer& x, const Buffer& y) 
     case ComparisonDirection::kGt: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a > b; }); break;
     case ComparisonDirection::kGe: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a >= b; }); break;
   }
-  return out;
 }
 
 template <typename T>
-Buffer select(const hlo::HloInstruction& in, const Buffer& p, const Buffer& a, const Buffer& b) {
-  Buffer out(in.shape, in.dtype);
+void select(const ArrayRef& p, const ArrayRef& a, const ArrayRef& b, const MutableArrayRef& out) {
   const uint8_t* pp = p.data<uint8_t>();
   const T* aa = a.data<T>();
   const T* bb = b.data<T>();
@@ -126,7 +117,6 @@ Buffer select(const hlo::HloInstruction& in, const Buffer& p, const Buffer& a, c
   const int64_t n = out.numel();
 #pragma omp parallel for if (n > kParallelThreshold) schedule(static)
   for (int64_t i = 0; i < n; ++i) o[i] = pp[i] ? aa[i] : bb[i];
-  return out;
 }
 
 template <typename U, typename T>
@@ -140,8 +130,7 @@ U convert_value(T v) {
   }
 }
 
-Buffer convert(const hlo::HloInstruction& in, const Buffer& x) {
-  Buffer out(in.shape, in.dtype);
+void convert(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   const int64_t n = x.numel();
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     dispatch_dtype(in.dtype, [&]<typename U>() {
@@ -151,22 +140,19 @@ Buffer convert(const hlo::HloInstruction& in, const Buffer& x) {
       for (int64_t i = 0; i < n; ++i) o[i] = convert_value<U>(a[i]);
     });
   });
-  return out;
 }
 
 }  // namespace
 
-Buffer eval_elementwise(const hlo::HloInstruction& in, const Operands& args) {
-  Buffer result;
-  if (in.opcode == HloOpcode::kConvert) return convert(in, *args[0]);
-  DType t = args[in.opcode == HloOpcode::kSelect ? 1 : 0]->dtype();
+void eval_elementwise(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
+  if (in.opcode == HloOpcode::kConvert) return convert(in, args[0], out);
+  DType t = args[in.opcode == HloOpcode::kSelect ? 1 : 0].dtype();
   dispatch_dtype(t, [&]<typename T>() {
-    if (in.opcode == HloOpcode::kSelect) result = select<T>(in, *args[0], *args[1], *args[2]);
-    else if (in.opcode == HloOpcode::kCompare) result = compare<T>(in, *args[0], *args[1]);
-    else if (hlo::is_elementwise_unary(in.opcode)) result = unary<T>(in, *args[0]);
-    else result = binary<T>(in, *args[0], *args[1]);
+    if (in.opcode == HloOpcode::kSelect) select<T>(args[0], args[1], args[2], out);
+    else if (in.opcode == HloOpcode::kCompare) compare<T>(in, args[0], args[1], out);
+    else if (is_elementwise_unary(in.opcode)) unary<T>(in, args[0], out);
+    else binary<T>(in, args[0], args[1], out);
   });
-  return result;
 }
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator
