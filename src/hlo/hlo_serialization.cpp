@@ -113,7 +113,7 @@ HloModule read_module(Reader& r) {
   for (uint64_t k = 0; k < n; ++k) {
     HloInstruction in;
     in.id = static_cast<int>(r.i64());
-    in.opcode = checked_enum<HloOpcode>(r.i64(), static_cast<int64_t>(HloOpcode::kCount), "opcode");
+    in.opcode = checked_enum<HloOpcode>(r.i64(), kHloOpcodeCount, "opcode");
     in.shape = r.ints();
     in.dtype = checked_enum<DType>(r.i64(), kNumDTypes, "dtype");
     for (int64_t o : r.ints()) in.operands.push_back(static_cast<int>(o));

@@ -27,15 +27,6 @@ int splat_scalar(const HloBuilder& b, int id) {
   return -1;
 }
 
-bool is_elementwise(HloOpcode op) {
-  return is_elementwise_unary(op) || is_elementwise_binary(op) || op == HloOpcode::kCompare || op == HloOpcode::kSelect;
-}
-
-// Ops whose result is a splat of the operand's value when the operand is a splat.
-bool moves_data_only(HloOpcode op) {
-  return op == HloOpcode::kReshape || op == HloOpcode::kTranspose || op == HloOpcode::kBroadcast || op == HloOpcode::kSlice;
-}
-
 // Evaluates `in` over operands `ops` of `b` (each known: a constant or a
 // broadcast of one) with the HLO evaluator. nullopt when evaluation raises Error.
 std::optional<Literal> evaluate(const HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
@@ -58,15 +49,7 @@ std::optional<Literal> evaluate(const HloBuilder& b, const HloInstruction& in, c
 
 // The id that replaces `in` (operands mapped to `ops` in `b`), or -1.
 int fold(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
-  switch (in.opcode) {
-    case HloOpcode::kParameter:
-    case HloOpcode::kConstant:
-    case HloOpcode::kIota:
-    case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kTuple: return -1;
-    default: break;
-  }
-  if (ops.empty()) return -1;
+  if (never_folded(in.opcode) || ops.empty()) return -1;
   for (int o : ops) {
     if (!is_known(b, o)) return -1;
   }
@@ -74,9 +57,9 @@ int fold(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
 
   bool all_splats = true;
   for (int o : ops) all_splats = all_splats && splat_scalar(b, o) >= 0;
-  if (all_splats && (is_elementwise(in.opcode) || moves_data_only(in.opcode))) {
+  if (all_splats && (is_elementwise(in.opcode) || is_splat_preserving(in.opcode))) {
     int scalar = -1;
-    if (moves_data_only(in.opcode)) {
+    if (is_splat_preserving(in.opcode)) {
       scalar = splat_scalar(b, ops[0]);
     } else {
       // Elementwise: the same op on the scalars gives every element of the result.

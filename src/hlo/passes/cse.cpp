@@ -53,10 +53,6 @@ bool same_value(const HloInstruction& a, const HloInstruction& b) {
          (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
 }
 
-bool never_merged(HloOpcode op) {
-  return op == HloOpcode::kParameter || op == HloOpcode::kRngBitGenerator || op == HloOpcode::kTuple;
-}
-
 }  // namespace
 
 bool Cse::run(HloModule& module) {
@@ -73,10 +69,6 @@ bool Cse::run(HloModule& module) {
     seen.emplace(h, id);
     return Rewritten{id, false};
   });
-}
-
-bool never_merged(HloOpcode op) {
-  return op == HloOpcode::kParameter || op == HloOpcode::kRngBitGenerator || op == HloOpcode::kTuple;
 }
 
 }  // namespace lazytrain::hlo

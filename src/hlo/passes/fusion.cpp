@@ -10,16 +10,7 @@ namespace lazytrain::hlo {
 
 namespace {
 
-bool is_elementwise(const HloInstruction& in) {
-  return is_elementwise_unary(in.opcode) || is_elementwise_binary(in.opcode) || in.opcode == HloOpcode::kCompare ||
-         in.opcode == HloOpcode::kSelect;
-}
-
-bool is_transcendental(HloOpcode op) {
-  return op == HloOpcode::kExp || op == HloOpcode::kLog || op == HloOpcode::kTanh || op == HloOpcode::kErf ||
-         op == HloOpcode::kCosine || op == HloOpcode::kPower || op == HloOpcode::kSqrt || op == HloOpcode::kRsqrt ||
-         op == HloOpcode::kDivide;
-}
+bool is_elementwise(const HloInstruction& in) { return hlo::is_elementwise(in.opcode); }
 
 // Instructions in one fusion at most: the generated kernel of a longer chain
 // (a loop missing mark_step()) would take the C++ compiler minutes; such a chain
@@ -51,7 +42,7 @@ bool is_generator(const HloInstruction& in) {
 // backward kernel would recompute the whole forward pass.
 bool cheap(const HloModule& m, const HloInstruction& in) {
   if (is_generator(in)) return true;
-  if (!is_elementwise(in) || is_transcendental(in.opcode)) return false;
+  if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
   return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
 
