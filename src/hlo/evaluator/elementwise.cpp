@@ -4,11 +4,14 @@
 #include "hlo/evaluator/kernels.h"
 #include "hlo/evaluator/vector_math.h"
 #include "core/error.h"
+#include "core/scalar_ops.h"
 
 namespace lazytrain::hlo::evaluator {
 
 
 namespace {
+
+namespace ops = scalar_ops;
 
 template <typename T, typename F>
 void map_unary(const ArrayRef& x, const MutableArrayRef& out, F f) {
@@ -39,19 +42,19 @@ void unary(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& o
     }
   }
   switch (in.opcode) {
-    case HloOpcode::kNegate: map_unary<T>(x, out, [](C v) { return -v; }); break;
-    case HloOpcode::kAbs: map_unary<T>(x, out, [](C v) { return v < 0 ? -v : v; }); break;
-    case HloOpcode::kNot: map_unary<T>(x, out, [](C v) { return !v; }); break;
+    case HloOpcode::kNegate: map_unary<T>(x, out, ops::Negate()); break;
+    case HloOpcode::kAbs: map_unary<T>(x, out, ops::Abs()); break;
+    case HloOpcode::kNot: map_unary<T>(x, out, ops::Not()); break;
     default:
       if constexpr (std::is_floating_point_v<C>) {
         switch (in.opcode) {
-          case HloOpcode::kExp: map_unary<T>(x, out, [](C v) { return std::exp(v); }); break;
-          case HloOpcode::kLog: map_unary<T>(x, out, [](C v) { return std::log(v); }); break;
-          case HloOpcode::kSqrt: map_unary<T>(x, out, [](C v) { return std::sqrt(v); }); break;
-          case HloOpcode::kRsqrt: map_unary<T>(x, out, [](C v) { return C(1) / std::sqrt(v); }); break;
-          case HloOpcode::kTanh: map_unary<T>(x, out, [](C v) { return std::tanh(v); }); break;
-          case HloOpcode::kErf: map_unary<T>(x, out, [](C v) { return std::erf(v); }); break;
-          case HloOpcode::kCosine: map_unary<T>(x, out, [](C v) { return std::cos(v); }); break;
+          case HloOpcode::kExp: map_unary<T>(x, out, ops::Exp()); break;
+          case HloOpcode::kLog: map_unary<T>(x, out, ops::Log()); break;
+          case HloOpcode::kSqrt: map_unary<T>(x, out, ops::Sqrt()); break;
+          case HloOpcode::kRsqrt: map_unary<T>(x, out, ops::Rsqrt()); break;
+          case HloOpcode::kTanh: map_unary<T>(x, out, ops::Tanh()); break;
+          case HloOpcode::kErf: map_unary<T>(x, out, ops::Erf()); break;
+          case HloOpcode::kCosine: map_unary<T>(x, out, ops::Cosine()); break;
           default: throw Error("[hlo evaluator] unhandled unary " + in.name());
         }
       } else {
@@ -64,32 +67,28 @@ template <typename T>
 void binary(const HloInstruction& in, const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out) {
   using C = compute_t<T>;
   switch (in.opcode) {
-    case HloOpcode::kAdd: map_binary<T, T>(x, y, out, [](C a, C b) { return a + b; }); break;
-    case HloOpcode::kSubtract: map_binary<T, T>(x, y, out, [](C a, C b) { return a - b; }); break;
-    case HloOpcode::kMultiply: map_binary<T, T>(x, y, out, [](C a, C b) { return a * b; }); break;
+    case HloOpcode::kAdd: map_binary<T, T>(x, y, out, ops::Add()); break;
+    case HloOpcode::kSubtract: map_binary<T, T>(x, y, out, ops::Subtract()); break;
+    case HloOpcode::kMultiply: map_binary<T, T>(x, y, out, ops::Multiply()); break;
     case HloOpcode::kDivide:
       if constexpr (std::is_integral_v<C>) {
         if (y.numel() > 0) {
           for (int64_t i = 0; i < y.numel(); ++i) check(y.data<T>()[i] != 0, "hlo evaluator " + in.name(), "integer division by zero");
         }
       }
-      map_binary<T, T>(x, y, out, [](C a, C b) { return a / b; });
+      map_binary<T, T>(x, y, out, ops::Divide());
       break;
-    case HloOpcode::kMaximum: map_binary<T, T>(x, y, out, [](C a, C b) { return (a != a || a > b) ? a : b; }); break;
-    case HloOpcode::kMinimum: map_binary<T, T>(x, y, out, [](C a, C b) { return (a != a || a < b) ? a : b; }); break;
-    case HloOpcode::kPower: map_binary<T, T>(x, y, out, [](C a, C b) { return static_cast<C>(std::pow(a, b)); }); break;
+    case HloOpcode::kMaximum: map_binary<T, T>(x, y, out, ops::Maximum()); break;
+    case HloOpcode::kMinimum: map_binary<T, T>(x, y, out, ops::Minimum()); break;
+    case HloOpcode::kPower: map_binary<T, T>(x, y, out, ops::Power()); break;
     case HloOpcode::kAnd:
-      if constexpr (std::is_integral_v<C>) map_binary<T, T>(x, y, out, [](C a, C b) { return a & b; });
+      if constexpr (std::is_integral_v<C>) map_binary<T, T>(x, y, out, ops::And());
       break;
     case HloOpcode::kOr:
-      if constexpr (std::is_integral_v<C>) map_binary<T, T>(x, y, out, [](C a, C b) { return a | b; });
+      if constexpr (std::is_integral_v<C>) map_binary<T, T>(x, y, out, ops::Or());
       break;
     case HloOpcode::kShiftRightLogical:
-      if constexpr (std::is_same_v<C, int32_t>) {
-        map_binary<T, T>(x, y, out, [](C a, C b) {
-          return static_cast<C>(b >= 32 || b < 0 ? 0u : static_cast<uint32_t>(a) >> b);
-        });
-      }
+      if constexpr (std::is_same_v<C, int32_t>) map_binary<T, T>(x, y, out, ops::ShiftRightLogical());
       break;
     default: throw Error("[hlo evaluator] unhandled binary " + in.name());
   }
@@ -97,32 +96,34 @@ void binary(const HloInstruction& in, const ArrayRef& x, const ArrayRef& y, cons
 
 template <typename T>
 void compare(const HloInstruction& in, const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out) {
-  using C = compute_t<T>;
   switch (in.direction) {
-    case ComparisonDirection::kEq: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a == b; }); break;
-    case ComparisonDirection::kNe: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a != b; }); break;
-    case ComparisonDirection::kLt: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a < b; }); break;
-    case ComparisonDirection::kLe: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a <= b; }); break;
-    case ComparisonDirection::kGt: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a > b; }); break;
-    case ComparisonDirection::kGe: map_binary<T, uint8_t>(x, y, out, [](C a, C b) { return a >= b; }); break;
+    case ComparisonDirection::kEq: map_binary<T, uint8_t>(x, y, out, ops::Equal()); break;
+    case ComparisonDirection::kNe: map_binary<T, uint8_t>(x, y, out, ops::NotEqual()); break;
+    case ComparisonDirection::kLt: map_binary<T, uint8_t>(x, y, out, ops::Less()); break;
+    case ComparisonDirection::kLe: map_binary<T, uint8_t>(x, y, out, ops::LessEqual()); break;
+    case ComparisonDirection::kGt: map_binary<T, uint8_t>(x, y, out, ops::Greater()); break;
+    case ComparisonDirection::kGe: map_binary<T, uint8_t>(x, y, out, ops::GreaterEqual()); break;
   }
 }
 
 template <typename T>
 void select(const ArrayRef& p, const ArrayRef& a, const ArrayRef& b, const MutableArrayRef& out) {
+  // Selected as bits: exact for every value, NaN payloads included.
+  using Bits = std::conditional_t<sizeof(T) == 1, uint8_t,
+                                  std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
   const uint8_t* pp = p.data<uint8_t>();
-  const T* aa = a.data<T>();
-  const T* bb = b.data<T>();
-  T* o = out.data<T>();
+  const Bits* aa = a.data<Bits>();
+  const Bits* bb = b.data<Bits>();
+  Bits* o = out.data<Bits>();
   const int64_t n = out.numel();
 #pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t i = 0; i < n; ++i) o[i] = pp[i] ? aa[i] : bb[i];
+  for (int64_t i = 0; i < n; ++i) o[i] = ops::Select()(pp[i] != 0, aa[i], bb[i]);
 }
 
 template <typename U, typename T>
 U convert_value(T v) {
   if constexpr (std::is_same_v<U, uint8_t>) {
-    return static_cast<compute_t<T>>(v) != 0;
+    return ops::ConvertToPred()(static_cast<compute_t<T>>(v));
   } else if constexpr (std::is_same_v<U, BFloat16> || std::is_same_v<U, Half>) {
     return static_cast<U>(static_cast<float>(static_cast<compute_t<T>>(v)));
   } else {

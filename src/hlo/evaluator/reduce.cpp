@@ -4,6 +4,7 @@
 
 #include "hlo/evaluator/kernels.h"
 #include "core/error.h"
+#include "core/scalar_ops.h"
 
 namespace lazytrain::hlo::evaluator {
 
@@ -18,8 +19,8 @@ template <ReduceKind K, typename A>
 inline A combine(A acc, A v) {
   if constexpr (K == ReduceKind::kAdd) return acc + v;
   else if constexpr (K == ReduceKind::kMul) return acc * v;
-  else if constexpr (K == ReduceKind::kMax) return (v != v || v > acc) ? v : acc;
-  else return (v != v || v < acc) ? v : acc;
+  else if constexpr (K == ReduceKind::kMax) return scalar_ops::Maximum()(v, acc);  // NaN-propagating
+  else return scalar_ops::Minimum()(v, acc);
 }
 
 // x viewed as [outer, inner]: reduce each row (the reduced dims are a suffix).
