@@ -47,29 +47,17 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
   return m;
 }
 
-// Includes that break the rule today, each removed by a part of issue 9 still
-// to land. The test also fails when one of them is gone, so that this list only
-// shrinks.
-const std::set<std::string>& known_violations() {
-  static const std::set<std::string> s = {
-      // issue 9 item 1: HLO constants become host Literals; constant folding evaluates in hlo/.
-      "src/hlo/hlo_instruction.h: runtime/buffer.h",
-      "src/hlo/passes/constant_folding.cpp: backend/registry.h",
-  };
-  return s;
-}
-
-// "src/<layer>/...: <include>" for every include of `source_dir` that its layer may not make.
-std::set<std::string> violations(const fs::path& source_dir, std::string* report) {
+// One line per include under `source_dir`/src that its layer may not make.
+std::string violations(const fs::path& source_dir) {
+  std::string report;
   const std::regex include_line("^\\s*#\\s*include\\s*\"([a-z_]+)/([^\"]+)\"");
-  std::set<std::string> found;
   for (const auto& entry : fs::recursive_directory_iterator(source_dir / "src")) {
     if (!entry.is_regular_file()) continue;
     const fs::path rel = fs::relative(entry.path(), source_dir);
     const std::string layer = rel.begin()->string() == "src" ? std::next(rel.begin())->string() : "";
     auto rule = allowed_includes().find(layer);
     if (rule == allowed_includes().end()) {
-      *report += rel.string() + ": layer '" + layer + "' is not in the layer table of " + __FILE__ + "\n";
+      report += rel.string() + ": layer '" + layer + "' is not in the layer table of " + __FILE__ + "\n";
       continue;
     }
     std::ifstream in(entry.path());
@@ -79,25 +67,14 @@ std::set<std::string> violations(const fs::path& source_dir, std::string* report
       if (!std::regex_search(line, m, include_line)) continue;
       const std::string to = m[1];
       if (!allowed_includes().count(to) || rule->second.count(to)) continue;  // not a layer (e.g. a system "x/y.h"), or allowed
-      const std::string key = rel.string() + ": " + to + "/" + m[2].str();
-      found.insert(key);
-      if (!known_violations().count(key)) {
-        *report += rel.string() + ":" + std::to_string(number) + " includes \"" + to + "/" + m[2].str() + "\", but " + layer +
-                   "/ may include only from its own layer and those it stands on\n";
-      }
+      report += rel.string() + ":" + std::to_string(number) + " includes \"" + to + "/" + m[2].str() + "\", but " + layer +
+                "/ may include only from its own layer and those it stands on\n";
     }
   }
-  return found;
+  return report;
 }
 
-TEST(Layering, EveryIncludePointsDown) {
-  std::string report;
-  const std::set<std::string> found = violations(LAZYTRAIN_SOURCE_DIR, &report);
-  EXPECT_EQ(report, "");
-  for (const std::string& known : known_violations()) {
-    EXPECT_TRUE(found.count(known)) << "'" << known << "' is fixed: remove it from known_violations() in " << __FILE__;
-  }
-}
+TEST(Layering, EveryIncludePointsDown) { EXPECT_EQ(violations(LAZYTRAIN_SOURCE_DIR), ""); }
 
 }  // namespace
 }  // namespace lazytrain

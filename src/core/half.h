@@ -5,29 +5,17 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#include "core/scalar_ops.h"
 
 namespace lazytrain {
 
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  BFloat16(float value) {  // NOLINT: implicit, like c10::BFloat16
-    uint32_t u;
-    std::memcpy(&u, &value, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {  // NaN stays a quiet NaN
-      bits = 0x7fc0;
-      return;
-    }
-    u += 0x7fffu + ((u >> 16) & 1u);
-    bits = static_cast<uint16_t>(u >> 16);
-  }
-  operator float() const {  // NOLINT
-    uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
+  // Rounds as every bf16 op does (scalar_ops::round_to_bf16).
+  BFloat16(float value) : bits(scalar_ops::float_to_bf16_bits(value)) {}  // NOLINT: implicit, like c10::BFloat16
+  operator float() const { return scalar_ops::bf16_to_float(bits); }  // NOLINT
 };
 
 using Half = _Float16;

@@ -31,7 +31,7 @@ int HloBuilder::parameter(const Shape& shape, DType dtype) {
   return add(std::move(in));
 }
 
-int HloBuilder::constant(runtime::Buffer literal) {
+int HloBuilder::constant(Literal literal) {
   HloInstruction in;
   in.opcode = HloOpcode::kConstant;
   in.shape = literal.shape();
@@ -41,7 +41,7 @@ int HloBuilder::constant(runtime::Buffer literal) {
 }
 
 int HloBuilder::scalar(double value, DType dtype) {
-  runtime::Buffer b({}, dtype);
+  Literal b({}, dtype);
   switch (dtype) {
     case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
     case DType::kBFloat16: *b.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;

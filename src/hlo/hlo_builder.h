@@ -18,7 +18,8 @@ class HloBuilder {
   DType dtype(int id) const { return module_.at(id).dtype; }
 
   int parameter(const Shape& shape, DType dtype);
-  int constant(runtime::Buffer literal);
+  // A constant holding `literal` (its shape and dtype).
+  int constant(Literal literal);
   // A scalar constant of `dtype` holding `value` (converted).
   int scalar(double value, DType dtype);
   // A scalar constant broadcast to `shape`.

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/literal.h"
 #include "core/shape.h"
 #include "hlo/hlo_opcode.h"
-#include "runtime/buffer.h"
 
 namespace lazytrain::hlo {
 
@@ -38,7 +38,7 @@ struct HloInstruction {
   ReduceKind reduce_kind = ReduceKind::kAdd;                // reduce, scatter (to_apply)
   DotDimensionNumbers dot;                                   // dot
   int64_t parameter_number = -1;                             // parameter
-  runtime::Buffer literal;                                   // constant
+  Literal literal;                                           // constant: its value
   // fusion: the fused computation; its parameters are this instruction's
   // operands, its ROOT tuple holds the one result.
   std::shared_ptr<const struct HloModule> fused_computation;

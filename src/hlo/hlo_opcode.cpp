@@ -1,27 +1,21 @@
 #include "hlo/hlo_opcode.h"
 
-#include <array>
+#include <iterator>
 
 namespace lazytrain::hlo {
 
 namespace {
-const std::array<std::string, static_cast<size_t>(HloOpcode::kCount)> kOpcodeNames = {
-    "parameter", "constant", "iota", "rng-bit-generator",
-    "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "erf", "abs", "cosine", "not", "convert",
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "and", "or", "shift-right-logical",
-    "compare", "select",
-    "broadcast", "reshape", "transpose", "slice", "concatenate", "gather", "scatter",
-    "dot", "reduce",
-    "tuple",
-    "fusion"};
-static_assert(kOpcodeNames.size() == static_cast<size_t>(HloOpcode::kCount));
+
+#define HLO_OPCODE_NAME_ENTRY(enum_name, text, arity, properties) text,
+const std::string kOpcodeNames[] = {HLO_OPCODE_LIST(HLO_OPCODE_NAME_ENTRY)};
+#undef HLO_OPCODE_NAME_ENTRY
+static_assert(std::size(kOpcodeNames) == static_cast<size_t>(kHloOpcodeCount));
+static_assert(std::size(kHloOpcodeArity) == static_cast<size_t>(kHloOpcodeCount));
+static_assert(std::size(kHloOpcodeProperties) == static_cast<size_t>(kHloOpcodeCount));
+
 }  // namespace
 
 const std::string& opcode_name(HloOpcode opcode) { return kOpcodeNames[static_cast<size_t>(opcode)]; }
-
-bool is_elementwise_unary(HloOpcode op) { return op >= HloOpcode::kNegate && op <= HloOpcode::kConvert; }
-
-bool is_elementwise_binary(HloOpcode op) { return op >= HloOpcode::kAdd && op <= HloOpcode::kShiftRightLogical; }
 
 std::string direction_name(ComparisonDirection d) {
   static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};

@@ -1,32 +1,116 @@
 // HloOpcode: the primitive operations of lazytrain's HLO, named as XLA names them.
+//
+// HLO_OPCODE_LIST is the one table of opcodes (XLA's HLO_OPCODE_LIST in
+// hlo_opcode.h): each entry V(enum, text name, arity, properties) gives the
+// enum, opcode_name, opcode_arity and every property a pass asks about, so an
+// opcode cannot exist half-declared and no pass keeps a list of its own.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace lazytrain::hlo {
 
-// Adding an opcode: add it here and to kOpcodeNames (hlo_opcode.cpp: the
-// static_assert fails until you do), to the verifier's shape rule and to every backend.
-enum class HloOpcode {
-  kParameter, kConstant, kIota, kRngBitGenerator,
-  // elementwise unary
-  kNegate, kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kAbs, kCosine, kNot, kConvert,
-  // elementwise binary
-  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kAnd, kOr, kShiftRightLogical,
-  kCompare, kSelect,
-  // data movement
-  kBroadcast, kReshape, kTranspose, kSlice, kConcatenate, kGather, kScatter,
-  // compute
-  kDot, kReduce,
-  kTuple,
-  kFusion,  // calls a fused computation (HloInstruction::fused_computation)
-  kCount  // not an opcode: the number of opcodes
+// Opcode properties (bit flags), as the passes ask about them.
+enum HloOpcodeProperty : uint32_t {
+  // One output element from the operands' elements at the same index (unary,
+  // binary, compare, select, convert): fusible into loops, foldable on splats.
+  kPropertyElementwise = 1u << 0,
+  // Costly per element (transcendental functions, power, divide: XLA's
+  // InstructionFusion::IsExpensive): fusion never duplicates it into consumers.
+  kPropertyExpensive = 1u << 1,
+  // Never replaced by a constant: no operands to fold (parameter, constant,
+  // iota), random bits, or the ROOT tuple.
+  kPropertyNeverFold = 1u << 2,
+  // Never merged with an equal instruction by CSE: the argument list
+  // (parameter), two draws of random bits, or the ROOT tuple.
+  kPropertyNeverMerge = 1u << 3,
+  // Rearranges one operand's elements: a splat operand gives a splat result of
+  // the same value (reshape, transpose, broadcast, slice).
+  kPropertySplatPreserving = 1u << 4,
 };
+
+// Arity -1: any number of operands.
+#define HLO_OPCODE_LIST(V)                                                                             \
+  V(kParameter, "parameter", 0, kPropertyNeverFold | kPropertyNeverMerge)                              \
+  V(kConstant, "constant", 0, kPropertyNeverFold)                                                      \
+  V(kIota, "iota", 0, kPropertyNeverFold)                                                              \
+  V(kRngBitGenerator, "rng-bit-generator", 1, kPropertyNeverFold | kPropertyNeverMerge)                \
+  V(kNegate, "negate", 1, kPropertyElementwise)                                                        \
+  V(kExp, "exponential", 1, kPropertyElementwise | kPropertyExpensive)                                 \
+  V(kLog, "log", 1, kPropertyElementwise | kPropertyExpensive)                                         \
+  V(kSqrt, "sqrt", 1, kPropertyElementwise | kPropertyExpensive)                                       \
+  V(kRsqrt, "rsqrt", 1, kPropertyElementwise | kPropertyExpensive)                                     \
+  V(kTanh, "tanh", 1, kPropertyElementwise | kPropertyExpensive)                                       \
+  V(kErf, "erf", 1, kPropertyElementwise | kPropertyExpensive)                                         \
+  V(kAbs, "abs", 1, kPropertyElementwise)                                                              \
+  V(kCosine, "cosine", 1, kPropertyElementwise | kPropertyExpensive)                                   \
+  V(kNot, "not", 1, kPropertyElementwise)                                                              \
+  V(kConvert, "convert", 1, kPropertyElementwise)                                                      \
+  V(kAdd, "add", 2, kPropertyElementwise)                                                              \
+  V(kSubtract, "subtract", 2, kPropertyElementwise)                                                    \
+  V(kMultiply, "multiply", 2, kPropertyElementwise)                                                    \
+  V(kDivide, "divide", 2, kPropertyElementwise | kPropertyExpensive)                                   \
+  V(kMaximum, "maximum", 2, kPropertyElementwise)                                                      \
+  V(kMinimum, "minimum", 2, kPropertyElementwise)                                                      \
+  V(kPower, "power", 2, kPropertyElementwise | kPropertyExpensive)                                     \
+  V(kAnd, "and", 2, kPropertyElementwise)                                                              \
+  V(kOr, "or", 2, kPropertyElementwise)                                                                \
+  V(kShiftRightLogical, "shift-right-logical", 2, kPropertyElementwise)                                \
+  V(kCompare, "compare", 2, kPropertyElementwise)                                                      \
+  V(kSelect, "select", 3, kPropertyElementwise)                                                        \
+  V(kBroadcast, "broadcast", 1, kPropertySplatPreserving)                                              \
+  V(kReshape, "reshape", 1, kPropertySplatPreserving)                                                  \
+  V(kTranspose, "transpose", 1, kPropertySplatPreserving)                                              \
+  V(kSlice, "slice", 1, kPropertySplatPreserving)                                                      \
+  V(kConcatenate, "concatenate", -1, 0)                                                                \
+  V(kGather, "gather", 2, 0)                                                                           \
+  V(kScatter, "scatter", 3, 0)                                                                         \
+  V(kDot, "dot", 2, 0)                                                                                 \
+  V(kReduce, "reduce", 2, 0)                                                                           \
+  V(kTuple, "tuple", -1, kPropertyNeverFold | kPropertyNeverMerge)                                     \
+  /* calls a fused computation (HloInstruction::fused_computation) */                                 \
+  V(kFusion, "fusion", -1, 0)
+
+#define HLO_OPCODE_ENUM_ENTRY(enum_name, text, arity, properties) enum_name,
+enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
+#undef HLO_OPCODE_ENUM_ENTRY
+
+// The count check (ggml's static_assert on GGML_OP_COUNT): the number of
+// entries of `list` must be kHloOpcodeCount. Adding an opcode fails to compile
+// until this number is raised, which is the moment to give it a shape rule
+// (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
+// case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
+inline constexpr int kHloOpcodeCount = 38;
+#define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
+#define HLO_OPCODE_COUNT_CHECK(list)                                   \
+  static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \
+                "the opcode list and kHloOpcodeCount differ: see the checklist in hlo_opcode.h")
+HLO_OPCODE_COUNT_CHECK(HLO_OPCODE_LIST);
 
 // XLA's text name: "add", "rng-bit-generator", "shift-right-logical", ...
 const std::string& opcode_name(HloOpcode opcode);
-bool is_elementwise_unary(HloOpcode opcode);
-bool is_elementwise_binary(HloOpcode opcode);
+#define HLO_OPCODE_ARITY_ENTRY(enum_name, text, arity, properties) arity,
+#define HLO_OPCODE_PROPERTIES_ENTRY(enum_name, text, arity, properties) uint32_t{properties},
+inline constexpr int kHloOpcodeArity[] = {HLO_OPCODE_LIST(HLO_OPCODE_ARITY_ENTRY)};
+inline constexpr uint32_t kHloOpcodeProperties[] = {HLO_OPCODE_LIST(HLO_OPCODE_PROPERTIES_ENTRY)};
+#undef HLO_OPCODE_ARITY_ENTRY
+#undef HLO_OPCODE_PROPERTIES_ENTRY
+
+// The number of operands `opcode` takes; -1 for any number (concatenate, tuple, fusion).
+constexpr int opcode_arity(HloOpcode opcode) { return kHloOpcodeArity[static_cast<int>(opcode)]; }
+// The opcode's HloOpcodeProperty bits.
+constexpr uint32_t opcode_properties(HloOpcode opcode) { return kHloOpcodeProperties[static_cast<int>(opcode)]; }
+
+constexpr bool is_elementwise(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyElementwise; }
+// Elementwise with one operand: negate ... convert.
+constexpr bool is_elementwise_unary(HloOpcode opcode) { return is_elementwise(opcode) && opcode_arity(opcode) == 1; }
+// Elementwise with two operands: add ... shift-right-logical, and compare.
+constexpr bool is_elementwise_binary(HloOpcode opcode) { return is_elementwise(opcode) && opcode_arity(opcode) == 2; }
+constexpr bool is_expensive(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyExpensive; }
+constexpr bool never_folded(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyNeverFold; }
+constexpr bool never_merged(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyNeverMerge; }
+constexpr bool is_splat_preserving(HloOpcode opcode) { return opcode_properties(opcode) & kPropertySplatPreserving; }
 
 enum class ComparisonDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 // XLA's names: EQ, NE, LT, LE, GT, GE.

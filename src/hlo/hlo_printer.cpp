@@ -26,7 +26,7 @@ std::string list(const std::vector<int64_t>& v) {
   return s + "}";
 }
 
-std::string literal_text(const runtime::Buffer& b) {
+std::string literal_text(const Literal& b) {
   std::ostringstream os;
   int64_t n = b.numel();
   if (n > 8) return "{...}";

@@ -113,7 +113,7 @@ HloModule read_module(Reader& r) {
   for (uint64_t k = 0; k < n; ++k) {
     HloInstruction in;
     in.id = static_cast<int>(r.i64());
-    in.opcode = checked_enum<HloOpcode>(r.i64(), static_cast<int64_t>(HloOpcode::kCount), "opcode");
+    in.opcode = checked_enum<HloOpcode>(r.i64(), kHloOpcodeCount, "opcode");
     in.shape = r.ints();
     in.dtype = checked_enum<DType>(r.i64(), kNumDTypes, "dtype");
     for (int64_t o : r.ints()) in.operands.push_back(static_cast<int>(o));
@@ -132,9 +132,9 @@ HloModule read_module(Reader& r) {
       Shape s = r.ints();
       DType t = checked_enum<DType>(r.i64(), kNumDTypes, "dtype");
       std::string bytes = r.str();
-      runtime::Buffer b(s, t);
+      Literal b(s, t);
       if (static_cast<int64_t>(bytes.size()) != b.nbytes()) throw Error("[hlo deserialize] literal size mismatch");
-      if (!bytes.empty()) std::memcpy(b.raw(), bytes.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(b.mutable_raw(), bytes.data(), bytes.size());
       in.literal = std::move(b);
     }
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");

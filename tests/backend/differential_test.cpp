@@ -43,7 +43,7 @@
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
 #include "hlo/hlo_builder.h"
-#include "hlo/passes/pipeline.h"
+#include "backend/cpu/cpu_pipeline.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "tensor/autocast.h"
@@ -187,7 +187,7 @@ std::unique_ptr<Executable> compile_cpu(hlo::HloModule module, std::string& erro
 
 // What the CPU backend compiles: the module after its pass pipeline.
 hlo::HloModule optimized(hlo::HloModule module) {
-  hlo::run_passes(module, hlo::default_pipeline());
+  hlo::run_passes(module, backend::cpu::cpu_pass_pipeline());
   return module;
 }
 

@@ -8,7 +8,7 @@
 #include "../support/backend_scope.h"
 #include "backend/compiler.h"
 #include "hlo/hlo_builder.h"
-#include "hlo/passes/pipeline.h"
+#include "backend/cpu/cpu_pipeline.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "tensor/tensor.h"
@@ -112,7 +112,7 @@ TEST(DeepGraph, HloPipelineOnAQuarterMillionInstructionChain) {
   constexpr long kAdds = 250000;
   for (long i = 0; i < kAdds; ++i) y = b.binary(hlo::HloOpcode::kAdd, y, halves);
   hlo::HloModule m = b.build({y});
-  for (const auto& pass : hlo::default_pipeline()) pass->run(m);
+  for (const auto& pass : backend::cpu::cpu_pass_pipeline()) pass->run(m);
   // Fusion cuts the chain into kernels of at most 512 instructions.
   size_t fusions = 0, largest = 0;
   for (const hlo::HloInstruction& in : m.instructions) {

@@ -14,7 +14,7 @@
 #include "../support/ops_header.h"
 #include "../support/backend_scope.h"
 #include "backend/compiler.h"
-#include "hlo/passes/pipeline.h"
+#include "backend/cpu/cpu_pipeline.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "tensor/tensor.h"
@@ -195,7 +195,7 @@ TEST(ScalarOperand, SpecialValuesStayConstants) {
   // x * 1 + 0 simplifies away: after the passes no multiply or add is left.
   Tensor y = a * 1.0 + 0.0;
   hlo::HloModule m = lazy::lower_graph(lazy::graph_signature({y.ir_value().get()}), "special");
-  for (const auto& pass : hlo::default_pipeline()) pass->run(m);
+  for (const auto& pass : backend::cpu::cpu_pass_pipeline()) pass->run(m);
   const std::string text = m.to_string();
   EXPECT_EQ(text.find("multiply"), std::string::npos) << text;
   EXPECT_EQ(text.find(" add("), std::string::npos) << text;

@@ -12,16 +12,17 @@
 #include <sstream>
 
 #include "backend/cpu/cpu_compiler.h"
+#include "backend/cpu/cpu_pipeline.h"
+#include "backend/cpu/dot_epilogue_fusion.h"
 #include "backend/interpreter/interpreter_compiler.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
+#include "backend/literal_buffer.h"
 #include "backend/onednn_matmul.h"
-#include "hlo/passes/dot_epilogue_fusion.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
-#include "hlo/passes/pipeline.h"
 #include "runtime/persistent_cache.h"
 #include "runtime/metrics.h"
 
@@ -45,9 +46,10 @@ class CpuExecutable : public Executable {
     for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
     // oneDNN primitives: created once per executable, for every dot and dot epilogue fusion.
     for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kConstant) constants_[in.id] = buffer_from_literal(in.literal);
       if (in.opcode == HloOpcode::kDot) {
         matmuls_[in.id] = std::make_unique<OneDnnMatmul>(module_.at(in.operands[0]).shape, in);
-      } else if (auto epilogue = hlo::dot_epilogue_of(in)) {
+      } else if (auto epilogue = cpu::dot_epilogue_of(in)) {
         const hlo::HloModule& f = *in.fused_computation;
         for (const auto& inner : f.instructions) {
           if (inner.opcode == HloOpcode::kDot) {
@@ -80,7 +82,9 @@ class CpuExecutable : public Executable {
       const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       auto kernel = kernels_.find(in.id);
       auto matmul = matmuls_.find(in.id);
-      if (matmul != matmuls_.end()) {
+      if (in.opcode == HloOpcode::kConstant) {
+        values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
+      } else if (matmul != matmuls_.end()) {
         Buffer out(in.shape, in.dtype);
         const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
         const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
@@ -177,6 +181,7 @@ class CpuExecutable : public Executable {
   std::vector<int> last_use_;
   std::map<int, std::vector<size_t>> in_place_operands_;  // kernel instruction -> operand indices
   std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
+  std::map<int, Buffer> constants_;                       // each constant's value, copied once
   // CompilerOptions::profile (LAZYTRAIN_PROFILE): per-execution totals by instruction kind.
   bool profile_ = false;
 };
@@ -318,7 +323,7 @@ class CpuCompiler : public Compiler {
 
   Compiled build(hlo::HloModule module, const std::string& graph_key) {
     dump(graph_key, "before.hlo", module.to_string());
-    hlo::run_passes(module, hlo::default_pipeline());
+    hlo::run_passes(module, cpu::cpu_pass_pipeline());
     dump(graph_key, "after.hlo", module.to_string());
     std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);
     if (!cxx) {

@@ -39,9 +39,9 @@ std::optional<std::string> ctype(DType t) {
 std::string storage_type(DType t) { return t == DType::kBFloat16 ? "uint16_t" : *ctype(t); }
 
 // `expr` read from storage of dtype `t` into its computation type.
-std::string load(DType t, const std::string& expr) { return t == DType::kBFloat16 ? "lt_bf16_load(" + expr + ")" : expr; }
+std::string load(DType t, const std::string& expr) { return t == DType::kBFloat16 ? "bf16_to_float(" + expr + ")" : expr; }
 
-std::string literal(const runtime::Buffer& b) {
+std::string literal(const Literal& b) {
   std::ostringstream os;
   switch (b.dtype()) {
     case DType::kFloat32:
@@ -94,6 +94,45 @@ std::pair<int64_t, int64_t> wide_inner_dims(const HloInstruction& in, int64_t t)
     mapped += std::count(in.dimensions.begin(), in.dimensions.end(), d);
   }
   return {wide, mapped};
+}
+
+// The functor of core/scalar_ops.h that computes elementwise `in`.
+std::string functor(const HloInstruction& in) {
+  switch (in.opcode) {
+    case HloOpcode::kNegate: return "Negate";
+    case HloOpcode::kAbs: return "Abs";
+    case HloOpcode::kNot: return "Not";
+    case HloOpcode::kExp: return "Exp";
+    case HloOpcode::kLog: return "Log";
+    case HloOpcode::kSqrt: return "Sqrt";
+    case HloOpcode::kRsqrt: return "Rsqrt";
+    case HloOpcode::kTanh: return "Tanh";
+    case HloOpcode::kErf: return "Erf";
+    case HloOpcode::kCosine: return "Cosine";
+    case HloOpcode::kAdd: return "Add";
+    case HloOpcode::kSubtract: return "Subtract";
+    case HloOpcode::kMultiply: return "Multiply";
+    case HloOpcode::kDivide: return "Divide";
+    case HloOpcode::kMaximum: return "Maximum";
+    case HloOpcode::kMinimum: return "Minimum";
+    case HloOpcode::kPower: return "Power";
+    case HloOpcode::kAnd: return "And";
+    case HloOpcode::kOr: return "Or";
+    case HloOpcode::kShiftRightLogical: return "ShiftRightLogical";
+    case HloOpcode::kSelect: return "Select";
+    case HloOpcode::kCompare: {
+      static const char* names[] = {"Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"};
+      return names[static_cast<int>(in.direction)];
+    }
+    default: return "";
+  }
+}
+
+// "Functor()(a, b)": a call of `in`'s functor.
+std::string call(const HloInstruction& in, const std::vector<std::string>& args) {
+  std::string s = functor(in) + "()(";
+  for (size_t k = 0; k < args.size(); ++k) s += (k ? ", " : "") + args[k];
+  return s + ")";
 }
 
 class Emitter {
@@ -196,47 +235,28 @@ class Emitter {
           break;
         }
         case HloOpcode::kConvert:
-          expr = in.dtype == DType::kBool ? "uint8_t(" + a(0) + " != 0)" : *t + "(" + a(0) + ")";
+          expr = in.dtype == DType::kBool ? "ConvertToPred()(" + a(0) + ")" : *t + "(" + a(0) + ")";
           break;
-        case HloOpcode::kNegate: expr = "-" + a(0); break;
-        case HloOpcode::kAbs: expr = "lt_select<" + *t + ">(" + a(0) + " < 0, -" + a(0) + ", " + a(0) + ")"; break;
-        case HloOpcode::kNot: expr = "uint8_t(!" + a(0) + ")"; break;
-        case HloOpcode::kExp: expr = "lt_expf(" + a(0) + ")"; break;
-        case HloOpcode::kLog: expr = "lt_logf(" + a(0) + ")"; break;
-        case HloOpcode::kTanh: expr = "lt_tanhf(" + a(0) + ")"; break;
-        case HloOpcode::kErf: expr = "lt_erff(" + a(0) + ")"; break;
-        case HloOpcode::kCosine: expr = "lt_cosf(" + a(0) + ")"; break;
-        case HloOpcode::kSqrt: expr = "std::sqrt(" + a(0) + ")"; break;
-        case HloOpcode::kRsqrt: expr = "(1.0f / std::sqrt(" + a(0) + "))"; break;
-        case HloOpcode::kAdd: expr = a(0) + " + " + a(1); break;
-        case HloOpcode::kSubtract: expr = a(0) + " - " + a(1); break;
-        case HloOpcode::kMultiply: expr = a(0) + " * " + a(1); break;
         case HloOpcode::kDivide:
           if (!is_floating_point(in.dtype)) return false;  // integer division by zero must raise
-          expr = a(0) + " / " + a(1);
+          expr = call(in, {a(0), a(1)});
           break;
-        case HloOpcode::kMaximum: expr = "lt_max<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
-        case HloOpcode::kMinimum: expr = "lt_min<" + *t + ">(" + a(0) + ", " + a(1) + ")"; break;
         case HloOpcode::kPower:
           if (!is_floating_point(in.dtype)) return false;
-          expr = "lt_powf(" + a(0) + ", " + a(1) + ")";
+          expr = call(in, {a(0), a(1)});
           break;
-        case HloOpcode::kAnd: expr = *t + "(" + a(0) + " & " + a(1) + ")"; break;
-        case HloOpcode::kOr: expr = *t + "(" + a(0) + " | " + a(1) + ")"; break;
-        case HloOpcode::kShiftRightLogical:
-          expr = "int32_t((" + a(1) + " < 0 || " + a(1) + " >= 32) ? 0u : (uint32_t(" + a(0) + ") >> " + a(1) + "))";
-          break;
-        case HloOpcode::kCompare: {
-          static const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
-          expr = "uint8_t(" + a(0) + " " + ops[static_cast<int>(in.direction)] + " " + a(1) + ")";
-          break;
+        default: {
+          // Every other elementwise op: its functor on the operands (each already of type *t,
+          // or pred for select's first).
+          if (!hlo::is_elementwise(in.opcode) || functor(in).empty()) return false;
+          std::vector<std::string> args;
+          for (size_t k = 0; k < in.operands.size(); ++k) args.push_back(a(k));
+          expr = call(in, args);
         }
-        case HloOpcode::kSelect: expr = "lt_select<" + *t + ">(" + a(0) + ", " + a(1) + ", " + a(2) + ")"; break;
-        default: return false;
       }
       // A computed bf16 value is rounded to bf16 (loads and constants already are).
       const bool computed = in.opcode != HloOpcode::kParameter && in.opcode != HloOpcode::kConstant && in.opcode != HloOpcode::kBroadcast;
-      if (in.dtype == DType::kBFloat16 && computed) expr = "lt_bf16_round(" + expr + ")";
+      if (in.dtype == DType::kBFloat16 && computed) expr = "round_to_bf16(" + expr + ")";
       os << "        const " << *t << " " << v << " = " << expr << ";\n";
     }
     return true;
@@ -286,7 +306,7 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
   std::ostringstream body;
   if (!e.body(body, inner)) return std::nullopt;
   std::string t = storage_type(root.dtype);
-  const std::string stored = root.dtype == DType::kBFloat16 ? "lt_bf16_bits(" + e.name_of(root.id) + ")" : e.name_of(root.id);
+  const std::string stored = root.dtype == DType::kBFloat16 ? "bf16_bits(" + e.name_of(root.id) + ")" : e.name_of(root.id);
   std::ostringstream os;
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
      << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n"

@@ -6,8 +6,9 @@
 // where args[i] is fusion operand i and out the result buffer (row-major).
 // Loops are split into rows and an inner contiguous range so that the inner
 // loop is a vectorizable `#pragma omp simd` loop; rows run in parallel.
-// Transcendentals call lt_* functions whose 8-lane variants are SLEEF's AVX2
-// kernels (kernel_prelude()).
+// Every elementwise op is a call of its functor from core/scalar_ops.h (the
+// interpreter's own), e.g. `Maximum()(v1, v2)`; transcendentals end in lt_*
+// functions whose 8-lane variants are SLEEF's AVX2 kernels.
 #pragma once
 
 #include <optional>
@@ -21,8 +22,10 @@ namespace lazytrain::backend::cpu {
 // when the emitter does not handle its pattern (the backend then interprets it).
 std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name);
 
-// Definitions every generated library needs (the SLEEF wrappers), compiled as a
-// separate translation unit; and the declarations the kernels include.
+// The text of core/scalar_functions.cpp (the SLEEF wrappers), compiled as a
+// separate translation unit of every generated library; and the text of
+// core/scalar_ops.h with `using namespace lazytrain::scalar_ops`, which opens
+// every kernel source. Both are embedded at build time (cmake/kernel_prelude.cpp.in).
 std::string kernel_prelude_source();
 std::string kernel_header_source();
 

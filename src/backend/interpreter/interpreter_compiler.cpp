@@ -7,7 +7,9 @@
 
 #include "backend/interpreter/interpreter_compiler.h"
 #include "backend/interpreter/kernels.h"
+#include "backend/literal_buffer.h"
 #include "core/error.h"
+#include "hlo/evaluator/hlo_evaluator.h"
 
 namespace lazytrain::backend {
 
@@ -32,24 +34,21 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
                 ", expected " + xla_name(in.dtype) + shape_str(in.shape));
       return a;
     }
-    case HloOpcode::kConstant: return in.literal;
-    case HloOpcode::kIota:
-    case HloOpcode::kRngBitGenerator: return interpreter::eval_generator(in, args);
-    case HloOpcode::kBroadcast:
-    case HloOpcode::kReshape:
-    case HloOpcode::kTranspose:
-    case HloOpcode::kSlice:
-    case HloOpcode::kConcatenate: return interpreter::eval_data_movement(in, args);
-    case HloOpcode::kGather: return interpreter::eval_gather(in, args);
-    case HloOpcode::kScatter: return interpreter::eval_scatter(in, args);
+    case HloOpcode::kConstant: return buffer_from_literal(in.literal);
+    case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
     case HloOpcode::kDot: return interpreter::eval_dot(in, args);
-    case HloOpcode::kReduce: return interpreter::eval_reduce(in, args);
     case HloOpcode::kFusion: {
       std::vector<Buffer> fused_args;
       for (const Buffer* a : args) fused_args.push_back(*a);
       return evaluate_module(*in.fused_computation, fused_args, profile)[0];
     }
-    default: return interpreter::eval_elementwise(in, args);
+    default: {
+      std::vector<hlo::ArrayRef> refs;
+      for (const Buffer* a : args) refs.emplace_back(a->raw(), a->shape(), a->dtype());
+      Buffer out(in.shape, in.dtype);
+      hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
+      return out;
+    }
   }
 }
 

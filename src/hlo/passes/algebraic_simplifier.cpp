@@ -8,7 +8,7 @@ namespace lazytrain::hlo {
 namespace {
 
 template <typename T>
-bool all_equal(const runtime::Buffer& literal, double value) {
+bool all_equal(const Literal& literal, double value) {
   const T* data = literal.data<T>();
   for (int64_t i = 0; i < literal.numel(); ++i) {
     if (static_cast<double>(static_cast<float>(data[i])) != value) return false;
@@ -17,7 +17,7 @@ bool all_equal(const runtime::Buffer& literal, double value) {
 }
 
 template <>
-bool all_equal<int64_t>(const runtime::Buffer& literal, double value) {
+bool all_equal<int64_t>(const Literal& literal, double value) {
   const int64_t* data = literal.data<int64_t>();
   for (int64_t i = 0; i < literal.numel(); ++i) {
     if (static_cast<double>(data[i]) != value) return false;
@@ -26,7 +26,7 @@ bool all_equal<int64_t>(const runtime::Buffer& literal, double value) {
 }
 
 template <>
-bool all_equal<int32_t>(const runtime::Buffer& literal, double value) {
+bool all_equal<int32_t>(const Literal& literal, double value) {
   const int32_t* data = literal.data<int32_t>();
   for (int64_t i = 0; i < literal.numel(); ++i) {
     if (static_cast<double>(data[i]) != value) return false;
@@ -35,7 +35,7 @@ bool all_equal<int32_t>(const runtime::Buffer& literal, double value) {
 }
 
 // True when every element of `literal` equals `value` (a NaN never does).
-bool literal_all_equal(const runtime::Buffer& literal, double value) {
+bool literal_all_equal(const Literal& literal, double value) {
   switch (literal.dtype()) {
     case DType::kFloat32: return all_equal<float>(literal, value);
     case DType::kBFloat16: return all_equal<BFloat16>(literal, value);

@@ -2,8 +2,8 @@
 
 #include <optional>
 
-#include "backend/registry.h"
 #include "core/error.h"
+#include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
@@ -27,49 +27,29 @@ int splat_scalar(const HloBuilder& b, int id) {
   return -1;
 }
 
-bool is_elementwise(HloOpcode op) {
-  return is_elementwise_unary(op) || is_elementwise_binary(op) || op == HloOpcode::kCompare || op == HloOpcode::kSelect;
-}
-
-// Ops whose result is a splat of the operand's value when the operand is a splat.
-bool moves_data_only(HloOpcode op) {
-  return op == HloOpcode::kReshape || op == HloOpcode::kTranspose || op == HloOpcode::kBroadcast || op == HloOpcode::kSlice;
-}
-
 // Evaluates `in` over operands `ops` of `b` (each known: a constant or a
-// broadcast of one) with the interpreter. nullopt when evaluation raises Error.
-std::optional<runtime::Buffer> evaluate(backend::Compiler& compiler, const HloBuilder& b, const HloInstruction& in,
-                                        const std::vector<int>& ops) {
+// broadcast of one) with the HLO evaluator. nullopt when evaluation raises Error.
+std::optional<Literal> evaluate(const HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
   try {
-    HloBuilder e("constant_folding");
-    std::vector<int> operands;
+    const HloEvaluator evaluator;
+    std::vector<Literal> operands;
     for (int o : ops) {
       const HloInstruction& op = b.at(o);
       if (op.opcode == HloOpcode::kConstant) {
-        operands.push_back(e.constant(op.literal));
+        operands.push_back(op.literal);
       } else {
-        operands.push_back(e.copy(op, {e.constant(b.at(op.operands[0]).literal)}));
+        operands.push_back(evaluator.evaluate_instruction(op, {b.at(op.operands[0]).literal}));
       }
     }
-    int result = e.copy(in, std::move(operands));
-    std::vector<runtime::Buffer> values = compiler.compile(e.build({result}))->execute({});
-    return values.at(0);
+    return evaluator.evaluate_instruction(in, operands);
   } catch (const Error&) {
     return std::nullopt;
   }
 }
 
 // The id that replaces `in` (operands mapped to `ops` in `b`), or -1.
-int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
-  switch (in.opcode) {
-    case HloOpcode::kParameter:
-    case HloOpcode::kConstant:
-    case HloOpcode::kIota:
-    case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kTuple: return -1;
-    default: break;
-  }
-  if (ops.empty()) return -1;
+int fold(HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
+  if (never_folded(in.opcode) || ops.empty()) return -1;
   for (int o : ops) {
     if (!is_known(b, o)) return -1;
   }
@@ -77,15 +57,17 @@ int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, c
 
   bool all_splats = true;
   for (int o : ops) all_splats = all_splats && splat_scalar(b, o) >= 0;
-  if (all_splats && (is_elementwise(in.opcode) || moves_data_only(in.opcode))) {
+  if (all_splats && (is_elementwise(in.opcode) || is_splat_preserving(in.opcode))) {
     int scalar = -1;
-    if (moves_data_only(in.opcode)) {
+    if (is_splat_preserving(in.opcode)) {
       scalar = splat_scalar(b, ops[0]);
     } else {
       // Elementwise: the same op on the scalars gives every element of the result.
       std::vector<int> scalars;
       for (int o : ops) scalars.push_back(splat_scalar(b, o));
-      std::optional<runtime::Buffer> value = evaluate(compiler, b, in, scalars);
+      HloInstruction on_scalars = in;
+      on_scalars.shape = {};
+      std::optional<Literal> value = evaluate(b, on_scalars, scalars);
       if (!value) return -1;
       scalar = b.constant(*value);
     }
@@ -95,7 +77,7 @@ int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, c
   int64_t evaluated = 0;
   for (int o : ops) evaluated += numel(b.shape(o));
   if (evaluated > ConstantFolding::kMaxEvaluatedElements) return -1;
-  std::optional<runtime::Buffer> value = evaluate(compiler, b, in, ops);
+  std::optional<Literal> value = evaluate(b, in, ops);
   if (!value) return -1;
   return b.constant(*value);
 }
@@ -103,9 +85,8 @@ int fold(backend::Compiler& compiler, HloBuilder& b, const HloInstruction& in, c
 }  // namespace
 
 bool ConstantFolding::run(HloModule& module) {
-  std::unique_ptr<backend::Compiler> compiler = backend::make_compiler("interpreter");
   return rewrite_module(module, [&](HloBuilder& b, const HloInstruction& in, const std::vector<int>& ops) {
-    int id = fold(*compiler, b, in, ops);
+    int id = fold(b, in, ops);
     return Rewritten{id, id >= 0};
   });
 }

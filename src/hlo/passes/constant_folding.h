@@ -18,10 +18,11 @@ namespace lazytrain::hlo {
 //     whatever its size: mul(broadcast(2), broadcast(3)) → broadcast(6);
 //   - otherwise, when the result has at most kMaxFoldedElements elements: by a
 //     constant holding the result.
-// Values are computed by the interpreter backend on a one-instruction module,
-// so a folded constant holds what the interpreter computes at run time (a
-// splat's op runs on one element, which vector math may round differently
-// from a long vector by an ulp).
+// Values are computed by HloEvaluator (hlo/evaluator), whose kernels the
+// interpreter backend also runs, so a folded constant holds what the
+// interpreter computes at run time (a splat's op runs on one element, which
+// vector math may round differently from a long vector by an ulp; a dot sums
+// in double where the interpreter calls oneDNN). No backend is involved.
 // Never folded: parameters, constants, iota and rng-bit-generator (no operands
 // to fold, or random); broadcasts of a scalar constant (cheap, and fusion wants
 // them); instructions whose known operands, broadcasts materialised, hold more
@@ -35,7 +36,7 @@ class ConstantFolding : public HloPass {
  public:
   // The largest result, in elements, folded into a new constant.
   static constexpr int64_t kMaxFoldedElements = 1024;
-  // The most operand elements the interpreter evaluates to fold one instruction.
+  // The most operand elements the evaluator reads to fold one instruction.
   static constexpr int64_t kMaxEvaluatedElements = int64_t{1} << 20;
 
   std::string name() const override { return "constant-folding"; }

@@ -43,12 +43,6 @@ bool same_dot(const DotDimensionNumbers& a, const DotDimensionNumbers& b) {
          a.rhs_contracting_dimensions == b.rhs_contracting_dimensions;
 }
 
-bool same_literal(const runtime::Buffer& a, const runtime::Buffer& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  if (a.raw() == b.raw() || a.nbytes() == 0) return true;
-  return std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.nbytes())) == 0;
-}
-
 // True when `a` and `b` (operands already canonical) compute the same value.
 bool same_value(const HloInstruction& a, const HloInstruction& b) {
   return a.opcode == b.opcode && a.dtype == b.dtype && a.shape == b.shape && a.operands == b.operands &&
@@ -56,11 +50,7 @@ bool same_value(const HloInstruction& a, const HloInstruction& b) {
          a.slice_strides == b.slice_strides && a.direction == b.direction && a.reduce_kind == b.reduce_kind &&
          same_dot(a.dot, b.dot) && a.parameter_number == b.parameter_number &&
          a.fused_computation == b.fused_computation && a.fusion_kind == b.fusion_kind &&
-         (a.opcode != HloOpcode::kConstant || same_literal(a.literal, b.literal));
-}
-
-bool never_merged(HloOpcode op) {
-  return op == HloOpcode::kParameter || op == HloOpcode::kRngBitGenerator || op == HloOpcode::kTuple;
+         (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
 }
 
 }  // namespace

@@ -10,20 +10,7 @@ namespace lazytrain::hlo {
 
 namespace {
 
-bool fusible_dtype(DType t) {
-  return t == DType::kFloat32 || t == DType::kBFloat16 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool;
-}
-
-bool is_elementwise(const HloInstruction& in) {
-  return is_elementwise_unary(in.opcode) || is_elementwise_binary(in.opcode) || in.opcode == HloOpcode::kCompare ||
-         in.opcode == HloOpcode::kSelect;
-}
-
-bool is_transcendental(HloOpcode op) {
-  return op == HloOpcode::kExp || op == HloOpcode::kLog || op == HloOpcode::kTanh || op == HloOpcode::kErf ||
-         op == HloOpcode::kCosine || op == HloOpcode::kPower || op == HloOpcode::kSqrt || op == HloOpcode::kRsqrt ||
-         op == HloOpcode::kDivide;
-}
+bool is_elementwise(const HloInstruction& in) { return hlo::is_elementwise(in.opcode); }
 
 // Instructions in one fusion at most: the generated kernel of a longer chain
 // (a loop missing mark_step()) would take the C++ compiler minutes; such a chain
@@ -32,12 +19,8 @@ constexpr size_t kMaxFusedInstructions = 512;
 
 bool is_scalar_constant(const HloInstruction& in) { return in.opcode == HloOpcode::kConstant && in.shape.empty(); }
 
-// Can `in` be computed inside a loop fusion at all?
-bool loop_fusible(const HloModule& m, const HloInstruction& in) {
-  if (!fusible_dtype(in.dtype)) return false;
-  for (int o : in.operands) {
-    if (!fusible_dtype(m.at(o).dtype)) return false;
-  }
+// Can a loop fusion hold `in` at all (each element computed at the root's linear index)?
+bool loop_fusible_opcode(const HloInstruction& in) {
   if (is_elementwise(in)) return true;
   switch (in.opcode) {
     case HloOpcode::kReshape:
@@ -59,7 +42,7 @@ bool is_generator(const HloInstruction& in) {
 // backward kernel would recompute the whole forward pass.
 bool cheap(const HloModule& m, const HloInstruction& in) {
   if (is_generator(in)) return true;
-  if (!is_elementwise(in) || is_transcendental(in.opcode)) return false;
+  if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
   return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
 
@@ -71,7 +54,8 @@ struct Group {
 
 class GroupBuilder {
  public:
-  explicit GroupBuilder(const HloModule& m) : m_(m), users_(m.instructions.size()), owner_(m.instructions.size(), -1) {
+  GroupBuilder(const HloModule& m, const InstructionFusion& rules)
+      : m_(m), rules_(rules), users_(m.instructions.size()), owner_(m.instructions.size(), -1) {
     for (const auto& in : m.instructions) {
       for (int o : in.operands) users_[o].push_back(in.id);
     }
@@ -81,7 +65,7 @@ class GroupBuilder {
     // Consumers first: when an operand is considered, all its users have been.
     for (int id = static_cast<int>(m_.instructions.size()) - 1; id >= 0; --id) {
       const HloInstruction& in = m_.at(id);
-      if (owner_[id] >= 0 || !is_elementwise(in) || !loop_fusible(m_, in)) continue;
+      if (owner_[id] >= 0 || !is_elementwise(in) || !loop_fusible(in)) continue;
       Group g;
       g.root = id;
       g.members.insert(id);
@@ -100,6 +84,9 @@ class GroupBuilder {
   }
 
  private:
+  // Can `in` be computed inside a loop fusion: the opcode, and the backend's rules.
+  bool loop_fusible(const HloInstruction& in) const { return loop_fusible_opcode(in) && rules_.ShouldFuse(m_, in); }
+
   // Pulls operands of `start` into the group while the rules allow: a depth-first
   // walk (operands in order, each one's own operands before the next), with an
   // explicit stack so that a chain of any length fuses in constant stack.
@@ -115,7 +102,7 @@ class GroupBuilder {
       }
       const int o = in.operands[stack.back().second++];
       const HloInstruction& op = m_.at(o);
-      if (g.members.count(o) || !loop_fusible(m_, op)) continue;
+      if (g.members.count(o) || !loop_fusible(op)) continue;
       // (More users than members: not all inside, without scanning a value read a million times.)
       const bool all_users_inside = users_[o].size() <= g.members.size() &&
                                     std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
@@ -141,9 +128,7 @@ class GroupBuilder {
     if (users_[g.root].size() != 1) return;
     const HloInstruction& r = m_.at(users_[g.root][0]);
     if (r.opcode != HloOpcode::kReduce || r.operands[0] != g.root || !is_scalar_constant(m_.at(r.operands[1]))) return;
-    // bf16 reductions stay unfused (the CPU backend emits f32 accumulators only).
-    if (!fusible_dtype(r.dtype) || r.dtype == DType::kBool || r.dtype == DType::kBFloat16) return;
-    if (m_.at(g.root).dtype == DType::kBFloat16) return;
+    if (!rules_.ShouldFuseReduce(m_, r)) return;
     const int64_t rank = static_cast<int64_t>(m_.at(g.root).shape.size());
     const auto& dims = r.dimensions;
     if (dims.empty()) return;
@@ -156,6 +141,7 @@ class GroupBuilder {
   }
 
   const HloModule& m_;
+  const InstructionFusion& rules_;
   std::vector<std::vector<int>> users_;
   std::vector<int> owner_;  // group index for members with all users inside; -1 none; -2 tried as root, not fused
   std::vector<Group> groups_;
@@ -194,7 +180,7 @@ std::shared_ptr<const HloModule> make_fused_computation(const HloModule& m, cons
 }  // namespace
 
 bool InstructionFusion::run(HloModule& module) {
-  std::vector<Group> groups = GroupBuilder(module).build();
+  std::vector<Group> groups = GroupBuilder(module, *this).build();
   if (groups.empty()) return false;
   // The outer instruction each group replaces: its reduce, else its root.
   std::map<int, const Group*> replaced;

@@ -1,5 +1,5 @@
 // InstructionFusion ("fusion"): groups elementwise work into kFusion
-// instructions that the CPU backend compiles into one loop each (XLA's
+// instructions that a backend compiles into one loop each (XLA's
 // instruction fusion, simplified).
 //
 // - kLoop: elementwise ops (unary, binary, compare, select, convert), reshapes
@@ -12,8 +12,11 @@
 // Cheap producers (broadcasts, scalar constants, iota, and non-transcendental
 // elementwise ops of those only, such as masks) are duplicated into every
 // consumer fusion rather than materialised; a value that reads a real array is
-// computed once. f32, bf16, s32, s64 and pred values are fused; reductions only
-// into f32 and integer results.
+// computed once.
+//
+// What a backend can compile (its dtypes, which reductions) it says through
+// ShouldFuse and ShouldFuseReduce, as XLA's backends subclass InstructionFusion
+// (CpuInstructionFusion in backend/cpu/cpu_fusion.h); this pass knows no backend.
 #pragma once
 
 #include "hlo/passes/hlo_pass.h"
@@ -24,6 +27,16 @@ class InstructionFusion : public HloPass {
  public:
   std::string name() const override { return "fusion"; }
   bool run(HloModule& module) override;
+
+  // XLA's InstructionFusion::ShouldFuse: whether the backend can compute
+  // `instruction` of `module` inside a kLoop fusion. Asked only of the
+  // instructions a loop fusion can hold at all (elementwise ops, reshapes,
+  // broadcasts, iotas, scalar constants), about the root and every producer the
+  // pass would pull in; false keeps it out (materialised by itself).
+  virtual bool ShouldFuse(const HloModule& module, const HloInstruction& instruction) const = 0;
+  // Whether `reduce` (over leading or trailing dims, a scalar constant init)
+  // may join the loop fusion that produces its operand, making a kInput fusion.
+  virtual bool ShouldFuseReduce(const HloModule& module, const HloInstruction& reduce) const = 0;
 };
 
 }  // namespace lazytrain::hlo

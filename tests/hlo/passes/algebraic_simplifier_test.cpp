@@ -62,8 +62,8 @@ TEST(AlgebraicSimplifier, IdentitiesWorkOnScalarsIntegersAndFullConstants) {
   int s = b.parameter({}, DType::kFloat32);
   int i = b.parameter({4}, DType::kInt32);
   int h = b.parameter({4}, DType::kBFloat16);
-  Buffer zeros({4}, DType::kInt32);
-  std::memset(zeros.raw(), 0, 16);
+  Literal zeros({4}, DType::kInt32);
+  std::memset(zeros.mutable_raw(), 0, 16);
   int a = b.binary(HloOpcode::kAdd, s, b.scalar(0.0, DType::kFloat32));
   int c = b.binary(HloOpcode::kAdd, i, b.constant(zeros));  // a non-broadcast constant of zeros
   int d = b.binary(HloOpcode::kMultiply, h, b.full(1.0, {4}, DType::kBFloat16));
@@ -76,7 +76,7 @@ TEST(AlgebraicSimplifier, IdentitiesWorkOnScalarsIntegersAndFullConstants) {
 TEST(AlgebraicSimplifier, KeepsArithmeticWithOtherConstants) {
   HloBuilder b("other");
   int x = b.parameter({2, 3}, DType::kFloat32);
-  Buffer mixed({3}, DType::kFloat32);
+  Literal mixed({3}, DType::kFloat32);
   for (int k = 0; k < 3; ++k) mixed.data<float>()[k] = k == 1 ? 1.0f : 0.0f;
   int outs[] = {
       b.binary(HloOpcode::kAdd, x, b.full(1e-30, {2, 3}, DType::kFloat32)),

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "../../support/hlo_pass_test_util.h"
+#include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
@@ -27,14 +28,14 @@ bool run_and_compare(HloModule& m, bool expect_changed = true, double rtol = 0) 
 
 // An f32 constant holding 0.25 * (i - n/2) at element i (distinct, exact values).
 int ramp(HloBuilder& b, const Shape& shape) {
-  Buffer lit(shape, DType::kFloat32);
+  Literal lit(shape, DType::kFloat32);
   for (int64_t i = 0; i < lit.numel(); ++i) lit.data<float>()[i] = 0.25f * static_cast<float>(i - lit.numel() / 2);
   return b.constant(lit);
 }
 
 int s64_constant(HloBuilder& b, const std::vector<int64_t>& values) {
-  Buffer lit({static_cast<int64_t>(values.size())}, DType::kInt64);
-  std::memcpy(lit.raw(), values.data(), values.size() * sizeof(int64_t));
+  Literal lit({static_cast<int64_t>(values.size())}, DType::kInt64);
+  std::memcpy(lit.mutable_raw(), values.data(), values.size() * sizeof(int64_t));
   return b.constant(lit);
 }
 
@@ -182,6 +183,34 @@ TEST(ConstantFolding, FoldsOtherDTypes) {
   EXPECT_EQ(output(m, 1).literal.data<int64_t>()[2], 33);
   EXPECT_EQ(output(m, 2).literal.data<uint8_t>()[1], 0);
   EXPECT_EQ(output(m, 2).literal.data<uint8_t>()[0], 1);
+}
+
+// Folding evaluates through HloEvaluator on host Literals, no backend: each
+// folded constant holds exactly, bit for bit, what the evaluator computes for
+// the unfolded module (a dot summed in double, exp through SLEEF, bf16 rounding).
+TEST(ConstantFolding, FoldsThroughTheHloEvaluator) {
+  HloBuilder b("evaluator");
+  Literal thirds({3, 4}, DType::kFloat32);
+  for (int64_t i = 0; i < thirds.numel(); ++i) thirds.data<float>()[i] = 1.0f / static_cast<float>(3 + i);
+  int t = b.constant(thirds);
+  int d = b.dot(t, b.transpose(t, {1, 0}), {{}, {}, {1}, {0}});  // sums that round
+  int e = b.unary(HloOpcode::kExp, t);
+  int h = b.convert(b.binary(HloOpcode::kMultiply, t, t), DType::kBFloat16);
+  int r = b.reduce(e, {1}, ReduceKind::kAdd);
+  HloModule m = b.build({d, e, h, r});
+  const std::vector<Literal> expected = HloEvaluator().evaluate(m, {});
+  EXPECT_TRUE(ConstantFolding().run(m));
+  ASSERT_EQ(m.instructions.size(), 5u) << m.to_string();  // four constants and the tuple
+  for (size_t k = 0; k < expected.size(); ++k) {
+    ASSERT_EQ(output(m, k).opcode, HloOpcode::kConstant) << k;
+    EXPECT_TRUE(output(m, k).literal == expected[k]) << k;
+  }
+  // And they are the values themselves: row 0 · row 0, summed in double and rounded once.
+  double square = 0;
+  for (int p = 0; p < 4; ++p) square += static_cast<double>(thirds.data<float>()[p]) * thirds.data<float>()[p];
+  EXPECT_EQ(output(m, 0).literal.data<float>()[0], static_cast<float>(square));
+  EXPECT_EQ(output(m, 1).literal.data<float>()[0], expected[1].data<float>()[0]);
+  EXPECT_NEAR(output(m, 1).literal.data<float>()[0], std::exp(1.0f / 3.0f), 1e-6);
 }
 
 }  // namespace

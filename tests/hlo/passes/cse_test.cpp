@@ -27,7 +27,7 @@ bool run_and_compare(HloModule& m, bool expect_changed = true, double rtol = 0) 
 
 // An f32 constant [n] holding i * scale at element i, in a buffer of its own.
 int ramp(HloBuilder& b, int64_t n, float scale = 1.0f) {
-  Buffer lit({n}, DType::kFloat32);
+  Literal lit({n}, DType::kFloat32);
   for (int64_t i = 0; i < n; ++i) lit.data<float>()[i] = static_cast<float>(i) * scale;
   return b.constant(lit);
 }

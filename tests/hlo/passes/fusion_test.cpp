@@ -1,7 +1,10 @@
 // InstructionFusion: which instructions end up in which fusion (kLoop / kInput),
 // what is duplicated into consumers and what is not. Values are compared through
-// the interpreter (which runs fused HLO) before and after.
+// the interpreter (which runs fused HLO) before and after. The backend rules
+// are the CPU's (CpuInstructionFusion).
 #include "hlo/passes/fusion.h"
+
+#include "backend/cpu/cpu_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +16,7 @@ namespace {
 
 using namespace testing;
 
-bool run_and_compare(HloModule& m, bool expect_changed = true) { return run_pass_and_compare<InstructionFusion>(m, expect_changed, 1e-6); }
+bool run_and_compare(HloModule& m, bool expect_changed = true) { return run_pass_and_compare<backend::cpu::CpuInstructionFusion>(m, expect_changed, 1e-6); }
 
 std::vector<const HloInstruction*> fusions(const HloModule& m) {
   std::vector<const HloInstruction*> out;

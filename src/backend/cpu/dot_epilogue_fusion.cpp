@@ -1,10 +1,14 @@
-#include "hlo/passes/dot_epilogue_fusion.h"
+#include "backend/cpu/dot_epilogue_fusion.h"
 
 #include <map>
 
 #include "hlo/hlo_builder.h"
 
-namespace lazytrain::hlo {
+namespace lazytrain::backend::cpu {
+
+using hlo::FusionKind;
+using hlo::HloBuilder;
+using hlo::HloOpcode;
 
 namespace {
 
@@ -130,4 +134,4 @@ std::optional<DotEpilogueOperands> dot_epilogue_of(const HloInstruction& fusion)
   return DotEpilogueOperands{true, fusion.operands.size() == 4};
 }
 
-}  // namespace lazytrain::hlo
+}  // namespace lazytrain::backend::cpu

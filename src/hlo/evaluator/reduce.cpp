@@ -1,12 +1,13 @@
 #include <cmath>
+#include <memory>
 #include <numeric>
 
-#include "backend/interpreter/kernels.h"
+#include "hlo/evaluator/kernels.h"
 #include "core/error.h"
+#include "core/scalar_ops.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
-using hlo::ReduceKind;
 
 namespace {
 
@@ -18,8 +19,8 @@ template <ReduceKind K, typename A>
 inline A combine(A acc, A v) {
   if constexpr (K == ReduceKind::kAdd) return acc + v;
   else if constexpr (K == ReduceKind::kMul) return acc * v;
-  else if constexpr (K == ReduceKind::kMax) return (v != v || v > acc) ? v : acc;
-  else return (v != v || v < acc) ? v : acc;
+  else if constexpr (K == ReduceKind::kMax) return scalar_ops::Maximum()(v, acc);  // NaN-propagating
+  else return scalar_ops::Minimum()(v, acc);
 }
 
 // x viewed as [outer, inner]: reduce each row (the reduced dims are a suffix).
@@ -82,9 +83,9 @@ void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind
 
 }  // namespace
 
-Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
-  const Buffer& x = *args[0];
-  const Buffer& init_buf = *args[1];
+void eval_reduce(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
+  const ArrayRef& x = args[0];
+  const ArrayRef& init_buf = args[1];
   const Shape& xs = x.shape();
   const int64_t rank = static_cast<int64_t>(xs.size());
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
@@ -100,7 +101,6 @@ Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
   for (int64_t i = 0; i < rank; ++i) suffix = suffix && perm[i] == i;
   for (int64_t i = 0; i < static_cast<int64_t>(in.dimensions.size()); ++i) prefix = prefix && in.dimensions[i] == i;
 
-  Buffer out(in.shape, in.dtype);
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     accum_t<T> init = static_cast<accum_t<T>>(static_cast<compute_t<T>>(*init_buf.data<T>()));
     if (suffix) {
@@ -114,18 +114,17 @@ Buffer eval_reduce(const hlo::HloInstruction& in, const Operands& args) {
         moved.push_back(xs[d]);
         strides.push_back(xstr[d]);
       }
-      Buffer tmp(moved, x.dtype());
-      strided_copy(x.raw(), strides, tmp.raw(), moved, itemsize(x.dtype()));
-      reduce_rows<T>(tmp.data<T>(), out.data<T>(), outer, inner, in.reduce_kind, init);
+      // Uninitialised: strided_copy writes every element.
+      std::unique_ptr<T[]> tmp(new T[static_cast<size_t>(numel(moved))]);
+      strided_copy(x.raw(), strides, tmp.get(), moved, itemsize(x.dtype()));
+      reduce_rows<T>(tmp.get(), out.data<T>(), outer, inner, in.reduce_kind, init);
     }
   });
-  return out;
 }
 
-Buffer eval_generator(const hlo::HloInstruction& in, const Operands& args) {
-  Buffer out(in.shape, in.dtype);
+void eval_generator(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
   const int64_t n = out.numel();
-  if (in.opcode == hlo::HloOpcode::kIota) {
+  if (in.opcode == HloOpcode::kIota) {
     const int64_t d = in.dimensions[0];
     int64_t inner = 1;
     for (size_t k = static_cast<size_t>(d) + 1; k < in.shape.size(); ++k) inner *= in.shape[k];
@@ -135,11 +134,11 @@ Buffer eval_generator(const hlo::HloInstruction& in, const Operands& args) {
 #pragma omp parallel for if (n > kParallelThreshold) schedule(static)
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<compute_t<T>>((i / inner) % size));
     });
-    return out;
+    return;
   }
   // rng-bit-generator: counter-based (splitmix64 of seed and element index), so
   // the bits depend only on the seed and the position, not on thread scheduling.
-  const uint64_t seed = static_cast<uint64_t>(*args[0]->data<int64_t>());
+  const uint64_t seed = static_cast<uint64_t>(*args[0].data<int64_t>());
   int32_t* o = out.data<int32_t>();
 #pragma omp parallel for if (n > kParallelThreshold) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -149,7 +148,6 @@ Buffer eval_generator(const hlo::HloInstruction& in, const Operands& args) {
     z ^= z >> 31;
     o[i] = static_cast<int32_t>(static_cast<uint32_t>(z >> 32));
   }
-  return out;
 }
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator

@@ -12,15 +12,19 @@
 // The fusion's kind is kOutput; its computation is the original instructions, so
 // the interpreter runs it unchanged and the CPU backend maps it to one oneDNN call.
 // Runs before InstructionFusion, which would otherwise take the adds into loops.
+// A CPU pass: its pattern is what oneDNN's post-ops can apply.
 #pragma once
 
 #include <optional>
 
 #include "hlo/passes/hlo_pass.h"
 
-namespace lazytrain::hlo {
+namespace lazytrain::backend::cpu {
 
-class DotEpilogueFusion : public HloPass {
+using hlo::HloInstruction;
+using hlo::HloModule;
+
+class DotEpilogueFusion : public hlo::HloPass {
  public:
   std::string name() const override { return "dot-epilogue-fusion"; }
   bool run(HloModule& module) override;
@@ -35,4 +39,4 @@ struct DotEpilogueOperands {
 // The epilogue of `fusion` (kOutput), or nullopt when it is not one this pass makes.
 std::optional<DotEpilogueOperands> dot_epilogue_of(const HloInstruction& fusion);
 
-}  // namespace lazytrain::hlo
+}  // namespace lazytrain::backend::cpu

@@ -1,16 +1,14 @@
 #include <cstring>
 
-#include "backend/interpreter/kernels.h"
+#include "hlo/evaluator/kernels.h"
 #include "core/error.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
-using hlo::HloOpcode;
 
 namespace {
 
-Buffer broadcast(const hlo::HloInstruction& in, const Buffer& x) {
-  Buffer out(in.shape, in.dtype);
+void broadcast(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   if (x.numel() == 1) {  // a scalar: a fill
     const int64_t n = out.numel(), size = itemsize(in.dtype);
     const auto* v = static_cast<const uint8_t*>(x.raw());
@@ -19,31 +17,27 @@ Buffer broadcast(const hlo::HloInstruction& in, const Buffer& x) {
     for (int64_t k = 0; k < size; ++k) zero = zero && v[k] == 0;
     if (zero) {
       std::memset(o, 0, static_cast<size_t>(out.nbytes()));
-      return out;
+      return;
     }
     std::vector<int64_t> strides(in.shape.size(), 0);
     strided_copy(x.raw(), strides, out.raw(), in.shape, size);
     (void)n;
-    return out;
+    return;
   }
   std::vector<int64_t> strides(in.shape.size(), 0);
   std::vector<int64_t> xs = contiguous_strides(x.shape());
   for (size_t i = 0; i < in.dimensions.size(); ++i) strides[in.dimensions[i]] = xs[i];
   strided_copy(x.raw(), strides, out.raw(), in.shape, itemsize(in.dtype));
-  return out;
 }
 
-Buffer transpose(const hlo::HloInstruction& in, const Buffer& x) {
-  Buffer out(in.shape, in.dtype);
+void transpose(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   std::vector<int64_t> xs = contiguous_strides(x.shape());
   std::vector<int64_t> strides;
   for (int64_t d : in.dimensions) strides.push_back(xs[d]);
   strided_copy(x.raw(), strides, out.raw(), in.shape, itemsize(in.dtype));
-  return out;
 }
 
-Buffer slice(const hlo::HloInstruction& in, const Buffer& x) {
-  Buffer out(in.shape, in.dtype);
+void slice(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   std::vector<int64_t> xs = contiguous_strides(x.shape());
   int64_t offset = 0;
   std::vector<int64_t> strides;
@@ -53,11 +47,9 @@ Buffer slice(const hlo::HloInstruction& in, const Buffer& x) {
   }
   const auto* base = static_cast<const uint8_t*>(x.raw()) + offset * itemsize(in.dtype);
   strided_copy(base, strides, out.raw(), in.shape, itemsize(in.dtype));
-  return out;
 }
 
-Buffer concatenate(const hlo::HloInstruction& in, const Operands& args) {
-  Buffer out(in.shape, in.dtype);
+void concatenate(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
   int64_t d = in.dimensions[0];
   int64_t outer = 1;
   for (int64_t i = 0; i < d; ++i) outer *= in.shape[i];
@@ -65,40 +57,39 @@ Buffer concatenate(const hlo::HloInstruction& in, const Operands& args) {
   const int64_t out_row = numel(in.shape) / std::max<int64_t>(outer, 1) * elem;
   auto* dst = static_cast<uint8_t*>(out.raw());
   int64_t column = 0;
-  for (const Buffer* a : args) {
+  for (const ArrayRef& array : args) {
+    const ArrayRef* a = &array;
     const int64_t row = a->numel() / std::max<int64_t>(outer, 1) * elem;
     const auto* src = static_cast<const uint8_t*>(a->raw());
     for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + column, src + o * row, row);
     column += row;
   }
-  return out;
 }
 
 }  // namespace
 
-Buffer eval_data_movement(const hlo::HloInstruction& in, const Operands& args) {
+void eval_data_movement(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
   switch (in.opcode) {
-    case HloOpcode::kBroadcast: return broadcast(in, *args[0]);
-    case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
-    case HloOpcode::kTranspose: return transpose(in, *args[0]);
-    case HloOpcode::kSlice: return slice(in, *args[0]);
-    case HloOpcode::kConcatenate: return concatenate(in, args);
-    default: throw Error("[interpreter] " + in.name() + " is not a data-movement instruction");
+    case HloOpcode::kBroadcast: return broadcast(in, args[0], out);
+    case HloOpcode::kReshape: std::memcpy(out.raw(), args[0].raw(), static_cast<size_t>(out.nbytes())); return;
+    case HloOpcode::kTranspose: return transpose(in, args[0], out);
+    case HloOpcode::kSlice: return slice(in, args[0], out);
+    case HloOpcode::kConcatenate: return concatenate(in, args, out);
+    default: throw Error("[hlo evaluator] " + in.name() + " is not a data-movement instruction");
   }
 }
 
 template <typename I>
-static void check_index(I index, int64_t rows, const hlo::HloInstruction& in) {
+static void check_index(I index, int64_t rows, const HloInstruction& in) {
   if (index < 0 || index >= rows) {
-    throw Error("[interpreter " + in.name() + "] index " + std::to_string(static_cast<int64_t>(index)) +
+    throw Error("[hlo evaluator " + in.name() + "] index " + std::to_string(static_cast<int64_t>(index)) +
                 " is out of range for dimension 0 of size " + std::to_string(rows));
   }
 }
 
-Buffer eval_gather(const hlo::HloInstruction& in, const Operands& args) {
-  const Buffer& x = *args[0];
-  const Buffer& idx = *args[1];
-  Buffer out(in.shape, in.dtype);
+void eval_gather(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
+  const ArrayRef& x = args[0];
+  const ArrayRef& idx = args[1];
   const int64_t rows = x.shape()[0];
   const int64_t row_bytes = x.nbytes() / std::max<int64_t>(rows, 1);
   const auto* src = static_cast<const uint8_t*>(x.raw());
@@ -112,21 +103,19 @@ Buffer eval_gather(const hlo::HloInstruction& in, const Operands& args) {
   };
   if (idx.dtype() == DType::kInt64) run(idx.data<int64_t>());
   else run(idx.data<int32_t>());
-  return out;
 }
 
-Buffer eval_scatter(const hlo::HloInstruction& in, const Operands& args) {
-  const Buffer& x = *args[0];
-  const Buffer& idx = *args[1];
-  const Buffer& upd = *args[2];
-  Buffer out(in.shape, in.dtype);
+void eval_scatter(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
+  const ArrayRef& x = args[0];
+  const ArrayRef& idx = args[1];
+  const ArrayRef& upd = args[2];
   std::memcpy(out.raw(), x.raw(), x.nbytes());
   const int64_t rows = x.shape()[0];
   const int64_t row = x.numel() / std::max<int64_t>(rows, 1);
   const int64_t n = idx.numel();
   dispatch_dtype(in.dtype, [&]<typename T>() {
     if constexpr (std::is_same_v<T, uint8_t>) {
-      throw Error("[interpreter " + in.name() + "] scatter-add on pred is not supported");
+      throw Error("[hlo evaluator " + in.name() + "] scatter-add on pred is not supported");
     } else {
       T* o = out.data<T>();
       const T* u = upd.data<T>();
@@ -142,7 +131,6 @@ Buffer eval_scatter(const hlo::HloInstruction& in, const Operands& args) {
       else run(idx.data<int32_t>());
     }
   });
-  return out;
 }
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator

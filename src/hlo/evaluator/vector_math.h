@@ -6,11 +6,11 @@
 
 #include "hlo/hlo_opcode.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
 // True when `opcode` has a vector kernel here (exponential, log, tanh, erf).
-bool has_vector_kernel(hlo::HloOpcode opcode);
+bool has_vector_kernel(HloOpcode opcode);
 // out[i] = f(in[i]) for i < n, f chosen by `opcode` (has_vector_kernel must hold).
-void vector_unary(hlo::HloOpcode opcode, const float* in, float* out, int64_t n);
+void vector_unary(HloOpcode opcode, const float* in, float* out, int64_t n);
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator

@@ -1,11 +1,11 @@
-#include "backend/interpreter/vector_math.h"
+#include "hlo/evaluator/vector_math.h"
 
 #include <immintrin.h>
 #include <sleef.h>
 
-#include "backend/interpreter/kernels.h"
+#include "hlo/evaluator/kernels.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
 namespace {
 
@@ -26,14 +26,12 @@ void apply(const float* in, float* out, int64_t n) {
 
 }  // namespace
 
-bool has_vector_kernel(hlo::HloOpcode opcode) {
-  using hlo::HloOpcode;
-  return opcode == HloOpcode::kExp || opcode == HloOpcode::kLog || opcode == HloOpcode::kTanh || opcode == HloOpcode::kErf;
+bool has_vector_kernel(HloOpcode opcode) {
+    return opcode == HloOpcode::kExp || opcode == HloOpcode::kLog || opcode == HloOpcode::kTanh || opcode == HloOpcode::kErf;
 }
 
-void vector_unary(hlo::HloOpcode opcode, const float* in, float* out, int64_t n) {
-  using hlo::HloOpcode;
-  switch (opcode) {
+void vector_unary(HloOpcode opcode, const float* in, float* out, int64_t n) {
+    switch (opcode) {
     case HloOpcode::kExp: apply<Sleef_expf8_u10avx2>(in, out, n); break;
     case HloOpcode::kLog: apply<Sleef_logf8_u10avx2>(in, out, n); break;
     case HloOpcode::kTanh: apply<Sleef_tanhf8_u10avx2>(in, out, n); break;
@@ -42,4 +40,4 @@ void vector_unary(hlo::HloOpcode opcode, const float* in, float* out, int64_t n)
   }
 }
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator

@@ -1,8 +1,8 @@
 #include <cstring>
 
-#include "backend/interpreter/kernels.h"
+#include "hlo/evaluator/kernels.h"
 
-namespace lazytrain::backend::interpreter {
+namespace lazytrain::hlo::evaluator {
 
 namespace {
 
@@ -49,4 +49,4 @@ void strided_copy(const void* src, const std::vector<int64_t>& strides, void* ds
   }
 }
 
-}  // namespace lazytrain::backend::interpreter
+}  // namespace lazytrain::hlo::evaluator

@@ -1,8 +1,8 @@
-// The default pipeline: its passes in order, and a realistic module (a small
+// The CPU backend's pipeline: its passes in order, and a realistic module (a small
 // BERT-like encoder layer with an MLM loss and its backward pass, traced from
 // lazytrain tensor ops and lowered as mark_step would) computing the same loss
 // and gradients after the passes, with fewer instructions.
-#include "hlo/passes/pipeline.h"
+#include "backend/cpu/cpu_pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ std::map<HloOpcode, int> opcode_counts(const HloModule& m) {
 }
 
 TEST(PassPipeline, DefaultPipelineRunsSimplifyFoldCseDceInOrder) {
-  std::vector<std::unique_ptr<HloPass>> passes = default_pipeline();
+  std::vector<std::unique_ptr<HloPass>> passes = backend::cpu::cpu_pass_pipeline();
   std::vector<std::string> expected = {"algebraic-simplifier", "constant-folding", "cse", "dce"};
   ASSERT_GE(passes.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(passes[i]->name(), expected[i]) << i;
@@ -124,14 +124,14 @@ TEST(PassPipeline, PreservesValuesOfABertLikeTrainingStep) {
   // The whole default pipeline (fusion included, when present).
   HloModule optimized = lowered;
   std::vector<std::string> changed_by;
-  EXPECT_TRUE(run_passes(optimized, default_pipeline(), [&](const std::string& pass, const HloModule&) { changed_by.push_back(pass); }));
+  EXPECT_TRUE(run_passes(optimized, backend::cpu::cpu_pass_pipeline(), [&](const std::string& pass, const HloModule&) { changed_by.push_back(pass); }));
   verify(optimized);
   expect_same_outputs(optimized, "default pipeline");
   EXPECT_LT(optimized.instructions.size(), lowered.instructions.size());
   EXPECT_NE(std::find(changed_by.begin(), changed_by.end(), "cse"), changed_by.end());
 
   // The simplification passes alone (the pipeline up to and including DCE).
-  std::vector<std::unique_ptr<HloPass>> all = default_pipeline(), simplification;
+  std::vector<std::unique_ptr<HloPass>> all = backend::cpu::cpu_pass_pipeline(), simplification;
   for (auto& pass : all) {
     std::string name = pass->name();
     simplification.push_back(std::move(pass));
@@ -186,7 +186,7 @@ HloModule random_module(uint32_t seed) {
       case 1: return b.full(1.0, shape, DType::kFloat32);
       case 2: return b.full(0.5 * static_cast<double>(pick(7)) - 1.5, shape, DType::kFloat32);
       default: {
-        Buffer lit(shape, DType::kFloat32);
+        Literal lit(shape, DType::kFloat32);
         for (int64_t i = 0; i < lit.numel(); ++i) lit.data<float>()[i] = 0.125f * static_cast<float>(pick(17)) - 1.0f;
         return b.constant(lit);
       }
@@ -339,7 +339,7 @@ void expect_close(const std::vector<Buffer>& expected, const std::vector<Buffer>
 }
 
 TEST(PassPipeline, RandomModulesKeepTheirValuesThroughEachPass) {
-  std::vector<std::unique_ptr<HloPass>> all = default_pipeline(), passes;
+  std::vector<std::unique_ptr<HloPass>> all = backend::cpu::cpu_pass_pipeline(), passes;
   for (auto& pass : all) {
     std::string name = pass->name();
     passes.push_back(std::move(pass));

@@ -2,7 +2,7 @@
 // fusion; anything else stays. Values are compared through the interpreter (which
 // runs the fused computation) before and after; the CPU backend's oneDNN
 // epilogue is compared with the interpreter in tests/backend/differential_test.cpp.
-#include "hlo/passes/dot_epilogue_fusion.h"
+#include "backend/cpu/dot_epilogue_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,8 @@ namespace lazytrain::hlo {
 namespace {
 
 using namespace testing;
+using backend::cpu::dot_epilogue_of;
+using backend::cpu::DotEpilogueFusion;
 
 bool run_and_compare(HloModule& m, bool expect_changed = true) { return run_pass_and_compare<DotEpilogueFusion>(m, expect_changed, 0); }
 

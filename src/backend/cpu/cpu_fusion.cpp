@@ -1,0 +1,26 @@
+#include "backend/cpu/cpu_fusion.h"
+
+namespace lazytrain::backend::cpu {
+
+namespace {
+
+bool fusible_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kBFloat16 || t == DType::kInt32 || t == DType::kInt64 || t == DType::kBool;
+}
+
+}  // namespace
+
+bool CpuInstructionFusion::ShouldFuse(const hlo::HloModule& module, const hlo::HloInstruction& in) const {
+  if (!fusible_dtype(in.dtype)) return false;
+  for (int o : in.operands) {
+    if (!fusible_dtype(module.at(o).dtype)) return false;
+  }
+  return true;
+}
+
+bool CpuInstructionFusion::ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const {
+  if (!fusible_dtype(reduce.dtype) || reduce.dtype == DType::kBool || reduce.dtype == DType::kBFloat16) return false;
+  return module.at(reduce.operands[0]).dtype != DType::kBFloat16;
+}
+
+}  // namespace lazytrain::backend::cpu

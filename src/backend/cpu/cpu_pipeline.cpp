@@ -1,0 +1,25 @@
+#include "backend/cpu/cpu_pipeline.h"
+
+#include "backend/cpu/cpu_fusion.h"
+#include "backend/cpu/dot_epilogue_fusion.h"
+#include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/constant_folding.h"
+#include "hlo/passes/cse.h"
+#include "hlo/passes/dce.h"
+
+namespace lazytrain::backend::cpu {
+
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline() {
+  std::vector<std::unique_ptr<hlo::HloPass>> passes;
+  // Simplification first: it exposes constants to fold and duplicates to merge;
+  // DCE then drops what the others left unused. Fusion comes after DCE.
+  passes.push_back(std::make_unique<hlo::AlgebraicSimplifier>());
+  passes.push_back(std::make_unique<hlo::ConstantFolding>());
+  passes.push_back(std::make_unique<hlo::Cse>());
+  passes.push_back(std::make_unique<hlo::Dce>());
+  passes.push_back(std::make_unique<DotEpilogueFusion>());     // before loop fusion takes the bias adds
+  passes.push_back(std::make_unique<CpuInstructionFusion>());  // last: it consumes the simplified graph
+  return passes;
+}
+
+}  // namespace lazytrain::backend::cpu

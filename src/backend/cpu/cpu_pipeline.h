@@ -1,0 +1,17 @@
+// The optimization pipeline the CPU backend runs before code generation
+// (XLA's CpuCompiler::RunHloPasses): the generic passes of hlo/passes, then the
+// CPU's own fusion decisions.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hlo/passes/hlo_pass.h"
+
+namespace lazytrain::backend::cpu {
+
+// algebraic simplification, constant folding, CSE, DCE, then dot-epilogue
+// fusion (oneDNN post-ops) and loop/reduction fusion with the CPU's rules.
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline();
+
+}  // namespace lazytrain::backend::cpu

@@ -1,0 +1,23 @@
+// The transcendental functions core/scalar_ops.h declares: SLEEF's u10 kernels
+// (max error 1.0 ULP), scalar and as the 8-lane AVX2 variants (_ZGVdN8v*, the
+// names GCC calls from loops vectorized under `#pragma omp declare simd`).
+// Compiled into the library, and its text into every shared object of
+// generated kernels (cmake/kernel_prelude.cpp.in): self-contained, and it must
+// not see the declarations' `declare simd`, or GCC would make clones of its own.
+#include <immintrin.h>
+#include <sleef.h>
+
+extern "C" {
+float lt_expf(float x) { return Sleef_expf_u10(x); }
+float lt_logf(float x) { return Sleef_logf_u10(x); }
+float lt_tanhf(float x) { return Sleef_tanhf_u10(x); }
+float lt_erff(float x) { return Sleef_erff_u10(x); }
+float lt_cosf(float x) { return Sleef_cosf_u10(x); }
+float lt_powf(float x, float y) { return Sleef_powf_u10(x, y); }
+__m256 _ZGVdN8v_lt_expf(__m256 x) { return Sleef_expf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_logf(__m256 x) { return Sleef_logf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_tanhf(__m256 x) { return Sleef_tanhf8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_erff(__m256 x) { return Sleef_erff8_u10avx2(x); }
+__m256 _ZGVdN8v_lt_cosf(__m256 x) { return Sleef_cosf8_u10avx2(x); }
+__m256 _ZGVdN8vv_lt_powf(__m256 x, __m256 y) { return Sleef_powf8_u10avx2(x, y); }
+}

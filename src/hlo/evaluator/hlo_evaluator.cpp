@@ -1,0 +1,66 @@
+#include "hlo/evaluator/hlo_evaluator.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "hlo/evaluator/kernels.h"
+
+namespace lazytrain::hlo {
+
+void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, const MutableArrayRef& out) {
+  switch (in.opcode) {
+    case HloOpcode::kParameter:
+    case HloOpcode::kFusion:
+    case HloOpcode::kTuple: throw Error("[hlo evaluator] " + in.name() + " has no value of its own to evaluate");
+    case HloOpcode::kConstant: std::memcpy(out.raw(), in.literal.raw(), static_cast<size_t>(out.nbytes())); return;
+    case HloOpcode::kIota:
+    case HloOpcode::kRngBitGenerator: return evaluator::eval_generator(in, args, out);
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+    case HloOpcode::kConcatenate: return evaluator::eval_data_movement(in, args, out);
+    case HloOpcode::kGather: return evaluator::eval_gather(in, args, out);
+    case HloOpcode::kScatter: return evaluator::eval_scatter(in, args, out);
+    case HloOpcode::kDot: return evaluator::eval_dot(in, args, out);
+    case HloOpcode::kReduce: return evaluator::eval_reduce(in, args, out);
+    default: return evaluator::eval_elementwise(in, args, out);
+  }
+}
+
+Literal HloEvaluator::evaluate_instruction(const HloInstruction& in, const std::vector<Literal>& operands) const {
+  switch (in.opcode) {
+    case HloOpcode::kConstant: return in.literal;
+    case HloOpcode::kReshape: return operands.at(0).reshaped(in.shape);
+    case HloOpcode::kFusion: return evaluate(*in.fused_computation, operands).at(0);
+    default: break;
+  }
+  std::vector<ArrayRef> refs;
+  for (const Literal& o : operands) refs.emplace_back(o.raw(), o.shape(), o.dtype());
+  Literal out(in.shape, in.dtype);
+  evaluate_into(in, refs, MutableArrayRef(out.mutable_raw(), out.shape(), out.dtype()));
+  return out;
+}
+
+std::vector<Literal> HloEvaluator::evaluate(const HloModule& module, const std::vector<Literal>& arguments) const {
+  check(static_cast<int>(arguments.size()) == module.num_parameters, "hlo evaluator",
+        module.name + " expects " + std::to_string(module.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
+  std::vector<Literal> values(module.instructions.size());
+  for (const HloInstruction& in : module.instructions) {
+    if (in.opcode == HloOpcode::kParameter) {
+      const Literal& a = arguments[static_cast<size_t>(in.parameter_number)];
+      check(a.shape() == in.shape && a.dtype() == in.dtype, "hlo evaluator",
+            "argument " + std::to_string(in.parameter_number) + " is " + xla_name(a.dtype()) + shape_str(a.shape()) +
+                ", expected " + xla_name(in.dtype) + shape_str(in.shape));
+      values[static_cast<size_t>(in.id)] = a;
+      continue;
+    }
+    std::vector<Literal> operands;
+    for (int o : in.operands) operands.push_back(values[static_cast<size_t>(o)]);
+    if (in.opcode == HloOpcode::kTuple) return operands;
+    values[static_cast<size_t>(in.id)] = evaluate_instruction(in, operands);
+  }
+  throw Error("[hlo evaluator] " + module.name + " has no ROOT tuple");
+}
+
+}  // namespace lazytrain::hlo

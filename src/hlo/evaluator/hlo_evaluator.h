@@ -1,0 +1,40 @@
+// HloEvaluator: computes HLO on the host, as XLA's HloEvaluator does. Constant
+// folding evaluates through it; the interpreter backend runs the same kernels
+// on its buffers (evaluate_into), so a folded constant holds what the
+// interpreter computes at run time.
+//
+// Semantics are XLA's operation semantics with lazytrain's restrictions (see
+// hlo_instruction.h): float sums and products reduce in double, integer ones in
+// int64; f32 exponential/log/tanh/erf use SLEEF's 1-ULP kernels; bf16 and f16
+// values are computed in float and rounded to nearest even.
+#pragma once
+
+#include <vector>
+
+#include "core/literal.h"
+#include "hlo/evaluator/array_ref.h"
+#include "hlo/hlo_instruction.h"
+
+namespace lazytrain::hlo {
+
+class HloEvaluator {
+ public:
+  // Evaluates `module` with `arguments[i]` feeding parameter(i) (shape and dtype
+  // must match: Error otherwise); returns one Literal per element of the ROOT tuple.
+  // Errors: an out-of-range gather/scatter index, an integer division by zero.
+  std::vector<Literal> evaluate(const HloModule& module, const std::vector<Literal>& arguments) const;
+
+  // Evaluates one instruction on its operands' values (`operands[k]` is operand
+  // k). A constant gives its literal, a fusion runs its fused computation; a
+  // parameter or tuple raises Error (they have no value of their own here).
+  Literal evaluate_instruction(const HloInstruction& instruction, const std::vector<Literal>& operands) const;
+};
+
+// Writes the value of `instruction` into `out` (its shape and dtype, storage
+// not shared with any operand), reading `operands[k]` as operand k. Handles
+// every opcode but parameter, fusion and tuple (Error), for callers that own
+// the storage (the interpreter backend). dot multiplies in a plain loop,
+// accumulating in double (floats) or int64 (integers).
+void evaluate_into(const HloInstruction& instruction, const std::vector<ArrayRef>& operands, const MutableArrayRef& out);
+
+}  // namespace lazytrain::hlo
