@@ -19,6 +19,7 @@
 #include "models/roberta.h"
 #include "runtime/metrics.h"
 #include "core/atomic_file.h"
+#include "train/json_file.h"
 #include "train/model_io.h"
 #include "train/trainer.h"
 
