@@ -19,8 +19,8 @@
 #include "models/roberta.h"
 #include "runtime/metrics.h"
 #include "core/atomic_file.h"
-#include "train/json_file.h"
 #include "train/model_io.h"
+#include "train/results_files.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -86,11 +86,14 @@ void require_file(const std::string& path, const std::string& flag) {
   if (!fs::is_regular_file(path)) throw Error("[run_mlm] " + flag + " '" + path + "' does not exist or is not a file");
 }
 
+// As Hugging Face's run_mlm.py, a non-empty --output_dir is refused only when
+// training (it would overwrite a model); evaluating writes its results beside
+// the model it evaluates.
 void check_output_dir(const train::TrainingArguments& t) {
   fs::path dir(t.output_dir);
   if (!fs::exists(dir)) return;
   if (!fs::is_directory(dir)) throw Error("[run_mlm] --output_dir '" + t.output_dir + "' exists and is not a directory");
-  if (fs::is_empty(dir) || t.overwrite_output_dir) return;
+  if (!t.do_train || fs::is_empty(dir) || t.overwrite_output_dir) return;
   throw Error("[run_mlm] Output directory (" + t.output_dir + ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
 }
 
@@ -242,12 +245,6 @@ void save_vocabulary(const Tokenizer& t, const std::string& dir) {
 }
 
 
-void write_results(const std::string& path, const std::map<std::string, double>& metrics) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : metrics) j[k] = v;
-  train::write_json_file(path, j);
-}
-
 }  // namespace
 
 int run_mlm(const RunMlmOptions& o) {
@@ -343,28 +340,27 @@ int run_mlm(const RunMlmOptions& o) {
   if (train_records.first > 0) trainer.stream_train_dataset(tfrecord_stream(o.train_tfrecords, true, t.seed), train_records.first);
   if (eval_records.first > 0) trainer.stream_eval_dataset(tfrecord_stream(o.validation_tfrecords, false, t.seed), eval_records.first);
 
-  std::map<std::string, double> all;
   std::map<std::string, double> train_metrics, eval_metrics;
   if (t.do_train) train_metrics = trainer.train();
   if (t.do_eval) eval_metrics = trainer.evaluate();
 
+  // As Hugging Face's run_mlm.py: the model, the tokenizer and trainer_state.json
+  // only when training; the metrics merged into all_results.json, so an
+  // evaluation of a trained model in its own directory keeps the train_* entries.
   fs::create_directories(t.output_dir);
   if (t.do_train) {
     train::save_pretrained(*model.module, config.to_json(), t.output_dir);
     save_vocabulary(tokenizer, t.output_dir);
-    write_results(t.output_dir + "/train_results.json", train_metrics);
-    std::printf("***** train metrics *****\n");
-    for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+    train::log_metrics("train", train_metrics);
+    train::save_metrics(t.output_dir, "train", train_metrics);
   }
   if (t.do_eval) {
-    write_results(t.output_dir + "/eval_results.json", eval_metrics);
-    std::printf("***** eval metrics *****\n");
-    for (const auto& [k, v] : eval_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+    train::log_metrics("eval", eval_metrics);
+    train::save_metrics(t.output_dir, "eval", eval_metrics);
   }
-  all.insert(train_metrics.begin(), train_metrics.end());
-  all.insert(eval_metrics.begin(), eval_metrics.end());
-  write_results(t.output_dir + "/all_results.json", all);
-  trainer.save_state();
+  // With the evaluation's entry in log_history when both ran; an evaluation
+  // alone leaves the trained model's trainer_state.json as it is.
+  if (t.do_train) trainer.save_state();
   std::string report = runtime::metrics_report();
   write_file_atomically(t.output_dir + "/metrics_report.txt", report);
   if (t.metrics_debug) std::printf("%s", report.c_str());
