@@ -122,11 +122,16 @@ std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text, bool 
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(std::string(kOp) + "encode failed: " + status.ToString());
+  std::vector<int64_t> out(ids.begin(), ids.end());
+  return add_special_tokens ? build_inputs_with_special_tokens(out) : out;
+}
+
+std::vector<int64_t> SentencePieceTokenizer::build_inputs_with_special_tokens(std::span<const int64_t> ids) const {
   std::vector<int64_t> out;
   out.reserve(ids.size() + 2);
-  if (add_special_tokens) out.push_back(bos_token_id());
+  out.push_back(bos_token_id());
   out.insert(out.end(), ids.begin(), ids.end());
-  if (add_special_tokens) out.push_back(eos_token_id());
+  out.push_back(eos_token_id());
   return out;
 }
 
@@ -152,8 +157,13 @@ std::string SentencePieceTokenizer::decode(std::span<const int64_t> ids, bool sk
 
 int64_t SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 
-CollatorTokens SentencePieceTokenizer::collator_tokens() const {
-  return {vocab_size(), mask_token_id(), pad_token_id(), {bos_token_id(), pad_token_id(), eos_token_id(), unk_token_id(), mask_token_id()}};
+void SentencePieceTokenizer::save_pretrained(const std::string& directory) const {
+  for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
+    const fs::path from = name == std::string("spm.model") ? fs::path(model_file_) : fs::path(model_file_).parent_path() / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(from, ec)) continue;  // a bare .model file was given
+    write_file_atomically(directory + "/" + name, read_file(from.string()));
+  }
 }
 
 }  // namespace lazytrain::data

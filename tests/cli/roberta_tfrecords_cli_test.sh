@@ -48,6 +48,32 @@ grep -A1 "Metric: CompileTime" "$work/run/metrics_report.txt" | grep -q "TotalSa
 head -c 8192 "$work/run/model.safetensors" | grep -q '"lm_head.bias"' || { ok=0; echo "no lm_head.bias in the checkpoint"; }
 [ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_tfrecords (rc=$rc)"
 
+# RoBERTa from text files, as BERT: every line <s> ... </s> grouped into blocks
+# (blank lines too), and --line_by_line padded with <pad>; train and evaluate.
+"$bin" "${roberta[@]}" --train_file "$work/train.txt" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --do_train --do_eval --output_dir "$work/run_text" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+ok=1
+for f in config.json model.safetensors spm.model spm.vocab special_tokens_map.json train_results.json eval_results.json all_results.json trainer_state.json; do
+  [ -s "$work/run_text/$f" ] || { ok=0; echo "missing $f"; }
+done
+cmp -s "$work/tok/spm.model" "$work/run_text/spm.model" || { ok=0; echo "spm.model differs from the tokenizer's"; }
+grep -q '"RobertaForMaskedLM"' "$work/run_text/config.json" || ok=0
+grep -q '"train_loss"' "$work/run_text/all_results.json" && grep -q '"perplexity"' "$work/run_text/all_results.json" || ok=0
+grep -A1 "Metric: CompileTime" "$work/run_text/metrics_report.txt" | grep -q "TotalSamples: 2" || { ok=0; echo "CompileTime is not 2 samples"; }
+[ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_text_files (rc=$rc)"
+"$bin" "${roberta[@]}" --train_file "$work/train.txt" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --line_by_line --pad_to_max_length --do_train --do_eval --output_dir "$work/run_lines" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && grep -q '"perplexity"' "$work/run_lines/eval_results.json" && grep -q '"train_loss"' "$work/run_lines/train_results.json" &&
+  pass || fail "roberta_line_by_line (rc=$rc)"
+# ... and evaluated again from its own directory.
+"$bin" run_mlm --model_type roberta --model_name_or_path "$work/run_text" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --per_device_eval_batch_size 4 --do_eval --disable_tqdm --output_dir "$work/run_text" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && grep -q '"train_loss"' "$work/run_text/all_results.json" && grep -q '"eval_loss"' "$work/run_text/eval_results.json" &&
+  pass || fail "roberta_eval_from_model_dir (rc=$rc)"
+
 # Bad input.
 printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
 expect_error shards_do_not_match "no file matches '$work/shards/nothing-*.tfrecord'" \

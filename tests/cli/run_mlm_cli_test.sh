@@ -157,5 +157,22 @@ else
   failed=$((failed + 1)); echo "FAIL train_into_model_dir: rc=$rc"; cat "$work/stderr"
 fi
 
+# Blank lines are [CLS] [SEP] in the grouped stream, as in Hugging Face's run_mlm.py:
+# 4 + 2 + 4 + 2 = 12 tokens, 3 blocks of 4: one batch of 3, one step per epoch.
+printf 'hello world\n\nhello world\n\n' > "$work/blank.txt"
+"$bin" run_mlm --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 \
+  --per_device_train_batch_size 3 --max_steps 2 --do_train --disable_tqdm --train_file "$work/blank.txt" \
+  --output_dir "$work/blank" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"epoch": 2.0' "$work/blank/train_results.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL blank_lines_grouped: rc=$rc"; cat "$work/stderr"; cat "$work/blank/train_results.json" 2>/dev/null
+fi
+# --line_by_line skips them: 2 examples, fewer than a batch of 3.
+expect_error blank_lines_line_by_line "'$work/blank.txt' gives 2 examples, fewer than one batch of 3" \
+  --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 --line_by_line \
+  --pad_to_max_length --per_device_train_batch_size 3 --max_steps 1 --do_train --train_file "$work/blank.txt" --output_dir "$work/out"
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

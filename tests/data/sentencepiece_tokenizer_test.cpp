@@ -6,9 +6,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "data/auto_tokenizer.h"
+#include "data/text_dataset.h"
+#include "data/wordpiece_tokenizer.h"
 #include "data_test_util.h"
 
 namespace lazytrain::data {
@@ -107,6 +113,85 @@ TEST_F(SentencePieceTest, BadInputGetsOneClearError) {
   EXPECT_NE(message([&] { SentencePieceTokenizer t(*dir_ + "/nothing_here"); }).find("no model at"), std::string::npos);
   std::ofstream(*dir_ + "/not_a_model.model") << "hello";
   EXPECT_NE(message([&] { SentencePieceTokenizer t(*dir_ + "/not_a_model.model"); }).find("is not a SentencePiece model"), std::string::npos);
+}
+
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// RoBERTa's datasets go through the same Tokenizer path as BERT's: <s> ... </s>
+// per line (a blank line is <s> </s>), and --line_by_line padded with <pad>.
+TEST_F(SentencePieceTest, TextDatasetsThroughTheTokenizerInterface) {
+  const std::unique_ptr<Tokenizer> t = AutoTokenizer::from_pretrained(*dir_ + "/unigram", "roberta");
+  ASSERT_NE(dynamic_cast<const SentencePieceTokenizer*>(t.get()), nullptr);
+  EXPECT_EQ(t->vocab_size(), 1000);
+  const std::vector<int64_t> game = t->encode("the game", false);
+  ASSERT_GE(game.size(), 2u);
+  const auto examples = tokenize_lines({"the game", ""}, *t);
+  ASSERT_EQ(examples.size(), 2u);
+  std::vector<int64_t> expected{0};
+  expected.insert(expected.end(), game.begin(), game.end());
+  expected.push_back(2);
+  EXPECT_EQ(examples[0].input_ids, expected);
+  std::vector<uint8_t> mask(expected.size(), 0);
+  mask.front() = mask.back() = 1;
+  EXPECT_EQ(examples[0].special_tokens_mask, mask);
+  EXPECT_EQ(examples[1].input_ids, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(examples[1].special_tokens_mask, (std::vector<uint8_t>{1, 1}));
+
+  const int64_t len = static_cast<int64_t>(game.size()) + 4;
+  const auto padded = tokenize_line_by_line({"the game", "\t "}, *t, len, /*pad_to_max_length=*/true);
+  ASSERT_EQ(padded.size(), 1u);
+  std::vector<int64_t> with_pad = expected;
+  with_pad.resize(static_cast<size_t>(len), 1);  // <pad>
+  EXPECT_EQ(padded[0].input_ids, with_pad);
+  EXPECT_EQ(padded[0].attention_mask.back(), 0);
+  EXPECT_EQ(padded[0].special_tokens_mask.back(), 1);
+  // Truncated: <s>, the first token, </s>.
+  const auto cut = tokenize_line_by_line({"the game"}, *t, 3, false);
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut[0].input_ids, (std::vector<int64_t>{0, game[0], 2}));
+
+  const DataCollatorForLanguageModeling collator(*t);
+  EXPECT_EQ(collator.tokens().pad_token_id, 1);
+  EXPECT_EQ(collator.tokens().mask_token_id, 4);
+  EXPECT_EQ(collator.tokens().special_ids, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST_F(SentencePieceTest, AutoTokenizerLoadsEachModelType) {
+  const std::unique_ptr<Tokenizer> bert = AutoTokenizer::from_pretrained(testing::bert_vocab().string(), "bert");
+  ASSERT_NE(dynamic_cast<const WordPieceTokenizer*>(bert.get()), nullptr);
+  EXPECT_EQ(bert->vocab_size(), 30522);
+  EXPECT_EQ(bert->encode("hello world"), (std::vector<int64_t>{101, 7592, 2088, 102}));
+  EXPECT_EQ(message_of([&] { AutoTokenizer::from_pretrained(*dir_ + "/unigram", "gpt2"); }),
+            "[AutoTokenizer] model_type 'gpt2' has no tokenizer for '" + *dir_ +
+                "/unigram': expected 'bert' (WordPiece vocab.txt) or 'roberta' (SentencePiece model)");
+  EXPECT_NE(message_of([&] { AutoTokenizer::from_pretrained(testing::bert_vocab().string(), "roberta"); })
+                .find("a WordPiece vocab.txt is for --model_type bert"),
+            std::string::npos);
+}
+
+TEST_F(SentencePieceTest, SavePretrainedWritesTheFilesItLoadsFrom) {
+  const std::string out = *dir_ + "/saved";
+  fs::create_directories(out);
+  AutoTokenizer::from_pretrained(*dir_ + "/bpe", "roberta")->save_pretrained(out);
+  for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
+    EXPECT_EQ(read_all(out + "/" + name), read_all(*dir_ + "/bpe/" + name)) << name;
+  }
+  EXPECT_EQ(SentencePieceTokenizer(out).encode("the game"), SentencePieceTokenizer(*dir_ + "/bpe").encode("the game"));
+  WordPieceTokenizer(testing::bert_vocab()).save_pretrained(out);
+  EXPECT_EQ(read_all(out + "/vocab.txt"), read_all(testing::bert_vocab().string()));
 }
 
 }  // namespace
