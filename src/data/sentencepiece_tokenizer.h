@@ -30,14 +30,32 @@ struct SentencePieceTrainOptions {
   std::string output_dir;
   double character_coverage = 0.9995;  // SentencePiece's default
   int num_threads = 2;
+  // SentencePiece's max_sentence_length: lines longer than this many bytes are
+  // skipped in training. 0: the longest line of the input (at least
+  // SentencePiece's default, 4192), so every line is trained on.
+  int64_t max_sentence_length = 0;
 };
+
+// What train_sentencepiece trained on.
+struct SentencePieceTrainSummary {
+  int64_t num_lines = 0;                // non-empty lines of the input files
+  int64_t longest_line_bytes = 0;
+  int64_t max_sentence_length = 0;      // the value SentencePiece was given
+  int64_t skipped_long_lines = 0;       // lines longer than max_sentence_length, left out of training
+};
+
+// The default of SentencePiece's TrainerSpec.max_sentence_length, in bytes.
+inline constexpr int64_t kSentencePieceMaxSentenceLength = 4192;
 
 // Trains a model on the text files (one sentence per line; empty lines are
 // ignored) and writes the model directory (created if absent; the files appear
-// atomically). Throws lazytrain::Error naming the problem: an unknown model
-// type, a vocab_size below 6, a missing or empty input file, or a vocabulary
-// the corpus is too small for (SentencePiece's own message).
-void train_sentencepiece(const SentencePieceTrainOptions& options);
+// atomically). Lines longer than options.max_sentence_length bytes are skipped
+// and counted in the summary. Throws lazytrain::Error naming the problem: an
+// unknown model type, a vocab_size below 262, a negative or too large
+// max_sentence_length, a missing or empty input file, every line longer than
+// max_sentence_length, or a vocabulary the corpus is too small for
+// (SentencePiece's own message, plus the count of lines skipped for length).
+SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& options);
 
 class SentencePieceTokenizer : public Tokenizer {
  public:

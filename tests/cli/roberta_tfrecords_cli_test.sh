@@ -74,6 +74,23 @@ rc=$?
 [ $rc -eq 0 ] && grep -q '"train_loss"' "$work/run_text/all_results.json" && grep -q '"eval_loss"' "$work/run_text/eval_results.json" &&
   pass || fail "roberta_eval_from_model_dir (rc=$rc)"
 
+# SentencePiece on lines longer than its default max_sentence_length (4192 bytes):
+# the corpus joined and cut every 6000 characters (ASCII, so every line is 6000 bytes).
+LC_ALL=C tr -cd ' -~\n' < "$work/train.txt" | tr '\n' ' ' | fold -w 6000 | head -n -1 > "$work/long.txt"
+long_lines=$(wc -l < "$work/long.txt")
+"$bin" train_tokenizer --vocab_size 600 --input "$work/long.txt" --output_dir "$work/tok_long" > /dev/null 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && [ "$long_lines" -ge 20 ] && [ -s "$work/tok_long/spm.model" ] && ! grep -q "too long" "$work/stderr" &&
+  pass || fail "tokenizer_long_lines (rc=$rc, $long_lines lines)"
+# An explicit --max_sentence_length below some lines: those are skipped, and said so.
+cat "$work/long.txt" "$work/train.txt" > "$work/mixed.txt"
+"$bin" train_tokenizer --vocab_size 600 --max_sentence_length 4192 --input "$work/mixed.txt" --output_dir "$work/tok_mixed" \
+  > /dev/null 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && [ -s "$work/tok_mixed/spm.model" ] &&
+  grep -qF "warning: $long_lines of $((long_lines + $(grep -c . "$work/train.txt"))) lines were skipped as longer than --max_sentence_length 4192 bytes (the longest has 6000); pass --max_sentence_length 6000" "$work/stderr" &&
+  pass || fail "tokenizer_some_lines_skipped (rc=$rc)"
+
 # Bad input.
 printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
 expect_error shards_do_not_match "no file matches '$work/shards/nothing-*.tfrecord'" \
@@ -96,6 +113,8 @@ expect_error not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
   make_tfrecords --tokenizer "$work/tok" --input "$work/latin1.txt" --output_dir "$work/out5"
 expect_error vocab_too_large "Vocabulary size" \
   train_tokenizer --vocab_size 500000 --input "$work/train.txt" --output_dir "$work/out6"
+expect_error every_line_too_long "all $long_lines lines of $work/long.txt are longer than --max_sentence_length 4192 bytes (the longest has 6000), so none is left to train on; pass --max_sentence_length 6000" \
+  train_tokenizer --vocab_size 600 --max_sentence_length 4192 --input "$work/long.txt" --output_dir "$work/out10"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

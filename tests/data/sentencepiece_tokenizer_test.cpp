@@ -194,5 +194,63 @@ TEST_F(SentencePieceTest, SavePretrainedWritesTheFilesItLoadsFrom) {
   EXPECT_EQ(read_all(out + "/vocab.txt"), read_all(testing::bert_vocab().string()));
 }
 
+// WikiText-2's first 3000 lines joined and cut every 6000 characters (the
+// remainder dropped): every line is longer than SentencePiece's default max_sentence_length (4192 bytes).
+std::string long_line_corpus(const std::string& dir) {
+  std::ifstream in(testing::data_dir() / "wikitext-2" / "valid.txt");
+  std::string joined, line;
+  for (int i = 0; i < 3000 && std::getline(in, line); ++i) joined += line + " ";
+  const std::string path = dir + "/long_lines.txt";
+  std::ofstream out(path);
+  size_t begin = 0;
+  while (begin < joined.size()) {
+    size_t end = begin;
+    int chars = 0;
+    for (; chars < 6000 && end < joined.size(); ++chars) {
+      ++end;
+      while (end < joined.size() && (static_cast<unsigned char>(joined[end]) & 0xC0) == 0x80) ++end;  // whole characters
+    }
+    if (chars < 6000) break;  // every line is 6000 characters
+    out << joined.substr(begin, end - begin) << "\n";
+    begin = end;
+  }
+  return path;
+}
+
+TEST_F(SentencePieceTest, TrainsOnLinesLongerThanSentencePiecesDefault) {
+  SentencePieceTrainOptions o;
+  o.input_files = {long_line_corpus(*dir_)};
+  o.output_dir = *dir_ + "/long";
+  o.vocab_size = 1000;
+  const SentencePieceTrainSummary summary = train_sentencepiece(o);
+  EXPECT_GE(summary.num_lines, 30);
+  EXPECT_GE(summary.longest_line_bytes, 6000);
+  EXPECT_EQ(summary.max_sentence_length, summary.longest_line_bytes);
+  EXPECT_EQ(summary.skipped_long_lines, 0);
+  EXPECT_EQ(SentencePieceTokenizer(o.output_dir).vocab_size(), 1000);
+
+  // An explicit limit below every line: nothing to train on, said plainly.
+  o.max_sentence_length = kSentencePieceMaxSentenceLength;
+  o.output_dir = *dir_ + "/long_explicit";
+  EXPECT_EQ(message_of([&] { train_sentencepiece(o); }),
+            "[SentencePiece] all " + std::to_string(summary.num_lines) + " lines of " + o.input_files[0] +
+                " are longer than --max_sentence_length 4192 bytes (the longest has " +
+                std::to_string(summary.longest_line_bytes) + "), so none is left to train on; pass --max_sentence_length " +
+                std::to_string(summary.longest_line_bytes) + " (or leave it out: it defaults to the longest line)");
+  EXPECT_FALSE(fs::exists(o.output_dir + "/spm.model"));
+
+  // One short line left: SentencePiece's vocabulary error, with the lines it skipped.
+  std::ofstream(o.input_files[0], std::ios::app) << "a short line\n";
+  const std::string why = message_of([&] { train_sentencepiece(o); });
+  EXPECT_NE(why.find("Vocabulary size"), std::string::npos) << why;
+  EXPECT_NE(why.find("(" + std::to_string(summary.num_lines) + " of " + std::to_string(summary.num_lines + 1) +
+                     " lines were skipped as longer than --max_sentence_length 4192 bytes"),
+            std::string::npos)
+      << why;
+
+  o.max_sentence_length = -1;
+  EXPECT_NE(message_of([&] { train_sentencepiece(o); }).find("--max_sentence_length must be between 1 and"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lazytrain::data
