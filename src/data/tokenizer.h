@@ -37,7 +37,8 @@ class Tokenizer {
   virtual int64_t vocab_size() const = 0;
   virtual int64_t pad_token_id() const = 0;
   virtual int64_t mask_token_id() const = 0;
-  // HF all_special_ids, in HF's order for the tokenizer.
+  // HF all_special_ids (the collator never masks them in an example without a
+  // special_tokens_mask).
   virtual std::vector<int64_t> all_special_ids() const = 0;
 
   // HF tokenizer.save_pretrained(directory), the files the tokenizer loads from:
