@@ -9,17 +9,17 @@
 #include "apps/commands.h"
 #include "backend/compiler.h"
 #include "core/error.h"
+#include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
-#include "data/sentencepiece_tokenizer.h"
 #include "data/text_dataset.h"
 #include "data/tfrecord_dataset.h"
-#include "data/wordpiece_tokenizer.h"
 #include "lazy/graph_executor.h"
 #include "models/bert.h"
 #include "models/roberta.h"
 #include "runtime/metrics.h"
 #include "core/atomic_file.h"
 #include "train/model_io.h"
+#include "train/results_files.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -85,11 +85,14 @@ void require_file(const std::string& path, const std::string& flag) {
   if (!fs::is_regular_file(path)) throw Error("[run_mlm] " + flag + " '" + path + "' does not exist or is not a file");
 }
 
+// As Hugging Face's run_mlm.py, a non-empty --output_dir is refused only when
+// training (it would overwrite a model); evaluating writes its results beside
+// the model it evaluates.
 void check_output_dir(const train::TrainingArguments& t) {
   fs::path dir(t.output_dir);
   if (!fs::exists(dir)) return;
   if (!fs::is_directory(dir)) throw Error("[run_mlm] --output_dir '" + t.output_dir + "' exists and is not a directory");
-  if (fs::is_empty(dir) || t.overwrite_output_dir) return;
+  if (!t.do_train || fs::is_empty(dir) || t.overwrite_output_dir) return;
   throw Error("[run_mlm] Output directory (" + t.output_dir + ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
 }
 
@@ -121,25 +124,6 @@ MaskedLM make_model(const models::BertConfig& config) {
   }
   auto m = std::make_shared<models::BertForMaskedLM>(config);
   return {m, [m](const Tensor& i, const Tensor& a, const Tensor& l) { return m->forward(i, a, l); }};
-}
-
-// The tokenizer of the model type: WordPiece (BERT) or SentencePiece (RoBERTa).
-struct Tokenizer {
-  std::unique_ptr<data::WordPieceTokenizer> wordpiece;
-  std::unique_ptr<data::SentencePieceTokenizer> sentencepiece;
-
-  int64_t vocab_size() const { return wordpiece ? wordpiece->vocab_size() : sentencepiece->vocab_size(); }
-  data::CollatorTokens collator_tokens() const {
-    if (sentencepiece) return sentencepiece->collator_tokens();
-    return {wordpiece->vocab_size(), wordpiece->mask_token_id(), wordpiece->pad_token_id(), wordpiece->all_special_ids()};
-  }
-};
-
-Tokenizer load_tokenizer(const std::string& name, const std::string& model_type) {
-  Tokenizer t;
-  if (model_type == "roberta") t.sentencepiece = std::make_unique<data::SentencePieceTokenizer>(name);
-  else t.wordpiece = std::make_unique<data::WordPieceTokenizer>(name);
-  return t;
 }
 
 // The examples of TFRecord shards matching `pattern`: how many there are, and
@@ -183,33 +167,24 @@ void check_output_dir_writable(const std::string& dir) {
   }
 }
 
-std::vector<data::Example> load_dataset(const std::string& path, const Tokenizer& t, const RunMlmOptions& o, int64_t max_seq_length) {
-  std::vector<std::string> lines = data::read_text_lines(path);
+// run_mlm.py's text datasets, for BERT and RoBERTa alike: every line (blank
+// ones too, as Hugging Face's `datasets` text loader keeps them) tokenized and
+// grouped into blocks; or, with --line_by_line, one padded example per
+// non-blank line.
+std::vector<data::Example> load_dataset(const std::string& path, const data::Tokenizer& tokenizer, const RunMlmOptions& o,
+                                        int64_t max_seq_length) {
   std::vector<data::Example> examples;
-  if (t.sentencepiece) {
-    // RoBERTa: every line as <s> ... </s>, then group_texts.
-    if (o.line_by_line) throw Error("[run_mlm] --line_by_line is for bert; roberta groups text into blocks");
-    std::vector<data::Example> encoded;
-    for (const std::string& line : lines) {
-      data::Example ex;
-      ex.input_ids = t.sentencepiece->encode(line);
-      encoded.push_back(std::move(ex));
-    }
-    examples = data::group_texts(encoded, max_seq_length);
-    if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
-    return examples;
-  }
-  const data::WordPieceTokenizer& tokenizer = *t.wordpiece;
   if (o.line_by_line) {
-    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, o.pad_to_max_length);
+    const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kSkip);
     if (!o.pad_to_max_length) {
       // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
       static bool noted = false;
       if (!noted) std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
       noted = true;
-      examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, true);
     }
+    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, /*pad_to_max_length=*/true);
   } else {
+    const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kKeep);
     examples = data::group_texts(data::tokenize_lines(lines, tokenizer), max_seq_length);
   }
   if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
@@ -221,30 +196,6 @@ void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size
     throw Error("[run_mlm] '" + file + "' gives " + std::to_string(set.size()) + " examples, fewer than one batch of " +
                 std::to_string(batch_size) + " (" + flag + ")");
   }
-}
-
-// Writes the vocabulary (not a file copy: the source may be read-only, and its
-// mode must not carry over to the output).
-void save_vocabulary(const Tokenizer& t, const std::string& dir) {
-  if (t.sentencepiece) {
-    for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
-      const fs::path from = fs::path(t.sentencepiece->model_file()).parent_path() / name;
-      std::ifstream in(from, std::ios::binary);
-      if (!in) continue;  // a bare .model file was given
-      write_file_atomically(dir + "/" + name, std::string(std::istreambuf_iterator<char>(in), {}));
-    }
-    return;
-  }
-  std::string text;
-  for (int64_t id = 0; id < t.wordpiece->vocab_size(); ++id) text += t.wordpiece->convert_id_to_token(id) + "\n";
-  write_file_atomically(dir + "/vocab.txt", text);
-}
-
-
-void write_results(const std::string& path, const std::map<std::string, double>& metrics) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : metrics) j[k] = v;
-  train::write_json_file(path, j);
 }
 
 }  // namespace
@@ -269,9 +220,9 @@ int run_mlm(const RunMlmOptions& o) {
   models::BertConfig config = load_config(o);
   std::string tokenizer_name = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
   if (tokenizer_name.empty()) throw Error("[run_mlm] --tokenizer_name is required (bert: a vocab.txt; roberta: a SentencePiece model directory)");
-  Tokenizer tokenizer = load_tokenizer(tokenizer_name, config.model_type);
-  if (tokenizer.vocab_size() > config.vocab_size) {
-    throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the config's vocab_size is " +
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(tokenizer_name, config.model_type);
+  if (tokenizer->vocab_size() > config.vocab_size) {
+    throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens but the config's vocab_size is " +
                 std::to_string(config.vocab_size));
   }
   if (o.max_seq_length && *o.max_seq_length < 2) {
@@ -308,14 +259,14 @@ int run_mlm(const RunMlmOptions& o) {
     train_records = scan_tfrecords(o.train_tfrecords, "--train_tfrecords");
     check_records(train_records, t.per_device_train_batch_size, "--train_tfrecords", o.train_tfrecords);
   } else if (t.do_train) {
-    train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
+    train_set = load_dataset(o.train_file, *tokenizer, o, max_seq_length);
     require_one_batch(train_set, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
   }
   if (t.do_eval && !o.validation_tfrecords.empty()) {
     eval_records = scan_tfrecords(o.validation_tfrecords, "--validation_tfrecords");
     check_records(eval_records, t.per_device_eval_batch_size, "--validation_tfrecords", o.validation_tfrecords);
   } else if (t.do_eval) {
-    eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
+    eval_set = load_dataset(o.validation_file, *tokenizer, o, max_seq_length);
     require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
   }
 
@@ -336,34 +287,33 @@ int run_mlm(const RunMlmOptions& o) {
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;
-  const data::CollatorTokens collator_tokens = tokenizer.collator_tokens();
+  const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
   train::Trainer trainer(*model.module, t, loss_fn, std::move(train_set), std::move(eval_set),
                          [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
   if (train_records.first > 0) trainer.stream_train_dataset(tfrecord_stream(o.train_tfrecords, true, t.seed), train_records.first);
   if (eval_records.first > 0) trainer.stream_eval_dataset(tfrecord_stream(o.validation_tfrecords, false, t.seed), eval_records.first);
 
-  std::map<std::string, double> all;
   std::map<std::string, double> train_metrics, eval_metrics;
   if (t.do_train) train_metrics = trainer.train();
   if (t.do_eval) eval_metrics = trainer.evaluate();
 
+  // As Hugging Face's run_mlm.py: the model, the tokenizer and trainer_state.json
+  // only when training; the metrics merged into all_results.json, so an
+  // evaluation of a trained model in its own directory keeps the train_* entries.
   fs::create_directories(t.output_dir);
   if (t.do_train) {
     train::save_pretrained(*model.module, config.to_json(), t.output_dir);
-    save_vocabulary(tokenizer, t.output_dir);
-    write_results(t.output_dir + "/train_results.json", train_metrics);
-    std::printf("***** train metrics *****\n");
-    for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+    tokenizer->save_pretrained(t.output_dir);
+    train::log_metrics("train", train_metrics);
+    train::save_metrics(t.output_dir, "train", train_metrics);
   }
   if (t.do_eval) {
-    write_results(t.output_dir + "/eval_results.json", eval_metrics);
-    std::printf("***** eval metrics *****\n");
-    for (const auto& [k, v] : eval_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
+    train::log_metrics("eval", eval_metrics);
+    train::save_metrics(t.output_dir, "eval", eval_metrics);
   }
-  all.insert(train_metrics.begin(), train_metrics.end());
-  all.insert(eval_metrics.begin(), eval_metrics.end());
-  write_results(t.output_dir + "/all_results.json", all);
-  trainer.save_state();
+  // With the evaluation's entry in log_history when both ran; an evaluation
+  // alone leaves the trained model's trainer_state.json as it is.
+  if (t.do_train) trainer.save_state();
   std::string report = runtime::metrics_report();
   write_file_atomically(t.output_dir + "/metrics_report.txt", report);
   if (t.metrics_debug) std::printf("%s", report.c_str());

@@ -15,7 +15,7 @@
 #include "data/data_loader.h"
 #include "data/device_loader.h"
 #include "tensor/autocast.h"
-#include "train/model_io.h"
+#include "train/json_file.h"
 #include "train/progress_bar.h"
 
 namespace lazytrain::train {
@@ -185,7 +185,7 @@ std::map<std::string, double> Trainer::train() {
     if (p.step % args_.logging_steps == 0) {
       double lr = args_.learning_rate * optim::linear_schedule_with_warmup(p.step, args_.warmup_steps, max_steps_);
       log({{"loss", round4(interval_loss / static_cast<double>(std::max<int64_t>(1, interval_steps)))}, {"learning_rate", lr}}, p.step, p.epoch);
-      bar.message(log_history_.back().dump());
+      bar.message(dump_json(log_history_.back()));
       interval_loss = 0.0;
       interval_steps = 0;
     }
