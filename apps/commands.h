@@ -36,6 +36,7 @@ struct TrainTokenizerOptions {
   std::string model_type = "unigram";
   int64_t vocab_size = 8000;
   double character_coverage = 0.9995;
+  std::optional<int64_t> max_sentence_length;  // unset: the longest input line
   std::vector<std::string> input;
   std::string output_dir;
 };

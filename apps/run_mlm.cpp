@@ -1,25 +1,18 @@
 // `lazytrain run_mlm`: Hugging Face's run_mlm.py for BERT and RoBERTa on the lazy
 // pipeline, from text files or from TFRecord shards (the TF/TPU recipe).
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <unistd.h>
+#include <map>
+#include <memory>
 
 #include "apps/commands.h"
+#include "apps/mlm_datasets.h"
+#include "apps/script_utils.h"
 #include "backend/registry.h"
 #include "core/error.h"
+#include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
-#include "data/sentencepiece_tokenizer.h"
-#include "data/text_dataset.h"
-#include "data/tfrecord_dataset.h"
-#include "data/wordpiece_tokenizer.h"
-#include "lazy/graph_executor.h"
-#include "models/bert.h"
+#include "models/auto_model.h"
 #include "models/roberta.h"
-#include "runtime/metrics.h"
-#include "core/atomic_file.h"
-#include "train/model_io.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -79,20 +72,6 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
 
 namespace {
 
-void require_file(const std::string& path, const std::string& flag) {
-  if (path.empty()) throw Error("[run_mlm] " + flag + " is required");
-  if (fs::is_directory(path)) throw Error("[run_mlm] " + flag + " '" + path + "' is a directory; expected a text file");
-  if (!fs::is_regular_file(path)) throw Error("[run_mlm] " + flag + " '" + path + "' does not exist or is not a file");
-}
-
-void check_output_dir(const train::TrainingArguments& t) {
-  fs::path dir(t.output_dir);
-  if (!fs::exists(dir)) return;
-  if (!fs::is_directory(dir)) throw Error("[run_mlm] --output_dir '" + t.output_dir + "' exists and is not a directory");
-  if (fs::is_empty(dir) || t.overwrite_output_dir) return;
-  throw Error("[run_mlm] Output directory (" + t.output_dir + ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
-}
-
 models::BertConfig load_config(const RunMlmOptions& o) {
   models::BertConfig config = o.model_type == "roberta" ? models::roberta_config() : models::BertConfig();
   std::string source = o.config_name.empty() ? o.model_name_or_path : o.config_name;
@@ -108,154 +87,13 @@ models::BertConfig load_config(const RunMlmOptions& o) {
   return config;
 }
 
-// The model being trained, BERT or RoBERTa, behind one forward.
-struct MaskedLM {
-  std::shared_ptr<nn::Module> module;
-  std::function<models::MaskedLMOutput(const Tensor&, const Tensor&, const Tensor&)> forward;
-};
-
-MaskedLM make_model(const models::BertConfig& config) {
-  if (config.model_type == "roberta") {
-    auto m = std::make_shared<models::RobertaForMaskedLM>(config);
-    return {m, [m](const Tensor& i, const Tensor& a, const Tensor& l) { return m->forward(i, a, l); }};
-  }
-  auto m = std::make_shared<models::BertForMaskedLM>(config);
-  return {m, [m](const Tensor& i, const Tensor& a, const Tensor& l) { return m->forward(i, a, l); }};
-}
-
-// The tokenizer of the model type: WordPiece (BERT) or SentencePiece (RoBERTa).
-struct Tokenizer {
-  std::unique_ptr<data::WordPieceTokenizer> wordpiece;
-  std::unique_ptr<data::SentencePieceTokenizer> sentencepiece;
-
-  int64_t vocab_size() const { return wordpiece ? wordpiece->vocab_size() : sentencepiece->vocab_size(); }
-  data::CollatorTokens collator_tokens() const {
-    if (sentencepiece) return sentencepiece->collator_tokens();
-    return {wordpiece->vocab_size(), wordpiece->mask_token_id(), wordpiece->pad_token_id(), wordpiece->all_special_ids()};
-  }
-};
-
-Tokenizer load_tokenizer(const std::string& name, const std::string& model_type) {
-  Tokenizer t;
-  if (model_type == "roberta") t.sentencepiece = std::make_unique<data::SentencePieceTokenizer>(name);
-  else t.wordpiece = std::make_unique<data::WordPieceTokenizer>(name);
-  return t;
-}
-
-// The examples of TFRecord shards matching `pattern`: how many there are, and
-// their length (every example must have the same). Reads the shards once.
-std::pair<int64_t, int64_t> scan_tfrecords(const std::string& pattern, const std::string& flag) {
-  data::TFRecordDataset all(data::glob_files(pattern), {});
-  int64_t count = 0, length = -1;
-  while (std::optional<data::Example> ex = all.next()) {
-    const auto n = static_cast<int64_t>(ex->input_ids.size());
-    if (length >= 0 && n != length) {
-      throw Error("[run_mlm] " + flag + " '" + pattern + "' holds examples of " + std::to_string(length) + " and " + std::to_string(n) +
-                  " tokens; write the shards with one --max_seq_length");
-    }
-    length = n;
-    ++count;
-  }
-  if (count == 0) throw Error("[run_mlm] " + flag + " '" + pattern + "' holds no example");
-  return {count, length};
-}
-
-// Streams the shards: interleaved, shuffled for training (tf.data's recipe),
-// a new shuffle order every epoch.
-train::ExampleStreamFactory tfrecord_stream(const std::string& pattern, bool training, uint64_t seed) {
-  std::vector<std::string> files = data::glob_files(pattern);
-  return [files, training, seed](uint64_t epoch) -> train::ExampleStream {
-    data::TFRecordDatasetOptions options;
-    options.cycle_length = training ? 4 : 1;
-    options.shuffle_buffer = training ? 10000 : 0;
-    options.seed = seed * 1000003ull + epoch;
-    auto dataset = std::make_shared<data::TFRecordDataset>(files, options);
-    return [dataset] { return dataset->next(); };
-  };
-}
-
-// Fails before any work when --output_dir could not be created or written.
-void check_output_dir_writable(const std::string& dir) {
-  fs::path p = fs::absolute(dir);
-  while (!p.empty() && !fs::exists(p)) p = p.parent_path();
-  if (p.empty() || !fs::is_directory(p) || access(p.c_str(), W_OK) != 0) {
-    throw Error("[run_mlm] --output_dir '" + dir + "' cannot be created: '" + p.string() + "' is not a writable directory");
-  }
-}
-
-std::vector<data::Example> load_dataset(const std::string& path, const Tokenizer& t, const RunMlmOptions& o, int64_t max_seq_length) {
-  std::vector<std::string> lines = data::read_text_lines(path);
-  std::vector<data::Example> examples;
-  if (t.sentencepiece) {
-    // RoBERTa: every line as <s> ... </s>, then group_texts.
-    if (o.line_by_line) throw Error("[run_mlm] --line_by_line is for bert; roberta groups text into blocks");
-    std::vector<data::Example> encoded;
-    for (const std::string& line : lines) {
-      data::Example ex;
-      ex.input_ids = t.sentencepiece->encode(line);
-      encoded.push_back(std::move(ex));
-    }
-    examples = data::group_texts(encoded, max_seq_length);
-    if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
-    return examples;
-  }
-  const data::WordPieceTokenizer& tokenizer = *t.wordpiece;
-  if (o.line_by_line) {
-    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, o.pad_to_max_length);
-    if (!o.pad_to_max_length) {
-      // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
-      static bool noted = false;
-      if (!noted) std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
-      noted = true;
-      examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, true);
-    }
-  } else {
-    examples = data::group_texts(data::tokenize_lines(lines, tokenizer), max_seq_length);
-  }
-  if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
-  return examples;
-}
-
-void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size, const std::string& file, const std::string& flag) {
-  if (static_cast<int64_t>(set.size()) < batch_size) {
-    throw Error("[run_mlm] '" + file + "' gives " + std::to_string(set.size()) + " examples, fewer than one batch of " +
-                std::to_string(batch_size) + " (" + flag + ")");
-  }
-}
-
-// Writes the vocabulary (not a file copy: the source may be read-only, and its
-// mode must not carry over to the output).
-void save_vocabulary(const Tokenizer& t, const std::string& dir) {
-  if (t.sentencepiece) {
-    for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
-      const fs::path from = fs::path(t.sentencepiece->model_file()).parent_path() / name;
-      std::ifstream in(from, std::ios::binary);
-      if (!in) continue;  // a bare .model file was given
-      write_file_atomically(dir + "/" + name, std::string(std::istreambuf_iterator<char>(in), {}));
-    }
-    return;
-  }
-  std::string text;
-  for (int64_t id = 0; id < t.wordpiece->vocab_size(); ++id) text += t.wordpiece->convert_id_to_token(id) + "\n";
-  write_file_atomically(dir + "/vocab.txt", text);
-}
-
-
-void write_results(const std::string& path, const std::map<std::string, double>& metrics) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : metrics) j[k] = v;
-  train::write_json_file(path, j);
-}
-
-}  // namespace
-
-int run_mlm(const RunMlmOptions& o) {
+// The flags that must agree with each other, checked before anything is read.
+void check_flags(const RunMlmOptions& o) {
   const train::TrainingArguments& t = o.training;
-  // Validate everything before touching --output_dir.
   t.validate();
   if (!t.do_train && !t.do_eval) throw Error("[run_mlm] nothing to do: pass --do_train and/or --do_eval");
-  if (t.do_train && o.train_tfrecords.empty()) require_file(o.train_file, "--train_file");
-  if (t.do_eval && o.validation_tfrecords.empty()) require_file(o.validation_file, "--validation_file");
+  if (t.do_train && o.train_tfrecords.empty()) require_file("run_mlm", o.train_file, "--train_file");
+  if (t.do_eval && o.validation_tfrecords.empty()) require_file("run_mlm", o.validation_file, "--validation_file");
   if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_mlm] give --train_file or --train_tfrecords, not both");
   if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
     throw Error("[run_mlm] give --validation_file or --validation_tfrecords, not both");
@@ -264,112 +102,48 @@ int run_mlm(const RunMlmOptions& o) {
   if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {
     throw Error("[run_mlm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
   }
-  check_output_dir(t);
-  check_output_dir_writable(t.output_dir);
-  models::BertConfig config = load_config(o);
-  std::string tokenizer_name = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
-  if (tokenizer_name.empty()) throw Error("[run_mlm] --tokenizer_name is required (bert: a vocab.txt; roberta: a SentencePiece model directory)");
-  Tokenizer tokenizer = load_tokenizer(tokenizer_name, config.model_type);
-  if (tokenizer.vocab_size() > config.vocab_size) {
-    throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the config's vocab_size is " +
+}
+
+std::unique_ptr<data::Tokenizer> load_tokenizer(const RunMlmOptions& o, const models::BertConfig& config) {
+  const std::string name = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
+  if (name.empty()) throw Error("[run_mlm] --tokenizer_name is required (bert: a vocab.txt; roberta: a SentencePiece model directory)");
+  std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(name, config.model_type);
+  if (tokenizer->vocab_size() > config.vocab_size) {
+    throw Error("[run_mlm] the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens but the config's vocab_size is " +
                 std::to_string(config.vocab_size));
   }
-  if (o.max_seq_length && *o.max_seq_length < 2) {
-    throw Error("[run_mlm] --max_seq_length must be at least 2 ([CLS] and [SEP]), got " + std::to_string(*o.max_seq_length));
-  }
-  // RoBERTa's positions start after the padding index.
-  const int64_t max_positions = config.model_type == "roberta" ? config.max_position_embeddings - config.pad_token_id - 1
-                                                                : config.max_position_embeddings;
-  const int64_t max_seq_length = o.max_seq_length ? *o.max_seq_length : std::min<int64_t>(512, max_positions);
-  if (max_seq_length > max_positions) {
-    throw Error("[run_mlm] --max_seq_length " + std::to_string(max_seq_length) + " is larger than the model's max_position_embeddings " +
-                std::to_string(config.max_position_embeddings) +
-                (max_positions == config.max_position_embeddings
-                     ? std::string()
-                     : " allows (RoBERTa's positions start after pad_token_id: at most " + std::to_string(max_positions) + ")"));
-  }
-  std::vector<data::Example> train_set, eval_set;
-  std::pair<int64_t, int64_t> train_records{0, 0}, eval_records{0, 0};
-  auto check_records = [&](const std::pair<int64_t, int64_t>& r, int64_t batch, const std::string& flag, const std::string& glob) {
-    if (o.max_seq_length && *o.max_seq_length != r.second) {
-      throw Error("[run_mlm] --max_seq_length " + std::to_string(*o.max_seq_length) + " differs from the " + std::to_string(r.second) +
-                  "-token examples of " + flag + " '" + glob + "' (shards fix the length; leave --max_seq_length out)");
-    }
-    if (r.second > max_positions) {
-      throw Error("[run_mlm] " + flag + " '" + glob + "' holds examples of " + std::to_string(r.second) + " tokens, more than the model's " +
-                  std::to_string(max_positions) + " positions");
-    }
-    if (r.first < batch) {
-      throw Error("[run_mlm] " + flag + " '" + glob + "' holds " + std::to_string(r.first) + " examples, fewer than one batch of " +
-                  std::to_string(batch));
-    }
-  };
-  if (t.do_train && !o.train_tfrecords.empty()) {
-    train_records = scan_tfrecords(o.train_tfrecords, "--train_tfrecords");
-    check_records(train_records, t.per_device_train_batch_size, "--train_tfrecords", o.train_tfrecords);
-  } else if (t.do_train) {
-    train_set = load_dataset(o.train_file, tokenizer, o, max_seq_length);
-    require_one_batch(train_set, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
-  }
-  if (t.do_eval && !o.validation_tfrecords.empty()) {
-    eval_records = scan_tfrecords(o.validation_tfrecords, "--validation_tfrecords");
-    check_records(eval_records, t.per_device_eval_batch_size, "--validation_tfrecords", o.validation_tfrecords);
-  } else if (t.do_eval) {
-    eval_set = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
-    require_one_batch(eval_set, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
-  }
+  return tokenizer;
+}
 
-  // The flags override the environment's defaults (core/env_vars.h).
-  backend::CompilerOptions compiler_options = backend::CompilerOptions::from_environment();
-  if (!o.compile_cache_dir.empty()) compiler_options.cache_dir = o.compile_cache_dir;
-  if (!o.dump_hlo.empty()) compiler_options.dump_dir = o.dump_hlo;
-  if (!o.backend.empty() || !o.compile_cache_dir.empty() || !o.dump_hlo.empty()) {
-    const std::string name = o.backend.empty() ? backend::default_backend_name() : o.backend;
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler(name, compiler_options));
-  }
+}  // namespace
+
+int run_mlm(const RunMlmOptions& o) {
+  const train::TrainingArguments& t = o.training;
+  // Everything is validated before --output_dir is touched.
+  check_flags(o);
+  check_output_dir("run_mlm", t);
+  const models::BertConfig config = load_config(o);
+  const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);
+  MlmDatasets datasets = load_mlm_datasets(o, *tokenizer, config);
+  configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
 
   manual_seed(t.seed);
-  MaskedLM model = make_model(config);
-  if (!o.model_name_or_path.empty()) {
-    train::load_safetensors_into(*model.module, o.model_name_or_path + "/model.safetensors");
-  } else if (!t.do_train) {
-    std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
-  }
-  auto loss_fn = [&](const distributed::DeviceBatch& b) { return model.forward(b.input_ids, b.attention_mask, b.labels).loss; };
+  const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
+  load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
+  auto loss_fn = [&](const distributed::DeviceBatch& b) { return model->forward(b.input_ids, b.attention_mask, b.labels).loss; };
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;
-  const data::CollatorTokens collator_tokens = tokenizer.collator_tokens();
-  train::Trainer trainer(*model.module, t, loss_fn, std::move(train_set), std::move(eval_set),
+  const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
+  train::Trainer trainer(*model, t, loss_fn, std::move(datasets.train), std::move(datasets.eval),
                          [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
-  if (train_records.first > 0) trainer.stream_train_dataset(tfrecord_stream(o.train_tfrecords, true, t.seed), train_records.first);
-  if (eval_records.first > 0) trainer.stream_eval_dataset(tfrecord_stream(o.validation_tfrecords, false, t.seed), eval_records.first);
+  if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
+  if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
 
-  std::map<std::string, double> all;
   std::map<std::string, double> train_metrics, eval_metrics;
   if (t.do_train) train_metrics = trainer.train();
   if (t.do_eval) eval_metrics = trainer.evaluate();
-
-  fs::create_directories(t.output_dir);
-  if (t.do_train) {
-    train::save_pretrained(*model.module, config.to_json(), t.output_dir);
-    save_vocabulary(tokenizer, t.output_dir);
-    write_results(t.output_dir + "/train_results.json", train_metrics);
-    std::printf("***** train metrics *****\n");
-    for (const auto& [k, v] : train_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
-  }
-  if (t.do_eval) {
-    write_results(t.output_dir + "/eval_results.json", eval_metrics);
-    std::printf("***** eval metrics *****\n");
-    for (const auto& [k, v] : eval_metrics) std::printf("  %-26s = %.6g\n", k.c_str(), v);
-  }
-  all.insert(train_metrics.begin(), train_metrics.end());
-  all.insert(eval_metrics.begin(), eval_metrics.end());
-  write_results(t.output_dir + "/all_results.json", all);
-  trainer.save_state();
-  std::string report = runtime::metrics_report();
-  write_file_atomically(t.output_dir + "/metrics_report.txt", report);
-  if (t.metrics_debug) std::printf("%s", report.c_str());
+  save_run_outputs(t, trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
   return 0;
 }
 

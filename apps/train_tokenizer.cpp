@@ -13,6 +13,9 @@ void add_train_tokenizer_command(CLI::App& app, TrainTokenizerOptions& o) {
   c->add_option("--vocab_size", o.vocab_size, "Vocabulary size, special tokens included")->check(CLI::Range(262, 1 << 20));
   c->add_option("--character_coverage", o.character_coverage, "Share of characters the pieces cover (SentencePiece's option)")
       ->check(CLI::Range(0.5, 1.0));
+  c->add_option("--max_sentence_length", o.max_sentence_length,
+                 "Longest line trained on, in bytes; longer lines are skipped (SentencePiece's option; default: the longest input line)")
+      ->check(CLI::Range(1, 2147483647));
   c->add_option("--input", o.input, "Text files, one sentence per line")->required();
   c->add_option("--output_dir", o.output_dir, "Where to write spm.model, spm.vocab, special_tokens_map.json")->required();
 }
@@ -24,7 +27,16 @@ int train_tokenizer(const TrainTokenizerOptions& o) {
   t.input_files = o.input;
   t.character_coverage = o.character_coverage;
   t.output_dir = o.output_dir;
-  data::train_sentencepiece(t);
+  t.max_sentence_length = o.max_sentence_length.value_or(0);
+  const data::SentencePieceTrainSummary summary = data::train_sentencepiece(t);
+  if (summary.skipped_long_lines > 0) {
+    std::fprintf(stderr,
+                 "warning: %lld of %lld lines were skipped as longer than --max_sentence_length %lld bytes (the longest has %lld); "
+                 "pass --max_sentence_length %lld, or leave it out, to train on them\n",
+                 static_cast<long long>(summary.skipped_long_lines), static_cast<long long>(summary.num_lines),
+                 static_cast<long long>(summary.max_sentence_length), static_cast<long long>(summary.longest_line_bytes),
+                 static_cast<long long>(summary.longest_line_bytes));
+  }
   data::SentencePieceTokenizer tokenizer(o.output_dir);
   std::printf("trained a %s SentencePiece model with %lld pieces: %s\n", o.model_type.c_str(), static_cast<long long>(tokenizer.vocab_size()),
               tokenizer.model_file().c_str());

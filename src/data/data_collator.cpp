@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "data/wordpiece_tokenizer.h"
+#include "data/tokenizer.h"
 
 namespace lazytrain::data {
 namespace {
@@ -12,16 +12,11 @@ namespace {
 constexpr const char* kOp = "[DataCollatorForLanguageModeling] ";
 constexpr int64_t kIgnoreIndex = -100;
 
-CollatorTokens tokens_of(const WordPieceTokenizer& tokenizer) {
-  return {tokenizer.vocab_size(), tokenizer.mask_token_id(), tokenizer.pad_token_id(),
-          tokenizer.all_special_ids()};
-}
-
 }  // namespace
 
-DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(const WordPieceTokenizer& tokenizer,
+DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(const Tokenizer& tokenizer,
                                                                  DataCollatorOptions options)
-    : DataCollatorForLanguageModeling(tokens_of(tokenizer), options) {}
+    : DataCollatorForLanguageModeling(tokenizer.collator_tokens(), options) {}
 
 DataCollatorForLanguageModeling::DataCollatorForLanguageModeling(CollatorTokens tokens,
                                                                  DataCollatorOptions options)

@@ -12,7 +12,7 @@
 
 namespace lazytrain::data {
 
-class WordPieceTokenizer;
+class Tokenizer;
 
 // One collated batch, row-major [batch_size, seq_len].
 struct Batch {
@@ -43,7 +43,7 @@ class DataCollatorForLanguageModeling {
   // Takes the special ids and vocab size from `tokenizer`. Throws
   // lazytrain::Error when mlm_probability is outside [0, 1], pad_to_multiple_of
   // is negative, or vocab_size < 1.
-  explicit DataCollatorForLanguageModeling(const WordPieceTokenizer& tokenizer,
+  explicit DataCollatorForLanguageModeling(const Tokenizer& tokenizer,
                                            DataCollatorOptions options = {});
   explicit DataCollatorForLanguageModeling(CollatorTokens tokens, DataCollatorOptions options = {});
 

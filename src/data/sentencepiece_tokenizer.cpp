@@ -3,7 +3,9 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <unordered_map>
 
@@ -27,7 +29,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-void train_sentencepiece(const SentencePieceTrainOptions& o) {
+SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o) {
   if (o.model_type != "unigram" && o.model_type != "bpe") {
     throw Error(std::string(kOp) + "--model_type must be unigram or bpe, got '" + o.model_type + "'");
   }
@@ -37,6 +39,12 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
   }
   if (o.input_files.empty()) throw Error(std::string(kOp) + "no --input file given");
   if (o.output_dir.empty()) throw Error(std::string(kOp) + "--output_dir is required");
+  if (o.max_sentence_length < 0 || o.max_sentence_length > std::numeric_limits<int32_t>::max()) {
+    throw Error(std::string(kOp) + "--max_sentence_length must be between 1 and " +
+                std::to_string(std::numeric_limits<int32_t>::max()) + " bytes, got " + std::to_string(o.max_sentence_length));
+  }
+  SentencePieceTrainSummary summary;
+  std::vector<int64_t> line_bytes;  // of every non-empty line, as SentencePiece counts them
   std::string inputs;
   for (const std::string& f : o.input_files) {
     std::error_code ec;
@@ -48,9 +56,30 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
       if (unicode::find_invalid_utf8(line) != unicode::kValidUtf8) {
         throw Error(std::string(kOp) + "'" + f + "' line " + std::to_string(number) + " is not valid UTF-8");
       }
+      if (!line.empty()) line_bytes.push_back(static_cast<int64_t>(line.size()));
     }
     inputs += (inputs.empty() ? "" : ",") + f;
   }
+  summary.num_lines = static_cast<int64_t>(line_bytes.size());
+  for (int64_t n : line_bytes) summary.longest_line_bytes = std::max(summary.longest_line_bytes, n);
+  summary.max_sentence_length = o.max_sentence_length > 0
+                                    ? o.max_sentence_length
+                                    : std::max(kSentencePieceMaxSentenceLength, summary.longest_line_bytes);
+  for (int64_t n : line_bytes) summary.skipped_long_lines += n > summary.max_sentence_length ? 1 : 0;
+  const std::string what_to_do = "pass --max_sentence_length " + std::to_string(summary.longest_line_bytes) +
+                                 " (or leave it out: it defaults to the longest line)";
+  if (summary.num_lines > 0 && summary.skipped_long_lines == summary.num_lines) {
+    throw Error(std::string(kOp) + "all " + std::to_string(summary.num_lines) + " lines of " + inputs +
+                " are longer than --max_sentence_length " + std::to_string(summary.max_sentence_length) +
+                " bytes (the longest has " + std::to_string(summary.longest_line_bytes) + "), so none is left to train on; " +
+                what_to_do);
+  }
+  const std::string skipped_note =
+      summary.skipped_long_lines == 0
+          ? std::string()
+          : " (" + std::to_string(summary.skipped_long_lines) + " of " + std::to_string(summary.num_lines) +
+                " lines were skipped as longer than --max_sentence_length " + std::to_string(summary.max_sentence_length) +
+                " bytes; " + what_to_do + ")";
   const std::unordered_map<std::string, std::string> args = {
       {"input", inputs},
       {"model_type", o.model_type},
@@ -65,7 +94,10 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
       // Characters the corpus lacks become their UTF-8 bytes (<0xC3><0xBC>), not
       // <unk>: every text round-trips, as with RoBERTa's byte-level BPE.
       {"byte_fallback", "true"},
-      {"minloglevel", "1"}};
+      {"max_sentence_length", std::to_string(summary.max_sentence_length)},
+      // The lines skipped for length are in the summary (and the errors below);
+      // SentencePiece's own "too long line" warnings would only repeat them.
+      {"minloglevel", summary.skipped_long_lines > 0 ? "2" : "1"}};
   std::string model;
   const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &model);
   if (!status.ok()) {
@@ -76,9 +108,10 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
       if (size_t hint = why.find(" Increase vocab_size or decrease character_coverage"); hint != std::string::npos) {
         why = why.substr(0, hint) + " Increase --vocab_size (or lower --character_coverage).";
       }
-      throw Error(std::string(kOp) + "--vocab_size " + std::to_string(o.vocab_size) + " does not fit " + inputs + ": " + why);
+      throw Error(std::string(kOp) + "--vocab_size " + std::to_string(o.vocab_size) + " does not fit " + inputs + ": " + why +
+                  skipped_note);
     }
-    throw Error(std::string(kOp) + "training on " + inputs + " failed: " + why);
+    throw Error(std::string(kOp) + "training on " + inputs + " failed: " + why + skipped_note);
   }
   sentencepiece::SentencePieceProcessor check;
   if (!check.LoadFromSerializedProto(model).ok()) throw Error(std::string(kOp) + "the trained model does not load");
@@ -94,6 +127,7 @@ void train_sentencepiece(const SentencePieceTrainOptions& o) {
   write_file_atomically(o.output_dir + "/special_tokens_map.json",
                         "{\"bos_token\": \"<s>\", \"cls_token\": \"<s>\", \"eos_token\": \"</s>\", \"mask_token\": \"<mask>\", "
                         "\"pad_token\": \"<pad>\", \"sep_token\": \"</s>\", \"unk_token\": \"<unk>\"}\n");
+  return summary;
 }
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& path)
@@ -122,11 +156,16 @@ std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text, bool 
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(std::string(kOp) + "encode failed: " + status.ToString());
+  std::vector<int64_t> out(ids.begin(), ids.end());
+  return add_special_tokens ? build_inputs_with_special_tokens(out) : out;
+}
+
+std::vector<int64_t> SentencePieceTokenizer::build_inputs_with_special_tokens(std::span<const int64_t> ids) const {
   std::vector<int64_t> out;
   out.reserve(ids.size() + 2);
-  if (add_special_tokens) out.push_back(bos_token_id());
+  out.push_back(bos_token_id());
   out.insert(out.end(), ids.begin(), ids.end());
-  if (add_special_tokens) out.push_back(eos_token_id());
+  out.push_back(eos_token_id());
   return out;
 }
 
@@ -152,8 +191,13 @@ std::string SentencePieceTokenizer::decode(std::span<const int64_t> ids, bool sk
 
 int64_t SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 
-CollatorTokens SentencePieceTokenizer::collator_tokens() const {
-  return {vocab_size(), mask_token_id(), pad_token_id(), {bos_token_id(), pad_token_id(), eos_token_id(), unk_token_id(), mask_token_id()}};
+void SentencePieceTokenizer::save_pretrained(const std::string& directory) const {
+  for (const char* name : {"spm.model", "spm.vocab", "special_tokens_map.json"}) {
+    const fs::path from = name == std::string("spm.model") ? fs::path(model_file_) : fs::path(model_file_).parent_path() / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(from, ec)) continue;  // a bare .model file was given
+    write_file_atomically(directory + "/" + name, read_file(from.string()));
+  }
 }
 
 }  // namespace lazytrain::data

@@ -10,14 +10,6 @@
 namespace lazytrain::data {
 namespace {
 
-// Python: len(line) == 0 or line.isspace().
-bool is_blank(std::string_view line) {
-  for (char32_t cp : unicode::decode_utf8(line, "read_text_lines")) {
-    if (!unicode::is_python_space(cp)) return false;
-  }
-  return true;
-}
-
 // 1-based line number of byte `offset`, counting "\n", "\r\n" and "\r" as line ends.
 std::size_t line_of(std::string_view text, std::size_t offset) {
   std::size_t line = 1;
@@ -25,6 +17,21 @@ std::size_t line_of(std::string_view text, std::size_t offset) {
     if (text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) ++line;
   }
   return line;
+}
+
+// The example of `ids` wrapped in the tokenizer's special tokens: attention_mask
+// all 1, special_tokens_mask 1 at the tokens build_inputs_with_special_tokens
+// added (HF get_special_tokens_mask(already_has_special_tokens=False)).
+Example with_special_tokens(const Tokenizer& tokenizer, std::span<const int64_t> ids) {
+  Example ex;
+  ex.input_ids = tokenizer.build_inputs_with_special_tokens(ids);
+  ex.attention_mask.assign(ex.input_ids.size(), 1);
+  ex.special_tokens_mask.assign(ex.input_ids.size(), 1);
+  // Where `ids` sit among the added tokens: found once per tokenizer with a probe id.
+  const std::vector<int64_t> probe = tokenizer.build_inputs_with_special_tokens(std::vector<int64_t>{-1});
+  const auto prefix = static_cast<std::size_t>(std::find(probe.begin(), probe.end(), -1) - probe.begin());
+  std::fill_n(ex.special_tokens_mask.begin() + static_cast<std::ptrdiff_t>(prefix), ids.size(), uint8_t{0});
+  return ex;
 }
 
 // Concatenates [begin, end) of `columns` and cuts whole blocks of block_size.
@@ -50,7 +57,14 @@ void check_block_size(int64_t block_size) {
 
 }  // namespace
 
-std::vector<std::string> read_text_lines(const std::filesystem::path& path, bool keep_blank_lines) {
+bool is_blank_line(std::string_view line) {
+  for (char32_t cp : unicode::decode_utf8(line, "is_blank_line")) {
+    if (!unicode::is_python_space(cp)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> read_text_lines(const std::filesystem::path& path, BlankLines blank_lines) {
   std::error_code ec;
   std::ifstream in(path, std::ios::binary);
   if (!in || std::filesystem::is_directory(path, ec)) {
@@ -68,9 +82,9 @@ std::vector<std::string> read_text_lines(const std::filesystem::path& path, bool
   std::vector<std::string> lines;
   bool any_text = false;
   for (std::string_view line : unicode::split_lines(text)) {
-    const bool blank = is_blank(line);
+    const bool blank = is_blank_line(line);
     any_text = any_text || !blank;
-    if (!blank || keep_blank_lines) lines.emplace_back(line);
+    if (!blank || blank_lines == BlankLines::kKeep) lines.emplace_back(line);
   }
   if (!any_text) {
     throw Error("[read_text_lines] '" + path.string() +
@@ -79,18 +93,11 @@ std::vector<std::string> read_text_lines(const std::filesystem::path& path, bool
   return lines;
 }
 
-std::vector<Example> tokenize_lines(const std::vector<std::string>& lines,
-                                    const WordPieceTokenizer& tokenizer) {
+std::vector<Example> tokenize_lines(const std::vector<std::string>& lines, const Tokenizer& tokenizer) {
   std::vector<Example> examples;
   examples.reserve(lines.size());
   for (const std::string& line : lines) {
-    Example ex;
-    ex.input_ids = tokenizer.encode(line, /*add_special_tokens=*/true);
-    ex.attention_mask.assign(ex.input_ids.size(), 1);
-    ex.special_tokens_mask.assign(ex.input_ids.size(), 0);
-    ex.special_tokens_mask.front() = 1;
-    ex.special_tokens_mask.back() = 1;
-    examples.push_back(std::move(ex));
+    examples.push_back(with_special_tokens(tokenizer, tokenizer.encode(line, /*add_special_tokens=*/false)));
   }
   return examples;
 }
@@ -142,25 +149,21 @@ std::vector<Example> group_texts(const std::vector<Example>& examples, int64_t b
   return out;
 }
 
-std::vector<Example> tokenize_line_by_line(const std::vector<std::string>& lines,
-                                           const WordPieceTokenizer& tokenizer,
+std::vector<Example> tokenize_line_by_line(const std::vector<std::string>& lines, const Tokenizer& tokenizer,
                                            int64_t max_seq_length, bool pad_to_max_length) {
-  if (max_seq_length < 2) {
-    throw Error("[tokenize_line_by_line] max_seq_length is " + std::to_string(max_seq_length) +
-                ": expected at least 2 (room for [CLS] and [SEP])");
+  const int64_t specials = tokenizer.num_special_tokens_to_add();
+  if (max_seq_length < specials) {
+    throw Error("[tokenize_line_by_line] max_seq_length is " + std::to_string(max_seq_length) + ": expected at least " +
+                std::to_string(specials) + " (room for the special tokens)");
   }
   const auto max_len = static_cast<std::size_t>(max_seq_length);
+  const auto room = static_cast<std::size_t>(max_seq_length - specials);
   std::vector<Example> examples;
   for (const std::string& line : lines) {
-    if (is_blank(line)) continue;
+    if (is_blank_line(line)) continue;
     std::vector<int64_t> ids = tokenizer.encode(line, /*add_special_tokens=*/false);
-    if (ids.size() > max_len - 2) ids.resize(max_len - 2);  // truncation keeps room for [SEP]
-    Example ex;
-    ex.input_ids = tokenizer.build_inputs_with_special_tokens(ids);
-    ex.attention_mask.assign(ex.input_ids.size(), 1);
-    ex.special_tokens_mask.assign(ex.input_ids.size(), 0);
-    ex.special_tokens_mask.front() = 1;
-    ex.special_tokens_mask.back() = 1;
+    if (ids.size() > room) ids.resize(room);  // truncation keeps room for the closing special token
+    Example ex = with_special_tokens(tokenizer, ids);
     if (pad_to_max_length) {
       ex.input_ids.resize(max_len, tokenizer.pad_token_id());
       ex.attention_mask.resize(max_len, 0);

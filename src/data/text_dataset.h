@@ -8,10 +8,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/example.h"
-#include "data/wordpiece_tokenizer.h"
+#include "data/tokenizer.h"
 
 namespace lazytrain::data {
 
@@ -19,21 +20,28 @@ namespace lazytrain::data {
 // the remainder of every batch of this many lines, not only at the very end.
 inline constexpr std::size_t kDatasetsMapBatchSize = 1000;
 
+// What read_text_lines does with empty and whitespace-only lines. Hugging
+// Face's run_mlm.py keeps them on the grouped path (the `datasets` "text"
+// loader yields every line, and each blank one tokenizes to [CLS] [SEP], or
+// <s> </s>) and skips them with --line_by_line.
+enum class BlankLines { kKeep, kSkip };
+
+// Python `not line.strip()`: the line is empty or all whitespace
+// (str.isspace: e.g. " ", "\t", U+00A0, U+3000). Throws Error on invalid UTF-8.
+bool is_blank_line(std::string_view line);
+
 // Reads a UTF-8 text file into lines like load_dataset("text"): lines end at
-// "\n", "\r\n" or "\r", line ends removed. Empty and whitespace-only lines
-// (Python str.isspace) are skipped, as run_mlm --line_by_line does, unless
-// keep_blank_lines is true (the non line-by-line run_mlm path keeps them; each
-// then tokenizes to [CLS] [SEP]).
+// "\n", "\r\n" or "\r", line ends removed, no empty line after a final line
+// end. Blank lines (is_blank_line) are kept or skipped as `blank_lines` says.
 // Throws lazytrain::Error naming the file when it is missing or unreadable, has
-// no non-empty line, or is not valid UTF-8 (with line number and byte offset).
-std::vector<std::string> read_text_lines(const std::filesystem::path& path,
-                                         bool keep_blank_lines = false);
+// no non-blank line, or is not valid UTF-8 (with line number and byte offset).
+std::vector<std::string> read_text_lines(const std::filesystem::path& path, BlankLines blank_lines);
 
 // run_mlm tokenize_function (non line-by-line): every line encoded WITH special
-// tokens ([CLS] ... [SEP]), no truncation, no padding; attention_mask all 1,
-// special_tokens_mask 1 at [CLS]/[SEP].
-std::vector<Example> tokenize_lines(const std::vector<std::string>& lines,
-                                    const WordPieceTokenizer& tokenizer);
+// tokens (BERT [CLS] ... [SEP], RoBERTa <s> ... </s>; a blank line gives only
+// those two), no truncation, no padding; attention_mask all 1,
+// special_tokens_mask 1 at the tokens build_inputs_with_special_tokens added.
+std::vector<Example> tokenize_lines(const std::vector<std::string>& lines, const Tokenizer& tokenizer);
 
 // run_mlm group_texts: within each batch of `map_batch_size` consecutive
 // examples (0 = all at once), concatenate all columns, drop the remainder
@@ -47,14 +55,15 @@ std::vector<std::vector<int64_t>> group_texts(const std::vector<std::vector<int6
                                               int64_t block_size,
                                               std::size_t map_batch_size = kDatasetsMapBatchSize);
 
-// run_mlm --line_by_line tokenize_function: skips empty/whitespace-only lines,
+// run_mlm --line_by_line tokenize_function: skips blank lines (is_blank_line),
 // then tokenizer(line, truncation=True, max_length=max_seq_length,
 // padding="max_length" if pad_to_max_length else False,
-// return_special_tokens_mask=True): [CLS] + the first max_seq_length-2 tokens +
-// [SEP]; when padding, [PAD] up to max_seq_length with attention_mask 0 and
-// special_tokens_mask 1. Throws Error when max_seq_length < 2.
-std::vector<Example> tokenize_line_by_line(const std::vector<std::string>& lines,
-                                           const WordPieceTokenizer& tokenizer,
+// return_special_tokens_mask=True): the special tokens around the first
+// max_seq_length - num_special_tokens_to_add() tokens ([CLS] ... [SEP] or
+// <s> ... </s>); when padding, the pad token ([PAD] or <pad>) up to
+// max_seq_length with attention_mask 0 and special_tokens_mask 1. Throws Error
+// when max_seq_length is smaller than num_special_tokens_to_add() (2).
+std::vector<Example> tokenize_line_by_line(const std::vector<std::string>& lines, const Tokenizer& tokenizer,
                                            int64_t max_seq_length, bool pad_to_max_length);
 
 }  // namespace lazytrain::data

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/tf_example.h"
+#include "data/text_dataset.h"
 #include "data/tfrecord.h"
 #include "data/unicode_text.h"
 
@@ -45,7 +46,7 @@ TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input
       if (unicode::find_invalid_utf8(line) != unicode::kValidUtf8) {
         throw Error(std::string(kOp) + "'" + path + "' line " + std::to_string(number) + " is not valid UTF-8");
       }
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (is_blank_line(line)) continue;  // a paragraph break: no text, no <s> </s>
       std::vector<int64_t> ids = tokenizer.encode(line, true);
       stream.insert(stream.end(), ids.begin(), ids.end());
     }

@@ -1,6 +1,10 @@
 // Writing a corpus as TFRecord shards of fixed-size token blocks (the TF/TPU
-// pre-training recipe; `lazytrain make_tfrecords`): every non-empty line is
-// encoded as <s> ... </s>, the encodings are concatenated, and the stream is cut
+// pre-training recipe; `lazytrain make_tfrecords`): every line that is not
+// blank is encoded as <s> ... </s>; blank lines (empty or whitespace only,
+// data::is_blank_line, as run_mlm --line_by_line skips them) are paragraph or
+// document breaks in this recipe and add nothing (run_mlm's grouped text path
+// instead keeps them as <s> </s>, as Hugging Face's run_mlm.py does). The
+// encodings are concatenated, and the stream is cut
 // into blocks of exactly max_seq_length tokens, as Hugging Face's group_texts
 // does, except that the last partial block is kept, padded with <pad> and
 // attention_mask 0, so no text is lost. Each block is one tf.train.Example with

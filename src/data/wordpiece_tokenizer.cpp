@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/unicode_text.h"
 
@@ -82,6 +83,12 @@ bool WordPieceTokenizer::is_special_id(int64_t id) const {
 std::vector<std::string> WordPieceTokenizer::all_special_tokens() const {
   return {options_.unk_token, options_.sep_token, options_.pad_token, options_.cls_token,
           options_.mask_token};
+}
+
+void WordPieceTokenizer::save_pretrained(const std::string& directory) const {
+  std::string text;
+  for (const std::string& token : id_to_token_) text += token + "\n";
+  write_file_atomically(directory + "/vocab.txt", text);
 }
 
 std::vector<std::string> WordPieceTokenizer::wordpiece(std::string_view word) const {

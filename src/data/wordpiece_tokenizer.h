@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/basic_tokenizer.h"
+#include "data/tokenizer.h"
 
 namespace lazytrain::data {
 
@@ -26,7 +27,7 @@ struct WordPieceTokenizerOptions {
   std::string mask_token = "[MASK]";
 };
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public Tokenizer {
  public:
   // Loads a vocabulary: `path` is a vocab.txt (one token per line, id = line
   // number from 0, as HF load_vocab) or a directory holding vocab.txt.
@@ -48,10 +49,10 @@ class WordPieceTokenizer {
 
   // HF tokenizer.encode(text, add_special_tokens): token ids of tokenize(text),
   // wrapped as [CLS] ... [SEP] when add_special_tokens is true.
-  std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const override;
 
   // HF build_inputs_with_special_tokens: [CLS] ids [SEP].
-  std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const;
+  std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const override;
 
   // HF get_special_tokens_mask(ids, already_has_special_tokens=True): 1 where the
   // id is one of all_special_ids(), else 0.
@@ -74,16 +75,21 @@ class WordPieceTokenizer {
                      bool clean_up_tokenization_spaces = true) const;
 
   // Number of vocabulary lines (HF len(tokenizer) for an unmodified vocab.txt).
-  int64_t vocab_size() const { return static_cast<int64_t>(id_to_token_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
 
   int64_t unk_token_id() const { return unk_id_; }
   int64_t sep_token_id() const { return sep_id_; }
-  int64_t pad_token_id() const { return pad_id_; }
+  int64_t pad_token_id() const override { return pad_id_; }
   int64_t cls_token_id() const { return cls_id_; }
-  int64_t mask_token_id() const { return mask_id_; }
+  int64_t mask_token_id() const override { return mask_id_; }
   // HF all_special_ids / all_special_tokens, in HF order: [UNK] [SEP] [PAD] [CLS] [MASK].
-  std::vector<int64_t> all_special_ids() const { return {unk_id_, sep_id_, pad_id_, cls_id_, mask_id_}; }
+  std::vector<int64_t> all_special_ids() const override { return {unk_id_, sep_id_, pad_id_, cls_id_, mask_id_}; }
   std::vector<std::string> all_special_tokens() const;
+
+  // Writes <directory>/vocab.txt: every token, one a line in id order (HF
+  // BertTokenizer.save_vocabulary), atomically; not a copy of the source file,
+  // which may be read-only. Throws Error naming the file when it cannot be written.
+  void save_pretrained(const std::string& directory) const override;
 
   const std::filesystem::path& vocab_file() const { return vocab_file_; }
   const WordPieceTokenizerOptions& options() const { return options_; }

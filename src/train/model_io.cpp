@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/atomic_file.h"
+#include "train/json_file.h"
 #include "train/safetensors.h"
 
 namespace lazytrain::train {
@@ -44,7 +45,5 @@ void load_safetensors_into(nn::Module& model, const std::string& path) {
     throw Error("[load_safetensors] '" + path + "' has a tensor the model does not: '" + records.begin()->first + "'");
   }
 }
-
-void write_json_file(const std::string& path, const nlohmann::json& value) { write_file_atomically(path, value.dump(2) + "\n"); }
 
 }  // namespace lazytrain::train

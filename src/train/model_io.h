@@ -22,7 +22,4 @@ void save_pretrained(const nn::Module& model, const nlohmann::json& config, cons
 // dtype mismatch; extra tensors in the file are an error too.
 void load_safetensors_into(nn::Module& model, const std::string& path);
 
-// Writes `value` as indented JSON (Python json.dump(indent=2) style) atomically.
-void write_json_file(const std::string& path, const nlohmann::json& value);
-
 }  // namespace lazytrain::train

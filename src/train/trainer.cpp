@@ -15,7 +15,7 @@
 #include "data/data_loader.h"
 #include "distributed/parallel_loader.h"
 #include "tensor/autocast.h"
-#include "train/model_io.h"
+#include "train/json_file.h"
 #include "train/progress_bar.h"
 
 namespace lazytrain::train {
@@ -166,7 +166,7 @@ void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
 void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
   const double mean = run_.interval_loss / static_cast<double>(std::max<int64_t>(1, run_.interval_steps));
   log({{"loss", round4(mean)}, {"learning_rate", s.learning_rate}}, s.step, s.epoch);
-  bar.message(log_history_.back().dump());
+  bar.message(dump_json(log_history_.back()));
   run_.interval_loss = 0.0;
   run_.interval_steps = 0;
 }

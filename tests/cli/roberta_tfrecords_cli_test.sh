@@ -48,6 +48,49 @@ grep -A1 "Metric: CompileTime" "$work/run/metrics_report.txt" | grep -q "TotalSa
 head -c 8192 "$work/run/model.safetensors" | grep -q '"lm_head.bias"' || { ok=0; echo "no lm_head.bias in the checkpoint"; }
 [ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_tfrecords (rc=$rc)"
 
+# RoBERTa from text files, as BERT: every line <s> ... </s> grouped into blocks
+# (blank lines too), and --line_by_line padded with <pad>; train and evaluate.
+"$bin" "${roberta[@]}" --train_file "$work/train.txt" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --do_train --do_eval --output_dir "$work/run_text" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+ok=1
+for f in config.json model.safetensors spm.model spm.vocab special_tokens_map.json train_results.json eval_results.json all_results.json trainer_state.json; do
+  [ -s "$work/run_text/$f" ] || { ok=0; echo "missing $f"; }
+done
+cmp -s "$work/tok/spm.model" "$work/run_text/spm.model" || { ok=0; echo "spm.model differs from the tokenizer's"; }
+grep -q '"RobertaForMaskedLM"' "$work/run_text/config.json" || ok=0
+grep -q '"train_loss"' "$work/run_text/all_results.json" && grep -q '"perplexity"' "$work/run_text/all_results.json" || ok=0
+grep -A1 "Metric: CompileTime" "$work/run_text/metrics_report.txt" | grep -q "TotalSamples: 2" || { ok=0; echo "CompileTime is not 2 samples"; }
+[ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_text_files (rc=$rc)"
+"$bin" "${roberta[@]}" --train_file "$work/train.txt" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --line_by_line --pad_to_max_length --do_train --do_eval --output_dir "$work/run_lines" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && grep -q '"perplexity"' "$work/run_lines/eval_results.json" && grep -q '"train_loss"' "$work/run_lines/train_results.json" &&
+  pass || fail "roberta_line_by_line (rc=$rc)"
+# ... and evaluated again from its own directory.
+"$bin" run_mlm --model_type roberta --model_name_or_path "$work/run_text" --validation_file "$work/valid.txt" --max_seq_length 64 \
+  --per_device_eval_batch_size 4 --do_eval --disable_tqdm --output_dir "$work/run_text" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && grep -q '"train_loss"' "$work/run_text/all_results.json" && grep -q '"eval_loss"' "$work/run_text/eval_results.json" &&
+  pass || fail "roberta_eval_from_model_dir (rc=$rc)"
+
+# SentencePiece on lines longer than its default max_sentence_length (4192 bytes):
+# the corpus joined and cut every 6000 characters (ASCII, so every line is 6000 bytes).
+LC_ALL=C tr -cd ' -~\n' < "$work/train.txt" | tr '\n' ' ' | fold -w 6000 | head -n -1 > "$work/long.txt"
+long_lines=$(wc -l < "$work/long.txt")
+"$bin" train_tokenizer --vocab_size 600 --input "$work/long.txt" --output_dir "$work/tok_long" > /dev/null 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && [ "$long_lines" -ge 20 ] && [ -s "$work/tok_long/spm.model" ] && ! grep -q "too long" "$work/stderr" &&
+  pass || fail "tokenizer_long_lines (rc=$rc, $long_lines lines)"
+# An explicit --max_sentence_length below some lines: those are skipped, and said so.
+cat "$work/long.txt" "$work/train.txt" > "$work/mixed.txt"
+"$bin" train_tokenizer --vocab_size 600 --max_sentence_length 4192 --input "$work/mixed.txt" --output_dir "$work/tok_mixed" \
+  > /dev/null 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && [ -s "$work/tok_mixed/spm.model" ] &&
+  grep -qF "warning: $long_lines of $((long_lines + $(grep -c . "$work/train.txt"))) lines were skipped as longer than --max_sentence_length 4192 bytes (the longest has 6000); pass --max_sentence_length 6000" "$work/stderr" &&
+  pass || fail "tokenizer_some_lines_skipped (rc=$rc)"
+
 # Bad input.
 printf 'fine\n\xff\xfe bad\n' > "$work/latin1.txt"
 expect_error shards_do_not_match "no file matches '$work/shards/nothing-*.tfrecord'" \
@@ -70,6 +113,8 @@ expect_error not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
   make_tfrecords --tokenizer "$work/tok" --input "$work/latin1.txt" --output_dir "$work/out5"
 expect_error vocab_too_large "Vocabulary size" \
   train_tokenizer --vocab_size 500000 --input "$work/train.txt" --output_dir "$work/out6"
+expect_error every_line_too_long "all $long_lines lines of $work/long.txt are longer than --max_sentence_length 4192 bytes (the longest has 6000), so none is left to train on; pass --max_sentence_length 6000" \
+  train_tokenizer --vocab_size 600 --max_sentence_length 4192 --input "$work/long.txt" --output_dir "$work/out10"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

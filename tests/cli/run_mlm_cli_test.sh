@@ -124,5 +124,95 @@ else
   failed=$((failed + 1)); echo "FAIL model_name_or_path: rc=$rc"; cat "$work/stderr"
 fi
 
+# Evaluation of the trained model in its own directory (no --overwrite_output_dir,
+# as Hugging Face checks the output directory only when training): the model,
+# train_results.json and trainer_state.json stay as training left them, and
+# all_results.json keeps the train_* entries beside the new eval_* ones.
+mkdir -p "$work/before"
+cp "$work/run/model.safetensors" "$work/run/config.json" "$work/run/vocab.txt" "$work/run/train_results.json" \
+   "$work/run/trainer_state.json" "$work/before/"
+"$bin" run_mlm --model_name_or_path "$work/run" --validation_file "$text" --do_eval --max_seq_length 32 \
+  --per_device_eval_batch_size 2 --disable_tqdm --output_dir "$work/run" > /dev/null 2> "$work/stderr"
+rc=$?
+ok=1
+for f in model.safetensors config.json vocab.txt train_results.json trainer_state.json; do
+  cmp -s "$work/before/$f" "$work/run/$f" || { ok=0; echo "$f changed"; }
+done
+train_loss=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run/train_results.json")
+eval_loss=$(sed -n 's/.*"eval_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run/eval_results.json")
+[ -n "$train_loss" ] && grep -q "\"train_loss\": $train_loss" "$work/run/all_results.json" || { ok=0; echo "all_results.json lost train_loss"; }
+[ -n "$eval_loss" ] && grep -q "\"eval_loss\": $eval_loss" "$work/run/all_results.json" || { ok=0; echo "all_results.json lacks the new eval_loss"; }
+grep -q '"perplexity"' "$work/run/all_results.json" || { ok=0; echo "all_results.json lacks perplexity"; }
+if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval_in_model_dir: rc=$rc"; cat "$work/stderr"; cat "$work/run/all_results.json"
+fi
+# Training into it again still needs --overwrite_output_dir.
+"$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/run" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "already exists and is not empty" "$work/stderr" && cmp -s "$work/before/model.safetensors" "$work/run/model.safetensors"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL train_into_model_dir: rc=$rc"; cat "$work/stderr"
+fi
+
+# Blank lines are [CLS] [SEP] in the grouped stream, as in Hugging Face's run_mlm.py:
+# 4 + 2 + 4 + 2 = 12 tokens, 3 blocks of 4: one batch of 3, one step per epoch.
+printf 'hello world\n\nhello world\n\n' > "$work/blank.txt"
+"$bin" run_mlm --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 \
+  --per_device_train_batch_size 3 --max_steps 2 --do_train --disable_tqdm --train_file "$work/blank.txt" \
+  --output_dir "$work/blank" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"epoch": 2.0' "$work/blank/train_results.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL blank_lines_grouped: rc=$rc"; cat "$work/stderr"; cat "$work/blank/train_results.json" 2>/dev/null
+fi
+# --line_by_line skips them: 2 examples, fewer than a batch of 3.
+expect_error blank_lines_line_by_line "'$work/blank.txt' gives 2 examples, fewer than one batch of 3" \
+  --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 --line_by_line \
+  --pad_to_max_length --per_device_train_batch_size 3 --max_steps 1 --do_train --train_file "$work/blank.txt" --output_dir "$work/out"
+
+# --backend: the interpreter trains to the same losses as the default cpu backend
+# (the main job's losses are identical on both); an unknown name is refused.
+"$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" --backend interpreter \
+  --output_dir "$work/interp" > /dev/null 2> "$work/stderr"
+rc=$?
+loss_interp=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/interp/train_results.json" 2>/dev/null)
+"$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" --backend cpu \
+  --output_dir "$work/cpu" > /dev/null 2>> "$work/stderr"
+rc2=$?
+loss_cpu=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/cpu/train_results.json" 2>/dev/null)
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$loss_interp" ] &&
+   awk -v a="$loss_interp" -v b="$loss_cpu" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 1e-4*a)}'; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL backend_interpreter: rc=$rc/$rc2 train_loss interpreter=$loss_interp cpu=$loss_cpu"; cat "$work/stderr"
+fi
+expect_error unknown_backend "--backend" "${common[@]}" --backend tpu --train_file "$text" --output_dir "$work/out"
+
+# --compile_cache_dir: the second run of the same job compiles nothing (every graph
+# loads from the disk cache) and trains to the same loss; --dump_hlo writes each
+# graph's HLO before and after the passes and its kernels.
+for n in 1 2; do
+  "$bin" run_mlm "${common[@]}" --max_steps 2 --train_file "$text" --compile_cache_dir "$work/cc" --dump_hlo "$work/dump$n" \
+    --output_dir "$work/cached$n" > /dev/null 2> "$work/stderr$n"
+done
+ok=1
+grep -A1 "Metric: CompileTime" "$work/cached1/metrics_report.txt" | grep -q "TotalSamples: 1" || { ok=0; echo "first run: CompileTime is not 1 sample"; }
+grep -q "Metric: CompileTime" "$work/cached2/metrics_report.txt" && { ok=0; echo "second run compiled"; }
+grep -A1 "Counter: PersistentCacheHit" "$work/cached2/metrics_report.txt" | grep -q "Value: 1" || { ok=0; echo "second run: no PersistentCacheHit"; }
+cmp -s <(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/cached1/train_results.json") \
+       <(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/cached2/train_results.json") || { ok=0; echo "train_loss differs"; }
+before=$(ls "$work/dump1"/*.before.hlo 2>/dev/null | head -1)
+[ -n "$before" ] && head -1 "$before" | grep -q "^HloModule SyncTensorsGraph" || { ok=0; echo "no HLO dump"; }
+ls "$work/dump1"/*.after.hlo "$work/dump1"/*.kernels.cpp > /dev/null 2>&1 || { ok=0; echo "no optimized HLO or kernels dumped"; }
+if [ $ok -eq 1 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL compile_cache_and_dump"; cat "$work/stderr1" "$work/stderr2"; cat "$work/cached2/metrics_report.txt" 2>/dev/null | head -30
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

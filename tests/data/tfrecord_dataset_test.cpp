@@ -91,6 +91,29 @@ TEST_F(TFRecordDatasetTest, ShardsHoldEveryTokenInFixedBlocks) {
   EXPECT_EQ(got, expected);  // no text lost, nothing added
 }
 
+// Blank lines (empty or whitespace only, Python's str.isspace: U+3000, U+00A0,
+// \f too) are paragraph breaks in the TF recipe: they add no <s> </s>.
+TEST_F(TFRecordDatasetTest, BlankLinesAddNothing) {
+  const std::string path = *dir_ + "/blank_lines.txt";
+  std::ofstream(path) << "the game\n\n \t\n\xE3\x80\x80\n\xC2\xA0\f\nof the\n";
+  TFRecordShardOptions s;
+  s.max_seq_length = 4;
+  s.output_dir = *dir_ + "/blank_shards";
+  const TFRecordShardSummary summary = write_tfrecord_shards({path}, *tokenizer_, s);
+  std::vector<int64_t> expected = tokenizer_->encode("the game");
+  const std::vector<int64_t> second = tokenizer_->encode("of the");
+  expected.insert(expected.end(), second.begin(), second.end());
+  EXPECT_EQ(summary.num_tokens, static_cast<int64_t>(expected.size()));
+  std::vector<int64_t> got;
+  TFRecordDataset ds(summary.files, {});
+  while (auto ex = ds.next()) {
+    for (size_t t = 0; t < ex->input_ids.size(); ++t) {
+      if (ex->attention_mask[t]) got.push_back(ex->input_ids[t]);
+    }
+  }
+  EXPECT_EQ(got, expected);
+}
+
 std::multiset<std::vector<int64_t>> contents(const std::vector<Example>& examples) {
   std::multiset<std::vector<int64_t>> s;
   for (const Example& e : examples) s.insert(e.input_ids);

@@ -6,8 +6,8 @@
       --tokenizer_name ../shared/data/bert-base-uncased/vocab.txt --output_dir /tmp/torch_mlm
 
 Pipeline (what the C++ trainer is compared against):
-  data     read lines, skip empty / whitespace-only lines, tokenize each line as [CLS] ... [SEP],
-           concatenate everything, cut into blocks of max_seq_length, drop the remainder (group_texts).
+  data     read lines (universal newlines), tokenize each line as [CLS] ... [SEP], blank lines
+           too ([CLS] [SEP], as HF's `datasets` text loader keeps them), concatenate everything, cut into blocks of max_seq_length, drop the remainder (group_texts).
   batches  per epoch a permutation from torch.Generator seeded with seed + epoch, drop_last.
   masking  DataCollatorForLanguageModeling: each non-special token selected with p=mlm_probability;
            selected -> 80% [MASK], 10% random token, 10% unchanged; labels = -100 where not selected.
@@ -20,8 +20,8 @@ Pipeline (what the C++ trainer is compared against):
   logs     every logging_steps: mean training loss over the interval (as HF).
   eval     validation blocks, batch per_device_eval_batch_size (last batch kept), masked with the
            collator; eval_loss = mean of per-batch losses; perplexity = exp(eval_loss).
-Differences from HF kept on purpose (simpler to reproduce): HF groups per 1000-line chunk and keeps
-empty lines as [CLS][SEP]; its train dataloader does not drop the last batch; its eval loss is
+Differences from HF kept on purpose (simpler to reproduce): HF groups per 1000-line chunk (dropping
+each chunk's remainder); its train dataloader does not drop the last batch; its eval loss is
 weighted by batch size; its RNG streams differ.
 Outputs in --output_dir: train_results.json, eval_results.json, all_results.json, trainer_state.json.
 """
@@ -82,13 +82,11 @@ def load_config(path, overrides):
 
 
 def load_blocks(path, tok, block_size):
-    """Lines -> [CLS] ids [SEP] per non-empty line -> concatenated -> [n_blocks, block_size]."""
+    """Lines -> [CLS] ids [SEP] per line, blank ones included -> concatenated -> [n_blocks, block_size]."""
     ids = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            line = line.rstrip("\n")
-            if line.strip():
-                ids.extend(tok.encode(line))
+            ids.extend(tok.encode(line.rstrip("\n")))
     n = len(ids) // block_size
     return torch.tensor(ids[:n * block_size], dtype=torch.int64).view(n, block_size), len(ids)
 

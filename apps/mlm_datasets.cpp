@@ -1,0 +1,145 @@
+#include "apps/mlm_datasets.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "data/text_dataset.h"
+#include "data/tfrecord_dataset.h"
+
+namespace lazytrain::apps {
+
+namespace {
+
+// The examples of TFRecord shards matching `pattern`: how many there are, and
+// their length (every example must have the same). Reads the shards once.
+std::pair<int64_t, int64_t> scan_tfrecords(const std::string& pattern, const std::string& flag) {
+  data::TFRecordDataset all(data::glob_files(pattern), {});
+  int64_t count = 0, length = -1;
+  while (std::optional<data::Example> ex = all.next()) {
+    const auto n = static_cast<int64_t>(ex->input_ids.size());
+    if (length >= 0 && n != length) {
+      throw Error("[run_mlm] " + flag + " '" + pattern + "' holds examples of " + std::to_string(length) + " and " + std::to_string(n) +
+                  " tokens; write the shards with one --max_seq_length");
+    }
+    length = n;
+    ++count;
+  }
+  if (count == 0) throw Error("[run_mlm] " + flag + " '" + pattern + "' holds no example");
+  return {count, length};
+}
+
+// Streams the shards: interleaved, shuffled for training (tf.data's recipe),
+// a new shuffle order every epoch.
+train::ExampleStreamFactory tfrecord_stream(const std::string& pattern, bool training, uint64_t seed) {
+  std::vector<std::string> files = data::glob_files(pattern);
+  return [files, training, seed](uint64_t epoch) -> train::ExampleStream {
+    data::TFRecordDatasetOptions options;
+    options.cycle_length = training ? 4 : 1;
+    options.shuffle_buffer = training ? 10000 : 0;
+    options.seed = seed * 1000003ull + epoch;
+    auto dataset = std::make_shared<data::TFRecordDataset>(files, options);
+    return [dataset] { return dataset->next(); };
+  };
+}
+
+// run_mlm.py's text datasets, for BERT and RoBERTa alike: every line (blank
+// ones too, as Hugging Face's `datasets` text loader keeps them) tokenized and
+// grouped into blocks; or, with --line_by_line, one padded example per
+// non-blank line.
+std::vector<data::Example> load_dataset(const std::string& path, const data::Tokenizer& tokenizer, const RunMlmOptions& o,
+                                        int64_t max_seq_length) {
+  std::vector<data::Example> examples;
+  if (o.line_by_line) {
+    const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kSkip);
+    if (!o.pad_to_max_length) {
+      // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
+      static bool noted = false;
+      if (!noted) std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
+      noted = true;
+    }
+    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, /*pad_to_max_length=*/true);
+  } else {
+    const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kKeep);
+    examples = data::group_texts(data::tokenize_lines(lines, tokenizer), max_seq_length);
+  }
+  if (examples.empty()) throw Error("[run_mlm] '" + path + "' gives no example of " + std::to_string(max_seq_length) + " tokens");
+  return examples;
+}
+
+void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size, const std::string& file, const std::string& flag) {
+  if (static_cast<int64_t>(set.size()) < batch_size) {
+    throw Error("[run_mlm] '" + file + "' gives " + std::to_string(set.size()) + " examples, fewer than one batch of " +
+                std::to_string(batch_size) + " (" + flag + ")");
+  }
+}
+
+int64_t max_positions_of(const models::BertConfig& config) {
+  // RoBERTa's positions start after the padding index.
+  return config.model_type == "roberta" ? config.max_position_embeddings - config.pad_token_id - 1 : config.max_position_embeddings;
+}
+
+}  // namespace
+
+int64_t mlm_max_seq_length(const RunMlmOptions& o, const models::BertConfig& config) {
+  if (o.max_seq_length && *o.max_seq_length < 2) {
+    throw Error("[run_mlm] --max_seq_length must be at least 2 ([CLS] and [SEP]), got " + std::to_string(*o.max_seq_length));
+  }
+  const int64_t max_positions = max_positions_of(config);
+  const int64_t max_seq_length = o.max_seq_length ? *o.max_seq_length : std::min<int64_t>(512, max_positions);
+  if (max_seq_length > max_positions) {
+    throw Error("[run_mlm] --max_seq_length " + std::to_string(max_seq_length) + " is larger than the model's max_position_embeddings " +
+                std::to_string(config.max_position_embeddings) +
+                (max_positions == config.max_position_embeddings
+                     ? std::string()
+                     : " allows (RoBERTa's positions start after pad_token_id: at most " + std::to_string(max_positions) + ")"));
+  }
+  return max_seq_length;
+}
+
+MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tokenizer, const models::BertConfig& config) {
+  const train::TrainingArguments& t = o.training;
+  const int64_t max_seq_length = mlm_max_seq_length(o, config);
+  const int64_t max_positions = max_positions_of(config);
+  MlmDatasets d;
+  auto check_records = [&](const std::pair<int64_t, int64_t>& r, int64_t batch, const std::string& flag, const std::string& glob) {
+    if (o.max_seq_length && *o.max_seq_length != r.second) {
+      throw Error("[run_mlm] --max_seq_length " + std::to_string(*o.max_seq_length) + " differs from the " + std::to_string(r.second) +
+                  "-token examples of " + flag + " '" + glob + "' (shards fix the length; leave --max_seq_length out)");
+    }
+    if (r.second > max_positions) {
+      throw Error("[run_mlm] " + flag + " '" + glob + "' holds examples of " + std::to_string(r.second) + " tokens, more than the model's " +
+                  std::to_string(max_positions) + " positions");
+    }
+    if (r.first < batch) {
+      throw Error("[run_mlm] " + flag + " '" + glob + "' holds " + std::to_string(r.first) + " examples, fewer than one batch of " +
+                  std::to_string(batch));
+    }
+  };
+  if (t.do_train && !o.train_tfrecords.empty()) {
+    const std::pair<int64_t, int64_t> records = scan_tfrecords(o.train_tfrecords, "--train_tfrecords");
+    check_records(records, t.per_device_train_batch_size, "--train_tfrecords", o.train_tfrecords);
+    d.train_stream = tfrecord_stream(o.train_tfrecords, true, t.seed);
+    d.train_stream_size = records.first;
+  } else if (t.do_train) {
+    d.train = load_dataset(o.train_file, tokenizer, o, max_seq_length);
+    require_one_batch(d.train, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
+  }
+  if (t.do_eval && !o.validation_tfrecords.empty()) {
+    const std::pair<int64_t, int64_t> records = scan_tfrecords(o.validation_tfrecords, "--validation_tfrecords");
+    check_records(records, t.per_device_eval_batch_size, "--validation_tfrecords", o.validation_tfrecords);
+    d.eval_stream = tfrecord_stream(o.validation_tfrecords, false, t.seed);
+    d.eval_stream_size = records.first;
+  } else if (t.do_eval) {
+    d.eval = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
+    require_one_batch(d.eval, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
+  }
+
+  return d;
+}
+
+}  // namespace lazytrain::apps

@@ -1,0 +1,80 @@
+#include "apps/script_utils.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "backend/registry.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "runtime/metrics.h"
+#include "train/model_io.h"
+#include "train/results_files.h"
+
+namespace lazytrain::apps {
+
+namespace fs = std::filesystem;
+
+void require_file(const std::string& command, const std::string& path, const std::string& flag) {
+  if (path.empty()) throw Error("[" + command + "] " + flag + " is required");
+  if (fs::is_directory(path)) throw Error("[" + command + "] " + flag + " '" + path + "' is a directory; expected a text file");
+  if (!fs::is_regular_file(path)) throw Error("[" + command + "] " + flag + " '" + path + "' does not exist or is not a file");
+}
+
+void check_output_dir(const std::string& command, const train::TrainingArguments& t) {
+  const fs::path dir(t.output_dir);
+  if (fs::exists(dir)) {
+    if (!fs::is_directory(dir)) throw Error("[" + command + "] --output_dir '" + t.output_dir + "' exists and is not a directory");
+    if (t.do_train && !fs::is_empty(dir) && !t.overwrite_output_dir) {
+      throw Error("[" + command + "] Output directory (" + t.output_dir +
+                  ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
+    }
+  }
+  // Fails before any work when it could not be created or written.
+  fs::path p = fs::absolute(dir);
+  while (!p.empty() && !fs::exists(p)) p = p.parent_path();
+  if (p.empty() || !fs::is_directory(p) || access(p.c_str(), W_OK) != 0) {
+    throw Error("[" + command + "] --output_dir '" + t.output_dir + "' cannot be created: '" + p.string() + "' is not a writable directory");
+  }
+}
+
+void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo) {
+  if (backend.empty() && compile_cache_dir.empty() && dump_hlo.empty()) return;
+  backend::CompilerOptions options = backend::CompilerOptions::from_environment();
+  if (!compile_cache_dir.empty()) options.cache_dir = compile_cache_dir;
+  if (!dump_hlo.empty()) options.dump_dir = dump_hlo;
+  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(backend.empty() ? backend::default_backend_name() : backend, options));
+}
+
+void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train) {
+  if (!model_name_or_path.empty()) {
+    train::load_safetensors_into(model, model_name_or_path + "/model.safetensors");
+  } else if (!do_train) {
+    std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
+  }
+}
+
+void save_run_outputs(const train::TrainingArguments& t, const train::Trainer& trainer, const nn::Module& model,
+                      const nlohmann::json& config, const data::Tokenizer& tokenizer,
+                      const std::map<std::string, double>& train_metrics, const std::map<std::string, double>& eval_metrics) {
+  fs::create_directories(t.output_dir);
+  if (t.do_train) {
+    train::save_pretrained(model, config, t.output_dir);
+    tokenizer.save_pretrained(t.output_dir);
+    train::log_metrics("train", train_metrics);
+    train::save_metrics(t.output_dir, "train", train_metrics);
+  }
+  if (t.do_eval) {
+    train::log_metrics("eval", eval_metrics);
+    train::save_metrics(t.output_dir, "eval", eval_metrics);
+  }
+  // With the evaluation's entry in log_history when both ran; an evaluation
+  // alone leaves the trained model's trainer_state.json as it is.
+  if (t.do_train) trainer.save_state();
+  const std::string report = runtime::metrics_report();
+  write_file_atomically(t.output_dir + "/metrics_report.txt", report);
+  if (t.metrics_debug) std::printf("%s", report.c_str());
+}
+
+}  // namespace lazytrain::apps

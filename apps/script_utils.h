@@ -1,0 +1,45 @@
+// What the example scripts (run_mlm, and a causal-LM run_clm to come) share, as
+// Hugging Face's examples share their Trainer boilerplate: checks of the input
+// files and the output directory before any work, the backend from the flags,
+// the starting weights, and the files a run leaves in --output_dir.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "data/tokenizer.h"
+#include "nn/module.h"
+#include "train/trainer.h"
+#include "train/training_arguments.h"
+
+namespace lazytrain::apps {
+
+// `path` given with `flag` must be an existing regular file; Error
+// "[command] --flag ..." saying what it is otherwise.
+void require_file(const std::string& command, const std::string& path, const std::string& flag);
+
+// --output_dir must be creatable and writable; a non-empty one is refused only
+// when training without --overwrite_output_dir (Hugging Face checks it only
+// then: evaluating writes its results beside the model it evaluates).
+void check_output_dir(const std::string& command, const train::TrainingArguments& args);
+
+// The graph executor's backend: --backend (else $LAZYTRAIN_BACKEND, else cpu)
+// with --compile_cache_dir and --dump_hlo over the environment's defaults. Does
+// nothing when no flag is given. Error for an unknown backend name.
+void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo);
+
+// Loads <model_name_or_path>/model.safetensors into `model`; with no path and
+// no training, warns that a randomly initialised model is evaluated.
+void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train);
+
+// Hugging Face's outputs after train()/evaluate(): when training, the model
+// (config.json + model.safetensors), the tokenizer, train_results.json and
+// trainer_state.json; when evaluating, eval_results.json; the metrics merged
+// into all_results.json; and metrics_report.txt (printed with --metrics_debug).
+void save_run_outputs(const train::TrainingArguments& args, const train::Trainer& trainer, const nn::Module& model,
+                      const nlohmann::json& config, const data::Tokenizer& tokenizer,
+                      const std::map<std::string, double>& train_metrics, const std::map<std::string, double>& eval_metrics);
+
+}  // namespace lazytrain::apps

@@ -1,0 +1,55 @@
+// Tokenizer: what the text datasets, the collator and run_mlm need from a
+// tokenizer, whatever its kind (Hugging Face's PreTrainedTokenizer methods of
+// the same names). Implemented by WordPieceTokenizer (BERT: [CLS] ... [SEP])
+// and SentencePieceTokenizer (RoBERTa: <s> ... </s>); load one with
+// AutoTokenizer::from_pretrained (data/auto_tokenizer.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/data_collator.h"
+
+namespace lazytrain::data {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // HF tokenizer.encode(text, add_special_tokens): the token ids of `text`
+  // (UTF-8), wrapped by build_inputs_with_special_tokens when
+  // add_special_tokens. An empty text gives no ids (only the special tokens).
+  // Throws lazytrain::Error on invalid UTF-8.
+  virtual std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const = 0;
+
+  // HF build_inputs_with_special_tokens for one sequence: BERT [CLS] ids [SEP],
+  // RoBERTa <s> ids </s>.
+  virtual std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const = 0;
+
+  // HF num_special_tokens_to_add(pair=False): how many tokens
+  // build_inputs_with_special_tokens adds (2 for BERT and RoBERTa).
+  int64_t num_special_tokens_to_add() const;
+
+  // HF len(tokenizer): ids are in [0, vocab_size()).
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t pad_token_id() const = 0;
+  virtual int64_t mask_token_id() const = 0;
+  // HF all_special_ids (the collator never masks them in an example without a
+  // special_tokens_mask).
+  virtual std::vector<int64_t> all_special_ids() const = 0;
+
+  // HF tokenizer.save_pretrained(directory), the files the tokenizer loads from:
+  // vocab.txt (WordPiece); spm.model, spm.vocab, special_tokens_map.json
+  // (SentencePiece). Files are written atomically. Throws Error naming the file
+  // when it cannot be written.
+  virtual void save_pretrained(const std::string& directory) const = 0;
+
+  // What DataCollatorForLanguageModeling needs: vocab_size, mask and pad ids,
+  // all_special_ids.
+  CollatorTokens collator_tokens() const;
+};
+
+}  // namespace lazytrain::data
