@@ -1,5 +1,6 @@
 #include "lazy/graph_executor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <cstdlib>
@@ -122,8 +123,7 @@ GraphExecutor& GraphExecutor::get() {
 
 // The defaults come from the environment (core/env_vars.h), read once.
 GraphExecutor::GraphExecutor()
-    : compiler_(backend::make_compiler(backend::default_backend_name())),
-      graph_size_warning_(environment().graph_size_warning.value_or(kDefaultGraphSizeWarning)) {}
+    : graph_size_warning_(environment().graph_size_warning.value_or(kDefaultGraphSizeWarning)) {}
 
 void GraphExecutor::set_graph_size_warning(size_t nodes) {
   graph_size_warning_ = nodes;
@@ -137,6 +137,27 @@ void GraphExecutor::warn_if_large(const GraphSignature& sig) {
                "warning: [mark_step] one graph has %zu IR nodes (more than %zu): mark_step() is probably missing from a loop, "
                "so every iteration adds to one graph (LAZYTRAIN_GRAPH_SIZE_WARNING sets the bound)\n",
                sig.post_order.size(), bound);
+}
+
+backend::Compiler& GraphExecutor::compiler_locked() const {
+  // The default backend is made at its first use, so that a flag choosing
+  // another one (set_compiler) is never preceded by a failing default.
+  if (!compiler_) {
+    const std::string name = backend::default_backend_name();
+    const std::vector<std::string> known = backend::backend_names();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
+      throw Error("[GraphExecutor] LAZYTRAIN_BACKEND='" + name + "' names no backend; registered: " + list);
+    }
+    compiler_ = backend::make_compiler(name);
+  }
+  return *compiler_;
+}
+
+const backend::Compiler& GraphExecutor::compiler() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return compiler_locked();
 }
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
@@ -171,7 +192,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
       compiles_here = true;
     }
     entry = it->second;
-    compiler = compiler_.get();
+    compiler = &compiler_locked();
   }
   if (!compiles_here) {
     std::shared_ptr<backend::Executable> cached = entry.get();  // rethrows the compile's error

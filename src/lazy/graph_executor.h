@@ -91,7 +91,9 @@ class GraphExecutor {
 
   // Replaces the backend (clears the computation cache).
   void set_compiler(std::unique_ptr<backend::Compiler> compiler);
-  const backend::Compiler& compiler() const { return *compiler_; }
+  // The backend in use: the one set, else the default ($LAZYTRAIN_BACKEND or
+  // cpu), made at the first call (Error naming LAZYTRAIN_BACKEND when unknown).
+  const backend::Compiler& compiler() const;
   size_t cache_size() const;
   // The HLO text of the most recently compiled graph ("" before the first).
   std::string last_compiled_hlo() const;
@@ -103,6 +105,8 @@ class GraphExecutor {
   // Rethrows (once) the error of an execution of `device` that failed since the last call.
   void rethrow_execution_failure(const runtime::Device& device);
   void warn_if_large(const GraphSignature& signature);
+  // compiler() with mutex_ held.
+  backend::Compiler& compiler_locked() const;
 
   // What each device has run (its executions are numbered from 1) and a
   // failure not reported yet (set by the device's execution thread).
@@ -113,7 +117,7 @@ class GraphExecutor {
 
   mutable std::mutex mutex_;
   std::map<runtime::Device, DeviceState> devices_;
-  std::unique_ptr<backend::Compiler> compiler_;
+  mutable std::unique_ptr<backend::Compiler> compiler_;  // made at first use unless set
   // One compile cache for every device of the backend; an entry is ready once its compile finished.
   std::unordered_map<uint64_t, std::shared_future<std::shared_ptr<backend::Executable>>> cache_;
   std::string last_compiled_hlo_;

@@ -214,5 +214,22 @@ else
   failed=$((failed + 1)); echo "FAIL compile_cache_and_dump"; cat "$work/stderr1" "$work/stderr2"; cat "$work/cached2/metrics_report.txt" 2>/dev/null | head -30
 fi
 
+# The environment only gives defaults: --backend overrides a bad LAZYTRAIN_BACKEND,
+# which alone is one error naming it; a CXX that does not run is an error naming
+# it (not a silent fall-back to the interpreter); --dump_hlo at a file is an error.
+LAZYTRAIN_BACKEND=bogus "$bin" run_mlm "${common[@]}" --train_file "$text" --backend cpu --output_dir "$work/envflag" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && [ -s "$work/envflag/train_results.json" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL backend_flag_over_environment: rc=$rc"; cat "$work/stderr"
+fi
+LAZYTRAIN_BACKEND=bogus expect_error bad_backend_environment "LAZYTRAIN_BACKEND='bogus' names no backend; registered: cpu, interpreter" \
+  "${common[@]}" --train_file "$text" --output_dir "$work/out"
+CXX=/nonexistent/c++ expect_error bad_cxx "CXX='/nonexistent/c++' does not run" \
+  "${common[@]}" --train_file "$text" --backend cpu --output_dir "$work/out"
+expect_error dump_hlo_at_a_file "(--dump_hlo or LAZYTRAIN_DUMP_HLO): expected a writable directory" \
+  "${common[@]}" --train_file "$text" --dump_hlo "$work/latin1.txt" --output_dir "$work/out"
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -317,8 +317,13 @@ class CpuCompiler : public Compiler {
   void dump(const std::string& graph_key, const std::string& suffix, const std::string& text) const {
     const std::string& dir = options_.dump_dir;
     if (dir.empty()) return;
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/" + (graph_key.empty() ? "graph" : graph_key) + "." + suffix) << text;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::string path = dir + "/" + (graph_key.empty() ? "graph" : graph_key) + "." + suffix;
+    std::ofstream out(path);
+    if (ec || !(out << text)) {
+      throw Error("[cpu backend] cannot write the HLO dump '" + path + "' (--dump_hlo or LAZYTRAIN_DUMP_HLO): expected a writable directory");
+    }
   }
 
   Compiled build(hlo::HloModule module, const std::string& graph_key) {
@@ -326,6 +331,9 @@ class CpuCompiler : public Compiler {
     hlo::run_passes(module, cpu::cpu_pass_pipeline());
     dump(graph_key, "after.hlo", module.to_string());
     std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);
+    if (!cxx && !options_.cxx.empty()) {
+      throw Error("[cpu backend] the C++ compiler CXX='" + options_.cxx + "' does not run; point CXX at a C++ compiler or unset it (c++ on PATH)");
+    }
     if (!cxx) {
       static bool warned = false;
       if (!warned) std::fprintf(stderr, "warning: no C++ compiler found ($CXX or c++); the cpu backend interprets instead\n");
