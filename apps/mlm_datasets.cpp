@@ -120,24 +120,24 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
                   std::to_string(batch));
     }
   };
-  if (t.do_train && !o.train_tfrecords.empty()) {
-    const std::pair<int64_t, int64_t> records = scan_tfrecords(o.train_tfrecords, "--train_tfrecords");
-    check_records(records, t.per_device_train_batch_size, "--train_tfrecords", o.train_tfrecords);
-    d.train_stream = tfrecord_stream(o.train_tfrecords, true, t.seed);
-    d.train_stream_size = records.first;
-  } else if (t.do_train) {
-    d.train = load_dataset(o.train_file, tokenizer, o, max_seq_length);
-    require_one_batch(d.train, t.per_device_train_batch_size, o.train_file, "--per_device_train_batch_size");
-  }
-  if (t.do_eval && !o.validation_tfrecords.empty()) {
-    const std::pair<int64_t, int64_t> records = scan_tfrecords(o.validation_tfrecords, "--validation_tfrecords");
-    check_records(records, t.per_device_eval_batch_size, "--validation_tfrecords", o.validation_tfrecords);
-    d.eval_stream = tfrecord_stream(o.validation_tfrecords, false, t.seed);
-    d.eval_stream_size = records.first;
-  } else if (t.do_eval) {
-    d.eval = load_dataset(o.validation_file, tokenizer, o, max_seq_length);
-    require_one_batch(d.eval, t.per_device_eval_batch_size, o.validation_file, "--per_device_eval_batch_size");
-  }
+  // One split: streamed from shards when a glob is given, else read from the text file.
+  auto load_split = [&](bool training, std::vector<data::Example>& examples, train::ExampleStreamFactory& stream, int64_t& stream_size) {
+    const std::string& glob = training ? o.train_tfrecords : o.validation_tfrecords;
+    const std::string& file = training ? o.train_file : o.validation_file;
+    const int64_t batch = training ? t.per_device_train_batch_size : t.per_device_eval_batch_size;
+    if (!glob.empty()) {
+      const std::string flag = training ? "--train_tfrecords" : "--validation_tfrecords";
+      const std::pair<int64_t, int64_t> records = scan_tfrecords(glob, flag);
+      check_records(records, batch, flag, glob);
+      stream = tfrecord_stream(glob, training, t.seed);
+      stream_size = records.first;
+    } else {
+      examples = load_dataset(file, tokenizer, o, max_seq_length);
+      require_one_batch(examples, batch, file, training ? "--per_device_train_batch_size" : "--per_device_eval_batch_size");
+    }
+  };
+  if (t.do_train) load_split(true, d.train, d.train_stream, d.train_stream_size);
+  if (t.do_eval) load_split(false, d.eval, d.eval_stream, d.eval_stream_size);
 
   return d;
 }
