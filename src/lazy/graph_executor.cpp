@@ -186,13 +186,13 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
   backend::Compiler* compiler = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    compiler = &compiler_locked();  // (may throw: before an entry is promised)
     auto it = cache_.find(sig.hash);
     if (it == cache_.end()) {
       it = cache_.emplace(sig.hash, promise.get_future().share()).first;
       compiles_here = true;
     }
     entry = it->second;
-    compiler = &compiler_locked();
   }
   if (!compiles_here) {
     std::shared_ptr<backend::Executable> cached = entry.get();  // rethrows the compile's error
