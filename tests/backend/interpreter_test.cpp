@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/test_buffers.h"
 #include "backend/registry.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -24,24 +25,12 @@ using hlo::HloModule;
 using hlo::HloOpcode;
 using hlo::ReduceKind;
 using runtime::Buffer;
+using testing::buffer;
+using testing::values;
 
-template <typename T>
-Buffer buffer(const Shape& shape, DType dtype, const std::vector<T>& values) {
-  Buffer b(shape, dtype);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), b.numel());
-  std::memcpy(b.raw(), values.data(), values.size() * sizeof(T));
-  return b;
-}
 Buffer f32(const Shape& s, const std::vector<float>& v) { return buffer(s, DType::kFloat32, v); }
 Buffer s64(const Shape& s, const std::vector<int64_t>& v) { return buffer(s, DType::kInt64, v); }
 Buffer s32(const Shape& s, const std::vector<int32_t>& v) { return buffer(s, DType::kInt32, v); }
-
-template <typename T>
-std::vector<T> values(const Buffer& b) {
-  std::vector<T> v(static_cast<size_t>(b.numel()));
-  std::memcpy(v.data(), b.raw(), v.size() * sizeof(T));
-  return v;
-}
 
 std::vector<Buffer> run(HloModule module, const std::vector<Buffer>& args) {
   return make_compiler("interpreter")->compile(std::move(module))->execute(args);

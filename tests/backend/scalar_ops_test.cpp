@@ -13,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "../support/test_buffers.h"
 #include "backend/registry.h"
 #include "core/half.h"
 #include "hlo/hlo_builder.h"
@@ -22,22 +23,9 @@ namespace {
 
 using hlo::HloOpcode;
 using runtime::Buffer;
+using testing::buffer;
+using testing::values;
 namespace ops = scalar_ops;
-
-template <typename T>
-Buffer buffer(const Shape& shape, DType dtype, const std::vector<T>& values) {
-  Buffer b(shape, dtype);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), b.numel());
-  std::memcpy(b.raw(), values.data(), values.size() * sizeof(T));
-  return b;
-}
-
-template <typename T>
-std::vector<T> values(const Buffer& b) {
-  std::vector<T> v(static_cast<size_t>(b.numel()));
-  std::memcpy(v.data(), b.raw(), v.size() * sizeof(T));
-  return v;
-}
 
 // Runs `module` on both backends; checks the CPU backend fused it (so generated
 // code, not the interpreter's kernels, computed it) and returns both results.
