@@ -21,6 +21,7 @@ struct RunMlmOptions {
   bool pad_to_max_length = false;
   bool line_by_line = false;
   double mlm_probability = 0.15;
+  std::optional<int64_t> max_train_samples, max_eval_samples;  // unset: every example
   std::string backend;  // empty: $LAZYTRAIN_BACKEND, else the default
   std::string compile_cache_dir, dump_hlo;
   train::TrainingArguments training;

@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
+#include "apps/args_file.h"
 #include "apps/commands.h"
 #include "core/error.h"
 #include "lazy/graph_executor.h"
@@ -17,6 +20,21 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_train_tokenizer_command(app, train_tokenizer);
   lazytrain::apps::MakeTfrecordsOptions make_tfrecords;
   lazytrain::apps::add_make_tfrecords_command(app, make_tfrecords);
+  // `lazytrain run_mlm args.json`: the flags from a JSON file (HfArgumentParser).
+  std::vector<std::string> words;
+  std::vector<char*> file_argv;
+  if (lazytrain::apps::is_args_file_call(argc, argv)) {
+    try {
+      words = lazytrain::apps::args_from_json_file(*app.get_subcommand(argv[1]), argv[2]);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    file_argv = {argv[0], argv[1]};
+    for (std::string& w : words) file_argv.push_back(w.data());
+    argc = static_cast<int>(file_argv.size());
+    argv = file_argv.data();
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

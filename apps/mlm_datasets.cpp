@@ -125,14 +125,31 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
     const std::string& glob = training ? o.train_tfrecords : o.validation_tfrecords;
     const std::string& file = training ? o.train_file : o.validation_file;
     const int64_t batch = training ? t.per_device_train_batch_size : t.per_device_eval_batch_size;
+    // --max_train_samples / --max_eval_samples: the first n examples (of the stream's order for shards).
+    const std::optional<int64_t>& limit = training ? o.max_train_samples : o.max_eval_samples;
+    if (limit && *limit < 1) {
+      throw Error(std::string("[run_mlm] ") + (training ? "--max_train_samples" : "--max_eval_samples") + " must be positive, got " +
+                  std::to_string(*limit));
+    }
     if (!glob.empty()) {
       const std::string flag = training ? "--train_tfrecords" : "--validation_tfrecords";
-      const std::pair<int64_t, int64_t> records = scan_tfrecords(glob, flag);
+      std::pair<int64_t, int64_t> records = scan_tfrecords(glob, flag);
+      if (limit) records.first = std::min(records.first, *limit);
       check_records(records, batch, flag, glob);
       stream = tfrecord_stream(glob, training, t.seed);
       stream_size = records.first;
+      if (limit) {
+        stream = [inner = std::move(stream), n = stream_size](uint64_t epoch) -> train::ExampleStream {
+          return [next = inner(epoch), left = n]() mutable -> std::optional<data::Example> {
+            if (left == 0) return std::nullopt;
+            --left;
+            return next();
+          };
+        };
+      }
     } else {
       examples = load_dataset(file, tokenizer, o, max_seq_length);
+      if (limit && static_cast<int64_t>(examples.size()) > *limit) examples.resize(static_cast<size_t>(*limit));
       require_one_batch(examples, batch, file, training ? "--per_device_train_batch_size" : "--per_device_eval_batch_size");
     }
   };

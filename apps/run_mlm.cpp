@@ -7,6 +7,7 @@
 #include "apps/commands.h"
 #include "apps/mlm_datasets.h"
 #include "apps/script_utils.h"
+#include "apps/training_flags.h"
 #include "backend/registry.h"
 #include "core/error.h"
 #include "data/auto_tokenizer.h"
@@ -40,29 +41,9 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_flag("--pad_to_max_length", o.pad_to_max_length, "Pad every line to max_seq_length (with --line_by_line)");
   c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
   c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask")->check(CLI::Range(0.0, 1.0));
-  c->add_option("--output_dir", t.output_dir, "Where to write the model, metrics and logs")->required();
-  c->add_flag("--overwrite_output_dir", t.overwrite_output_dir, "Overwrite the content of the output directory");
-  c->add_flag("--do_train", t.do_train, "Run training");
-  c->add_flag("--do_eval", t.do_eval, "Run evaluation on the validation file");
-  c->add_option("--per_device_train_batch_size", t.per_device_train_batch_size, "Batch size for training");
-  c->add_option("--per_device_eval_batch_size", t.per_device_eval_batch_size, "Batch size for evaluation");
-  c->add_option("--learning_rate", t.learning_rate, "Initial learning rate for AdamW");
-  c->add_option("--weight_decay", t.weight_decay, "Weight decay for AdamW (not on biases and LayerNorm weights)");
-  c->add_option("--adam_beta1", t.adam_beta1, "AdamW beta1");
-  c->add_option("--adam_beta2", t.adam_beta2, "AdamW beta2");
-  c->add_option("--adam_epsilon", t.adam_epsilon, "AdamW epsilon");
-  c->add_option("--max_grad_norm", t.max_grad_norm, "Max gradient norm (0 disables clipping)");
-  c->add_option("--num_train_epochs", t.num_train_epochs, "Total number of training epochs");
-  c->add_option("--max_steps", t.max_steps, "If > 0: total number of training steps (overrides num_train_epochs)");
-  c->add_option("--warmup_steps", t.warmup_steps, "Linear warm-up over this many steps");
-  c->add_option("--logging_steps", t.logging_steps, "Log every X update steps");
-  c->add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
-  c->add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
-  c->add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
-  c->add_option("--dataloader_num_workers", t.dataloader_num_workers, "Threads that collate batches (0: the loader thread)");
-  c->add_option("--loader_prefetch_size", t.loader_prefetch_size, "Host batches the DeviceLoader prepares ahead");
-  c->add_option("--device_prefetch_size", t.device_prefetch_size, "Device batches the DeviceLoader transfers ahead");
-  c->add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");
+  c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many examples (for debugging or quicker runs)");
+  c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many examples");
+  add_training_arguments(*c, t);
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember(backend::backend_names()));
   c->add_option("--compile_cache_dir", o.compile_cache_dir,
@@ -117,11 +98,13 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const RunMlmOptions& o, const mo
 
 }  // namespace
 
-int run_mlm(const RunMlmOptions& o) {
+int run_mlm(const RunMlmOptions& options) {
+  RunMlmOptions o = options;
+  o.training.resolve();  // HF's __post_init__: --evaluation_strategy implies --do_eval, ...
   const train::TrainingArguments& t = o.training;
   // Everything is validated before --output_dir is touched.
   check_flags(o);
-  check_output_dir("run_mlm", t);
+  const std::string resume_from = check_output_dir("run_mlm", t);
   const models::BertConfig config = load_config(o);
   const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);
   MlmDatasets datasets = load_mlm_datasets(o, *tokenizer, config);
@@ -130,7 +113,10 @@ int run_mlm(const RunMlmOptions& o) {
   manual_seed(t.seed);
   const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
   load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
-  auto loss_fn = [&](const distributed::DeviceBatch& b) { return model->forward(b.input_ids, b.attention_mask, b.labels).loss; };
+  auto loss_fn = [&](const distributed::DeviceBatch& b) {
+    models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
+    return train::ModelOutput(out.loss, out.logits);
+  };
   data::DataCollatorOptions collator_options;
   collator_options.mlm_probability = o.mlm_probability;
   collator_options.seed = t.seed;
@@ -139,11 +125,14 @@ int run_mlm(const RunMlmOptions& o) {
                          [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
   if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
   if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
+  trainer.set_model_config(config.to_json());
+  trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
+  remove_old_checkpoints(t);
 
   std::map<std::string, double> train_metrics, eval_metrics;
-  if (t.do_train) train_metrics = trainer.train();
+  if (t.do_train) train_metrics = trainer.train(resume_from);
   if (t.do_eval) eval_metrics = trainer.evaluate();
-  save_run_outputs(t, trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
+  save_run_outputs(trainer.args(), trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
   return 0;
 }
 

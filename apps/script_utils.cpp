@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
+#include "train/checkpoint.h"
 #include "train/model_io.h"
 #include "train/results_files.h"
 
@@ -22,14 +23,27 @@ void require_file(const std::string& command, const std::string& path, const std
   if (!fs::is_regular_file(path)) throw Error("[" + command + "] " + flag + " '" + path + "' does not exist or is not a file");
 }
 
-void check_output_dir(const std::string& command, const train::TrainingArguments& t) {
+std::string check_output_dir(const std::string& command, const train::TrainingArguments& t) {
   const fs::path dir(t.output_dir);
+  std::string resume;
   if (fs::exists(dir)) {
     if (!fs::is_directory(dir)) throw Error("[" + command + "] --output_dir '" + t.output_dir + "' exists and is not a directory");
-    if (t.do_train && !fs::is_empty(dir) && !t.overwrite_output_dir) {
-      throw Error("[" + command + "] Output directory (" + t.output_dir +
-                  ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
+    if (t.do_train && !t.resume_from_checkpoint.empty()) {
+      resume = train::resolve_checkpoint(t.resume_from_checkpoint, t.output_dir);
+    } else if (t.do_train && !t.overwrite_output_dir) {
+      // run_mlm.py's get_last_checkpoint: a preempted job re-run with the same command resumes.
+      const std::optional<std::string> last = train::get_last_checkpoint(t.output_dir);
+      if (last) {
+        resume = *last;
+        std::fprintf(stderr, "Checkpoint detected, resuming training at %s. To avoid this behavior, change the `--output_dir` or add "
+                             "`--overwrite_output_dir` to train from scratch.\n", last->c_str());
+      } else if (!fs::is_empty(dir)) {
+        throw Error("[" + command + "] Output directory (" + t.output_dir +
+                    ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
+      }
     }
+  } else if (t.do_train && !t.resume_from_checkpoint.empty()) {
+    resume = train::resolve_checkpoint(t.resume_from_checkpoint, t.output_dir);
   }
   // Fails before any work when it could not be created or written.
   fs::path p = fs::absolute(dir);
@@ -37,6 +51,12 @@ void check_output_dir(const std::string& command, const train::TrainingArguments
   if (p.empty() || !fs::is_directory(p) || access(p.c_str(), W_OK) != 0) {
     throw Error("[" + command + "] --output_dir '" + t.output_dir + "' cannot be created: '" + p.string() + "' is not a writable directory");
   }
+  return resume;
+}
+
+void remove_old_checkpoints(const train::TrainingArguments& t) {
+  if (!t.do_train || !t.overwrite_output_dir || !t.resume_from_checkpoint.empty()) return;
+  for (const train::CheckpointDir& c : train::list_checkpoints(t.output_dir)) train::remove_checkpoint(c.path);
 }
 
 void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo) {

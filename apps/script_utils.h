@@ -20,10 +20,18 @@ namespace lazytrain::apps {
 // "[command] --flag ..." saying what it is otherwise.
 void require_file(const std::string& command, const std::string& path, const std::string& flag);
 
-// --output_dir must be creatable and writable; a non-empty one is refused only
-// when training without --overwrite_output_dir (Hugging Face checks it only
-// then: evaluating writes its results beside the model it evaluates).
-void check_output_dir(const std::string& command, const train::TrainingArguments& args);
+// --output_dir must be creatable and writable. Returns the checkpoint training
+// resumes from (empty: none): --resume_from_checkpoint resolved (train/checkpoint.h),
+// else, when training without --overwrite_output_dir, the newest complete
+// checkpoint in --output_dir, as run_mlm.py's get_last_checkpoint. A non-empty
+// --output_dir without a checkpoint is refused only when training without
+// --overwrite_output_dir (evaluating writes its results beside the model it
+// evaluates). Throws Error naming the flag.
+std::string check_output_dir(const std::string& command, const train::TrainingArguments& args);
+
+// --overwrite_output_dir starts over: the checkpoints of an earlier run in
+// --output_dir are removed (call once every input was checked).
+void remove_old_checkpoints(const train::TrainingArguments& args);
 
 // The graph executor's backend: --backend (else $LAZYTRAIN_BACKEND, else cpu)
 // with --compile_cache_dir and --dump_hlo over the environment's defaults. Does

@@ -81,6 +81,7 @@ Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examp
 
   Batch batch;
   batch.batch_size = static_cast<int64_t>(examples.size());
+  batch.num_examples = batch.batch_size;
   batch.seq_len = static_cast<int64_t>(longest);
   const std::size_t total = examples.size() * longest;
   batch.input_ids.assign(total, tokens_.pad_token_id);
@@ -120,6 +121,16 @@ Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examp
     }
   }
   return batch;
+}
+
+void pad_batch_rows(Batch& batch, int64_t rows, int64_t pad_token_id) {
+  check(batch.batch_size <= rows, "pad_batch_rows",
+        "the batch has " + std::to_string(batch.batch_size) + " rows, more than the " + std::to_string(rows) + " asked for");
+  const auto extra = static_cast<size_t>((rows - batch.batch_size) * batch.seq_len);
+  batch.input_ids.insert(batch.input_ids.end(), extra, pad_token_id);
+  batch.attention_mask.insert(batch.attention_mask.end(), extra, 0);
+  batch.labels.insert(batch.labels.end(), extra, -100);
+  batch.batch_size = rows;
 }
 
 }  // namespace lazytrain::data

@@ -18,6 +18,7 @@ class Tokenizer;
 struct Batch {
   int64_t batch_size = 0;
   int64_t seq_len = 0;
+  int64_t num_examples = 0;  // rows that hold examples; rows past them are padding (pad_batch_rows)
   std::vector<int64_t> input_ids;
   std::vector<int64_t> attention_mask;
   std::vector<int64_t> labels;  // -100 where no loss is taken (cross_entropy ignore_index)
@@ -37,6 +38,13 @@ struct DataCollatorOptions {
   int64_t pad_to_multiple_of = 0;  // 0: pad to the longest example only
   uint64_t seed = 42;
 };
+
+// Appends padding rows to `batch` until it has `rows` rows: input_ids
+// pad_token_id, attention_mask 0, labels -100, so they carry no loss and no
+// accuracy. A last partial batch keeps the static batch shape this way (one
+// compiled step) instead of being dropped. num_examples keeps the real count.
+// Throws Error when the batch already has more than `rows` rows.
+void pad_batch_rows(Batch& batch, int64_t rows, int64_t pad_token_id);
 
 class DataCollatorForLanguageModeling {
  public:

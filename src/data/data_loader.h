@@ -13,7 +13,9 @@
 // early stops its workers (those inside `collate` finish that call first).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -65,9 +67,12 @@ class DataLoader {
   // what it holds), so it may outlive its DataLoader.
   class Epoch {
    public:
-    Epoch(const DataLoader& loader, uint64_t epoch)
+    // Starts at batch `start` of the epoch (the batches before it are skipped
+    // without being made: a resumed run continues where its checkpoint was).
+    Epoch(const DataLoader& loader, uint64_t epoch, size_t start = 0)
         : collate_(loader.collate_), batches_(epoch_batches(loader.dataset_size_, loader.options_, epoch)),
-          first_number_(epoch * loader.size()), ahead_(static_cast<size_t>(loader.options_.num_workers * loader.options_.prefetch_factor)) {
+          first_number_(epoch * loader.size() + start), ahead_(static_cast<size_t>(loader.options_.num_workers * loader.options_.prefetch_factor)) {
+      batches_.erase(batches_.begin(), batches_.begin() + static_cast<std::ptrdiff_t>(std::min(start, batches_.size())));
       for (int w = 0; w < loader.options_.num_workers; ++w) workers_.emplace_back([this] { work(); });
     }
     ~Epoch() {
@@ -135,8 +140,8 @@ class DataLoader {
     std::vector<std::thread> workers_;
   };
 
-  // Starts epoch `epoch` (its workers begin at once).
-  std::unique_ptr<Epoch> epoch(uint64_t epoch) const { return std::make_unique<Epoch>(*this, epoch); }
+  // Starts epoch `epoch` at its batch `start` (its workers begin at once).
+  std::unique_ptr<Epoch> epoch(uint64_t epoch, size_t start = 0) const { return std::make_unique<Epoch>(*this, epoch, start); }
 
   const DataLoaderOptions& options() const { return options_; }
 

@@ -9,6 +9,7 @@ namespace lazytrain::distributed {
 DeviceBatch to_device(const data::Batch& batch) {
   DeviceBatch d;
   d.batch_size = batch.batch_size;
+  d.num_examples = batch.num_examples;
   d.seq_len = batch.seq_len;
   d.input_ids = from_vector(batch.input_ids, {batch.batch_size, batch.seq_len});
   d.attention_mask = from_vector(batch.attention_mask, {batch.batch_size, batch.seq_len});

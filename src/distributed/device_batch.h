@@ -10,6 +10,7 @@ namespace lazytrain::distributed {
 struct DeviceBatch {
   Tensor input_ids, attention_mask, labels;
   int64_t batch_size = 0, seq_len = 0;
+  int64_t num_examples = 0;  // rows holding examples (the rest pad a last partial batch)
   bool has_labels = false;  // some label is not -100 (the loss is defined)
 };
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <source_location>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -43,6 +44,18 @@ Tensor randn(const Shape& shape, DType dtype = DType::kFloat32);
 // torch.manual_seed: resets the global generator. Random ops take their seed as
 // device data, so reseeding never recompiles.
 void manual_seed(uint64_t seed);
+// The global generator's whole state, as torch.get_rng_state() /
+// torch.set_rng_state() save and restore it (checkpoints resume exactly): the
+// device seed and how many per-op seeds were drawn from it, and the host
+// generator (std::mt19937_64, in its standard text form).
+struct RngState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  std::string host;
+};
+RngState get_rng_state();
+// Throws Error when `state.host` is not a std::mt19937_64 state.
+void set_rng_state(const RngState& state);
 // Standard-normal float32 values drawn on the host from the generator that
 // manual_seed also resets (parameter initialisation: no graph, no compile).
 std::vector<float> host_randn(int64_t count);

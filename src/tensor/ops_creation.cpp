@@ -7,6 +7,7 @@
 #include <tuple>
 #include <mutex>
 #include <random>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -147,6 +148,24 @@ void manual_seed(uint64_t seed) {
   generator().seed = seed;
   generator().offset = 0;
   generator().host.seed(seed);
+}
+
+RngState get_rng_state() {
+  Generator& g = generator();
+  std::ostringstream host;
+  host << g.host;
+  return {g.seed.load(), g.offset.load(), host.str()};
+}
+
+void set_rng_state(const RngState& state) {
+  std::mt19937_64 host;
+  std::istringstream in(state.host);
+  in >> host;
+  check(!in.fail(), "set_rng_state", "the host generator state is not a std::mt19937_64 state");
+  Generator& g = generator();
+  g.seed = state.seed;
+  g.offset = state.offset;
+  g.host = host;
 }
 
 std::vector<float> host_randn(int64_t count) {

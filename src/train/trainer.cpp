@@ -4,19 +4,18 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <random>
-#include <unistd.h>
+#include <filesystem>
 
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
-#include "data/data_loader.h"
-#include "distributed/parallel_loader.h"
 #include "tensor/autocast.h"
+#include "train/checkpoint.h"
 #include "train/json_file.h"
-#include "train/progress_bar.h"
+#include "train/tensorboard.h"
+#include "train/trainer_optimization.h"
 
 namespace lazytrain::train {
 
@@ -27,16 +26,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 double round4(double v) { return std::round(v * 1e4) / 1e4; }
 }  // namespace
 
-Tensor Trainer::compute_loss(const distributed::DeviceBatch& batch) {
-  AutocastGuard autocast(args_.bf16, DType::kBFloat16);
-  return loss_fn_(batch);
-}
-
 DecayGroups split_weight_decay(const nn::Module& model) {
   DecayGroups groups;
   for (const auto& [name, p] : model.named_parameters()) {
-    bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos;
+    const bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos;
     (no_decay ? groups.no_decay : groups.decay).push_back(p);
+    (no_decay ? groups.no_decay_names : groups.decay_names).push_back(name);
   }
   return groups;
 }
@@ -46,28 +41,35 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std:
     : model_(model), args_(std::move(args)), loss_fn_(std::move(loss_fn)), train_dataset_(std::move(train_dataset)),
       eval_dataset_(std::move(eval_dataset)), make_collator_(std::move(make_collator)) {
   args_.validate();
+  args_.resolve();
+  pad_token_id_ = make_collator_().tokens().pad_token_id;
+  state_.logging_steps = args_.logging_steps;
+  state_.eval_steps = args_.resolved_eval_steps();
+  state_.save_steps = args_.save_steps;
+  state_.train_batch_size = args_.per_device_train_batch_size;
+}
+
+Trainer::~Trainer() = default;
+
+ModelOutput Trainer::compute_loss(const distributed::DeviceBatch& batch) {
+  AutocastGuard autocast(args_.bf16, DType::kBFloat16);
+  return loss_fn_(batch);
 }
 
 void Trainer::log(nlohmann::json entry, int64_t step, double epoch) {
   entry["epoch"] = round4(epoch);
   entry["step"] = step;
-  log_history_.push_back(std::move(entry));
-}
-
-data::DataLoader<data::Batch> Trainer::make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle) {
-  data::DataLoaderOptions options;
-  options.batch_size = batch_size;
-  options.shuffle = shuffle;
-  options.seed = args_.seed;
-  options.drop_last = true;  // static shapes: one compiled step
-  options.num_workers = static_cast<int>(args_.dataloader_num_workers);
-  auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
-  return data::DataLoader<data::Batch>(dataset.size(), options, [&dataset, collator](const std::vector<size_t>& indices, uint64_t number) {
-    std::vector<data::Example> examples;
-    examples.reserve(indices.size());
-    for (size_t i : indices) examples.push_back(dataset[i]);
-    return (*collator)(examples, number);
-  });
+  if (tensorboard_) {
+    // Hugging Face's TensorBoardCallback tags: eval_x -> eval/x, the rest train/x.
+    for (const auto& [key, value] : entry.items()) {
+      if (key == "epoch" || key == "step" || !value.is_number()) continue;
+      const std::string tag = key.starts_with("eval_") ? "eval/" + key.substr(5) : "train/" + key;
+      tensorboard_->add_scalar(tag, value.get<double>(), step);
+    }
+    if (entry.contains("eval_loss")) tensorboard_->add_scalar("eval/perplexity", std::exp(entry["eval_loss"].get<double>()), step);
+    tensorboard_->flush();
+  }
+  state_.log_history.push_back(std::move(entry));
 }
 
 void Trainer::stream_train_dataset(ExampleStreamFactory factory, int64_t size) {
@@ -85,8 +87,23 @@ int64_t Trainer::dataset_size(bool training) const {
   return eval_stream_ ? eval_stream_size_ : static_cast<int64_t>(eval_dataset_.size());
 }
 
-std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training, uint64_t epoch) {
+int64_t Trainer::batches_per_epoch(bool training) const {
+  const int64_t n = dataset_size(training);
+  const int64_t b = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  return training && args_.dataloader_drop_last ? n / b : (n + b - 1) / b;
+}
+
+int64_t Trainer::micro_batches_per_epoch() const { return batches_per_epoch(true); }
+
+int64_t Trainer::updates_per_epoch() const {
+  const int64_t k = args_.gradient_accumulation_steps;
+  return (micro_batches_per_epoch() + k - 1) / k;  // the last step of an epoch may have fewer micro-batches
+}
+
+std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training, uint64_t epoch, int64_t start_batch) {
   const int64_t batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  const bool drop_last = training && args_.dataloader_drop_last;
+  const int64_t pad_id = pad_token_id_;
   const ExampleStreamFactory& factory = training ? train_stream_ : eval_stream_;
   if (factory) {
     struct Stream {
@@ -94,31 +111,53 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
       data::DataCollatorForLanguageModeling collator;
       uint64_t number;
     };
-    auto stream = std::make_shared<Stream>(Stream{factory(epoch), make_collator_(),
-                                                  epoch * static_cast<uint64_t>(dataset_size(training) / batch_size)});
-    return [stream, batch_size]() -> std::optional<data::Batch> {
+    auto stream = std::make_shared<Stream>(
+        Stream{factory(epoch), make_collator_(), epoch * static_cast<uint64_t>(batches_per_epoch(training)) + static_cast<uint64_t>(start_batch)});
+    // A resumed epoch: the examples of the batches already trained on are read and dropped.
+    for (int64_t i = 0; i < start_batch * batch_size; ++i) {
+      if (!stream->next()) break;
+    }
+    return [stream, batch_size, drop_last, pad_id]() -> std::optional<data::Batch> {
       std::vector<data::Example> examples;
       while (static_cast<int64_t>(examples.size()) < batch_size) {
         std::optional<data::Example> ex = stream->next();
-        if (!ex) return std::nullopt;  // a last partial batch is dropped (static shapes)
+        if (!ex) break;
         examples.push_back(std::move(*ex));
       }
-      return stream->collator(examples, stream->number++);
+      if (examples.empty() || (drop_last && static_cast<int64_t>(examples.size()) < batch_size)) return std::nullopt;
+      data::Batch batch = stream->collator(examples, stream->number++);
+      data::pad_batch_rows(batch, batch_size, pad_id);
+      return batch;
     };
   }
+  const std::vector<data::Example>& dataset = training ? train_dataset_ : eval_dataset_;
+  data::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  options.shuffle = training;
+  options.seed = args_.seed;
+  options.drop_last = drop_last;
+  options.num_workers = static_cast<int>(args_.dataloader_num_workers);
+  auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
+  data::DataLoader<data::Batch> loader(dataset.size(), options, [&dataset, collator, batch_size, pad_id](const std::vector<size_t>& indices, uint64_t number) {
+    std::vector<data::Example> examples;
+    examples.reserve(indices.size());
+    for (size_t i : indices) examples.push_back(dataset[i]);
+    data::Batch batch = (*collator)(examples, number);
+    data::pad_batch_rows(batch, batch_size, pad_id);  // static shapes: one compiled step
+    return batch;
+  });
   // The epoch owns the collate function, so the loader need not outlive it.
-  std::shared_ptr<data::DataLoader<data::Batch>::Epoch> e =
-      make_loader(training ? train_dataset_ : eval_dataset_, batch_size, training).epoch(epoch);
+  std::shared_ptr<data::DataLoader<data::Batch>::Epoch> e = loader.epoch(epoch, static_cast<size_t>(start_batch));
   return [e] { return e->next(); };
 }
 
-int64_t Trainer::resolve_max_steps(int64_t per_epoch) {
-  if (per_epoch == 0) {
+int64_t Trainer::resolve_max_steps() {
+  if (micro_batches_per_epoch() == 0) {
     throw Error("[Trainer] the training set has " + std::to_string(dataset_size(true)) + " examples, fewer than one batch of " +
-                std::to_string(args_.per_device_train_batch_size));
+                std::to_string(args_.per_device_train_batch_size) + " (with --dataloader_drop_last)");
   }
   if (args_.max_steps > 0) return args_.max_steps;
-  const double steps = std::ceil(args_.num_train_epochs * static_cast<double>(per_epoch));
+  const double steps = std::ceil(args_.num_train_epochs * static_cast<double>(updates_per_epoch()));
   if (!(steps >= 1 && steps <= 1e12)) {
     throw Error("[Trainer] --num_train_epochs " + std::to_string(args_.num_train_epochs) + " gives " + std::to_string(steps) +
                 " steps; expected between 1 and 1e12");
@@ -126,9 +165,10 @@ int64_t Trainer::resolve_max_steps(int64_t per_epoch) {
   return static_cast<int64_t>(steps);
 }
 
-Tensor Trainer::training_step(const distributed::DeviceBatch& batch) {
-  Tensor loss = compute_loss(batch);
-  loss.backward();
+Tensor Trainer::training_step(const distributed::DeviceBatch& batch, double scale) {
+  Tensor loss = compute_loss(batch).loss;
+  // The scale is device data: the step of an epoch's last, shorter accumulation compiles nothing new.
+  (scale == 1.0 ? loss : mul(loss, scalar_tensor(scale))).backward();
   return loss.detach();
 }
 
@@ -145,15 +185,19 @@ auto Trainer::in_step(int64_t step, Call&& call) {
 }
 
 void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
-  const double value = in_step(s.step, [&] { return s.loss.item(); });
+  double sum = 0.0;
+  for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
   // A batch without a masked token has loss 0/0 and zero gradients; Hugging
   // Face filters such losses from the logs (logging_nan_inf_filter).
-  if (!s.counted) ++skipped_batches_;
-  if (s.counted && !std::isfinite(value)) {
+  skipped_batches_ += s.micro_batches - static_cast<int64_t>(s.losses.size());
+  const bool counted = !s.losses.empty();
+  const double value = counted ? sum / static_cast<double>(s.losses.size()) : 0.0;
+  if (counted && !std::isfinite(value)) {
     throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(s.step) +
                 "; lower --learning_rate or check the data");
   }
-  if (s.counted) {
+  run_.interval_tokens += s.tokens;
+  if (counted) {
     run_.total_loss += value;
     ++run_.counted_steps;
     run_.interval_loss += value;
@@ -165,115 +209,129 @@ void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
 
 void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
   const double mean = run_.interval_loss / static_cast<double>(std::max<int64_t>(1, run_.interval_steps));
-  log({{"loss", round4(mean)}, {"learning_rate", s.learning_rate}}, s.step, s.epoch);
-  bar.message(dump_json(log_history_.back()));
+  nlohmann::json entry = {{"loss", round4(mean)}, {"learning_rate", s.learning_rate}};
+  if (s.grad_norm.defined()) entry["grad_norm"] = in_step(s.step, [&] { return s.grad_norm.item(); });
+  // Input tokens (padding rows left out) per second since the last log line.
+  const double now = seconds_since(train_start_);
+  if (now > run_.interval_start) entry["tokens_per_second"] = round4(static_cast<double>(run_.interval_tokens) / (now - run_.interval_start));
+  log(entry, s.step, s.epoch);
+  bar.message(dump_json(state_.log_history.back()));
   run_.interval_loss = 0.0;
   run_.interval_steps = 0;
+  run_.interval_tokens = 0;
+  run_.interval_start = now;
 }
 
-std::map<std::string, double> Trainer::train() {
-  const int64_t per_epoch = dataset_size(true) / args_.per_device_train_batch_size;
-  max_steps_ = resolve_max_steps(per_epoch);
-  epochs_ = std::ceil(static_cast<double>(max_steps_) / static_cast<double>(per_epoch));
-  DecayGroups groups = split_weight_decay(model_);
-  optim::AdamW optimizer({{groups.decay, args_.weight_decay}, {groups.no_decay, 0.0}},
-                         {args_.learning_rate, args_.adam_beta1, args_.adam_beta2, args_.adam_epsilon, 0.0});
-  optim::LambdaLR lr_scheduler = optim::get_linear_schedule_with_warmup(optimizer, args_.warmup_steps, max_steps_);
-  const std::vector<Tensor> params = model_.parameters();
+}  // namespace lazytrain::train
+
+namespace lazytrain::train {
+
+std::map<std::string, double> Trainer::train(const std::string& resume_from_checkpoint) {
+  state_.max_steps = resolve_max_steps();
+  const int64_t per_epoch = micro_batches_per_epoch();
+  const int64_t k = args_.gradient_accumulation_steps;
+  state_.num_train_epochs = std::ceil(static_cast<double>(state_.max_steps) / static_cast<double>(updates_per_epoch()));
+  TrainerOptimization opt = make_optimization(model_, args_, state_.max_steps);
+  if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
+  if (args_.reports_to_tensorboard() && !tensorboard_) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
+  write_json_file(args_.output_dir + "/training_args.json", args_.to_json());
   model_.train();
   run_ = RunTotals{};
-  ProgressBar bar(max_steps_, args_.disable_tqdm);
-  const auto start = std::chrono::steady_clock::now();
+  trained_samples_ = 0;
+  ProgressBar bar(state_.max_steps, args_.disable_tqdm);
+  first_step_ = state_.global_step;
+  train_start_ = std::chrono::steady_clock::now();
+  // Where the run starts: HF's steps_trained_in_current_epoch, in micro-batches.
+  const int64_t start_epoch = state_.global_step / updates_per_epoch();
+  int64_t start_batch = (state_.global_step % updates_per_epoch()) * k;
   // Each iteration launches the step traced before (DeviceLoader::next calls
   // mark_step), traces the next one while it runs, and only then reads its loss,
   // so tracing overlaps execution and the device is free again when the next
   // mark_step comes (the wait is in reading the loss: TransferFromDeviceTime).
   std::optional<StepLoss> pending;
   bool traced_unlaunched = false;
-  for (uint64_t epoch = 0; global_step_ < max_steps_; ++epoch) {
-    DeviceLoader device_loader = make_device_loader(true, epoch);
-    for (size_t i = 0; global_step_ < max_steps_; ++i) {
-      std::optional<distributed::DeviceBatch> batch = in_step(pending ? pending->step : global_step_, [&] { return device_loader.next(); });
+  for (int64_t epoch = start_epoch; state_.global_step < state_.max_steps; ++epoch) {
+    DeviceLoader device_loader = make_device_loader(true, static_cast<uint64_t>(epoch), start_batch);
+    StepLoss step{};
+    for (int64_t micro = start_batch; state_.global_step < state_.max_steps; ++micro) {
+      std::optional<distributed::DeviceBatch> batch =
+          in_step(pending ? pending->step : state_.global_step + 1, [&] { return device_loader.next(); });
       traced_unlaunched = false;
       if (!batch) break;
-      Tensor loss = training_step(*batch);
-      if (args_.max_grad_norm > 0) optim::clip_grad_norm_(params, args_.max_grad_norm);
-      optimizer.step();
-      lr_scheduler.step();
-      optimizer.zero_grad();
+      // This micro-batch's optimizer step and how many micro-batches it has (fewer for an epoch's last).
+      const int64_t first = micro / k * k;
+      const int64_t in_step_count = std::min(k, per_epoch - first);
+      Tensor loss = training_step(*batch, 1.0 / static_cast<double>(in_step_count));
+      if (batch->has_labels) step.losses.push_back(loss);
+      ++step.micro_batches;
+      step.tokens += batch->num_examples * batch->seq_len;
+      trained_samples_ += batch->num_examples;
+      if (micro + 1 - first < in_step_count) continue;  // accumulate: the gradients stay, nothing else is traced
+      if (args_.max_grad_norm > 0) step.grad_norm = optim::clip_grad_norm_(opt.params, args_.max_grad_norm);
+      opt.optimizer->step();
+      opt.scheduler->step();
+      opt.optimizer->zero_grad();
       if (pending) finish_step(*std::exchange(pending, std::nullopt), bar);  // the step running since next()
-      ++global_step_;
-      epoch_ = static_cast<double>(epoch) + static_cast<double>(i + 1) / static_cast<double>(per_epoch);
-      pending = StepLoss{loss, batch->has_labels, global_step_, epoch_, lr_scheduler.get_last_lr()[0]};
+      ++state_.global_step;
+      state_.epoch = static_cast<double>(epoch) + static_cast<double>(micro + 1) / static_cast<double>(per_epoch);
+      step.step = state_.global_step;
+      step.epoch = state_.epoch;
+      step.learning_rate = opt.scheduler->get_last_lr()[0];
+      pending = std::exchange(step, StepLoss{});
       traced_unlaunched = true;
+      const bool epoch_end = micro + 1 == per_epoch;
+      maybe_evaluate_and_save(epoch_end, pending, bar, opt);
+      if (!pending) traced_unlaunched = false;
     }
+    start_batch = 0;
   }
-  if (traced_unlaunched) in_step(global_step_, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
+  if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
   if (pending) finish_step(*pending, bar);
   bar.finish();
   if (skipped_batches_ > 0) {
     std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
                  static_cast<long long>(skipped_batches_));
   }
-  return train_metrics(seconds_since(start));
+  if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
+    std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
+    load_model_weights(model_, state_.best_model_checkpoint);
+  }
+  return train_metrics(seconds_since(train_start_));
+}
+
+void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, ProgressBar& bar, TrainerOptimization& opt) {
+  const int64_t step = state_.global_step;
+  const bool evaluate_now = (args_.evaluation_strategy == "steps" && step % args_.resolved_eval_steps() == 0) ||
+                            (args_.evaluation_strategy == "epoch" && epoch_end);
+  const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) || (args_.save_strategy == "epoch" && epoch_end);
+  if (!evaluate_now && !save_now) return;
+  // Launch and finish the step first, so its loss is logged before the evaluation, as Hugging Face orders them.
+  in_step(step, [] { lazy::mark_step(); });
+  finish_step(*std::exchange(pending, std::nullopt), bar);
+  if (evaluate_now) {
+    std::map<std::string, double> metrics = evaluate();
+    if (save_now) update_best(metrics);
+  }
+  if (save_now) save_checkpoint(opt);
 }
 
 std::map<std::string, double> Trainer::train_metrics(double runtime) {
   std::map<std::string, double> metrics = {
       {"train_loss", run_.total_loss / static_cast<double>(std::max<int64_t>(1, run_.counted_steps))},
       {"train_runtime", round4(runtime)},
-      {"train_samples_per_second", round4(static_cast<double>(global_step_ * args_.per_device_train_batch_size) / runtime)},
-      {"train_steps_per_second", round4(static_cast<double>(global_step_) / runtime)},
-      {"epoch", round4(epoch_)}};
+      {"train_samples", static_cast<double>(dataset_size(true))},
+      {"train_samples_per_second", round4(static_cast<double>(trained_samples_) / runtime)},
+      {"train_steps_per_second", round4(static_cast<double>(state_.global_step - first_step_) / runtime)},
+      {"epoch", round4(state_.epoch)}};
   log({{"train_loss", metrics["train_loss"]}, {"train_runtime", metrics["train_runtime"]},
        {"train_samples_per_second", metrics["train_samples_per_second"]}, {"train_steps_per_second", metrics["train_steps_per_second"]}},
-      global_step_, epoch_);
+      state_.global_step, state_.epoch);
   return metrics;
 }
 
-Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch) {
-  return DeviceLoader(host_batches(training, epoch), [](data::Batch&& b) { return distributed::to_device(b); }, device_loader_options());
-}
-
-std::map<std::string, double> Trainer::evaluate() {
-  const int64_t eval_batches = dataset_size(false) / args_.per_device_eval_batch_size;
-  if (eval_batches == 0) {
-    throw Error("[Trainer] the evaluation set has " + std::to_string(dataset_size(false)) + " examples, fewer than one batch of " +
-                std::to_string(args_.per_device_eval_batch_size));
-  }
-  model_.eval();
-  NoGradGuard no_grad;
-  const auto start = std::chrono::steady_clock::now();
-  double total = 0.0;
-  int64_t counted = 0;
-  {
-    // As in train(): each loss is read after the next step was traced.
-    Tensor pending;
-    DeviceLoader device_loader = make_device_loader(false, 0);
-    while (std::optional<distributed::DeviceBatch> batch = device_loader.next()) {
-      if (!batch->has_labels) continue;  // nothing masked: no loss to average
-      Tensor loss = compute_loss(*batch);
-      if (pending.defined()) total += pending.item();
-      pending = loss;
-      ++counted;
-    }  // the last next() launched the last step
-    if (pending.defined()) total += pending.item();
-  }
-  if (counted == 0) throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");
-  model_.train();
-  const double runtime = seconds_since(start);
-  const double eval_loss = total / static_cast<double>(counted);
-  const double samples = static_cast<double>(eval_batches * args_.per_device_eval_batch_size);
-  std::map<std::string, double> metrics = {{"eval_loss", eval_loss},
-                                           {"eval_runtime", round4(runtime)},
-                                           {"eval_samples_per_second", round4(samples / runtime)},
-                                           {"eval_steps_per_second", round4(static_cast<double>(eval_batches) / runtime)},
-                                           {"epoch", round4(epoch_)}};
-  nlohmann::json entry;
-  for (const auto& [k, v] : metrics) if (k != "epoch") entry[k] = v;
-  log(entry, global_step_, epoch_);
-  metrics["perplexity"] = std::exp(eval_loss);
-  return metrics;
+Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch, int64_t start_batch) {
+  return DeviceLoader(host_batches(training, epoch, start_batch), [](data::Batch&& b) { return distributed::to_device(b); },
+                      device_loader_options());
 }
 
 distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
@@ -284,22 +342,8 @@ distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
 }
 
 void Trainer::save_state() const {
-  nlohmann::json state = {{"best_metric", nullptr},
-                          {"best_model_checkpoint", nullptr},
-                          {"epoch", round4(epoch_)},
-                          {"global_step", global_step_},
-                          {"is_hyper_param_search", false},
-                          {"is_local_process_zero", true},
-                          {"is_world_process_zero", true},
-                          {"log_history", log_history_},
-                          {"logging_steps", args_.logging_steps},
-                          {"max_steps", max_steps_},
-                          {"num_train_epochs", epochs_},
-                          {"train_batch_size", args_.per_device_train_batch_size},
-                          {"total_flos", 0},
-                          {"trial_name", nullptr},
-                          {"trial_params", nullptr}};
-  write_json_file(args_.output_dir + "/trainer_state.json", state);
+  write_json_file(args_.output_dir + "/trainer_state.json", state_.to_json());
+  write_json_file(args_.output_dir + "/training_args.json", args_.to_json());
 }
 
 }  // namespace lazytrain::train

@@ -1,14 +1,20 @@
-// Trainer: the Hugging Face Trainer's loop on lazy tensors. Each step records
-// forward, backward, gradient clipping and the AdamW update into one graph and
-// cuts it with mark_step(); with static batch shapes the step compiles once.
+// Trainer: the Hugging Face Trainer's loop on lazy tensors. Each optimizer step
+// records forward, backward, gradient clipping and the AdamW update into one
+// graph and cuts it with mark_step(); with static batch shapes the step
+// compiles once (with gradient accumulation: one graph for the first
+// micro-batch of a step, one for the middle ones, one for the last).
 //
 // Output files in args.output_dir, as Hugging Face writes them:
-// trainer_state.json (log_history), train_results.json, eval_results.json,
-// all_results.json, config.json + model.safetensors (save_model), metrics_report.txt.
+// checkpoint-<step>/ (train/checkpoint.h), trainer_state.json (log_history),
+// train_results.json, eval_results.json, all_results.json, config.json +
+// model.safetensors (save_model), training_args.json, metrics_report.txt, and
+// TensorBoard event files in args.logging_dir.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,17 +23,33 @@
 
 #include "data/data_collator.h"
 #include "data/data_loader.h"
+#include "data/example.h"
 #include "distributed/device_batch.h"
 #include "distributed/parallel_loader.h"
-#include "data/example.h"
 #include "nn/module.h"
 #include "train/progress_bar.h"
+#include "train/trainer_state.h"
 #include "train/training_arguments.h"
+
+namespace lazytrain::optim {
+class AdamW;
+class LambdaLR;
+}  // namespace lazytrain::optim
 
 namespace lazytrain::train {
 
-// Computes the mean loss of one collated batch (a 0-d float tensor).
-using LossFn = std::function<Tensor(const distributed::DeviceBatch& batch)>;
+class SummaryWriter;
+struct TrainerOptimization;  // the optimizer and scheduler of one train() call
+
+// What the loss function gives for one collated batch: the mean loss (0-d
+// float) and, when the model has them, the logits [B, S, V], from which the
+// evaluation counts accuracy (argmax against labels that are not -100).
+struct ModelOutput {
+  Tensor loss;
+  Tensor logits;
+  ModelOutput(Tensor loss_ = Tensor(), Tensor logits_ = Tensor()) : loss(std::move(loss_)), logits(std::move(logits_)) {}  // NOLINT
+};
+using LossFn = std::function<ModelOutput(const distributed::DeviceBatch& batch)>;
 // A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.
 using ExampleStream = std::function<std::optional<data::Example>()>;
 // Opens the stream of one epoch.
@@ -36,9 +58,11 @@ using ExampleStreamFactory = std::function<ExampleStream(uint64_t epoch)>;
 class Trainer {
  public:
   // `train_dataset`/`eval_dataset` may be empty when not used. Examples of one
-  // dataset must all have the same length (static shapes).
+  // dataset must all have the same length (static shapes). The arguments are
+  // resolved (TrainingArguments::resolve) and validated: Error otherwise.
   Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
           std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator);
+  ~Trainer();
 
   // Streams the training (or evaluation) examples instead of taking them from
   // the in-memory dataset: `size` examples per epoch (for the epoch count),
@@ -46,30 +70,50 @@ class Trainer {
   void stream_train_dataset(ExampleStreamFactory factory, int64_t size);
   void stream_eval_dataset(ExampleStreamFactory factory, int64_t size);
 
-  // Trains for args.max_steps (or num_train_epochs); returns train metrics
-  // (train_loss, train_runtime, train_samples_per_second, train_steps_per_second, epoch).
-  // Throws Error when the dataset has fewer examples than one batch, or when the
-  // loss becomes NaN or infinite (naming the step).
-  std::map<std::string, double> train();
-  // Mean loss over the eval set (last partial batch dropped, so shapes stay
-  // static); returns eval_loss, perplexity = exp(eval_loss), eval_runtime, ...
+  // The model's config.json, written into every checkpoint and compared with a
+  // checkpoint's own when resuming (a different config is an Error).
+  void set_model_config(nlohmann::json config) { model_config_ = std::move(config); }
+  // Called with each checkpoint's staging directory, to add files the Trainer
+  // does not know (the tokenizer's).
+  void on_save(std::function<void(const std::string& dir)> save_files) { save_extra_files_ = std::move(save_files); }
+
+  // Trains for args.max_steps (or num_train_epochs) optimizer steps, evaluating
+  // and saving checkpoints as the strategies say; returns train metrics
+  // (train_loss, train_runtime, train_samples_per_second,
+  // train_steps_per_second, train_samples, epoch). `resume_from_checkpoint`
+  // (a checkpoint directory, see resolve_checkpoint) restores the model,
+  // optimizer, scheduler, RNG and data position, and skips the batches already
+  // trained on, so the run reaches the parameters an uninterrupted one would.
+  // Throws Error when the dataset has no batch, when the checkpoint is
+  // incomplete or was made for another config, batch size or dataset, or when
+  // the loss becomes NaN or infinite (naming the step).
+  std::map<std::string, double> train(const std::string& resume_from_checkpoint = "");
+  // Loss and accuracy over every evaluation example: the last partial batch is
+  // padded to the batch size with rows that carry no loss. As Hugging Face:
+  // eval_loss = the batch losses weighted by their examples; eval_accuracy =
+  // masked tokens predicted right / masked tokens (when the loss function gives
+  // logits); perplexity = exp(eval_loss); eval_samples, eval_runtime, ...
   std::map<std::string, double> evaluate();
 
   // Hugging Face's Trainer.training_step: the loss of one batch (under autocast
-  // when args.bf16) and its backward; returns the loss (0-d, detached, not read).
-  Tensor training_step(const distributed::DeviceBatch& batch);
+  // when args.bf16) times `scale` and its backward; returns the unscaled loss
+  // (0-d, detached, not read).
+  Tensor training_step(const distributed::DeviceBatch& batch, double scale = 1.0);
 
-  // Writes trainer_state.json.
+  // Writes trainer_state.json (and training_args.json) into output_dir.
   void save_state() const;
-  int64_t global_step() const { return global_step_; }
-  const nlohmann::json& log_history() const { return log_history_; }
+  int64_t global_step() const { return state_.global_step; }
+  const nlohmann::json& log_history() const { return state_.log_history; }
+  const TrainingArguments& args() const { return args_; }
 
  private:
   using DeviceLoader = distributed::DeviceLoader<data::Batch, distributed::DeviceBatch>;
-  // A traced step whose loss is read after the next step was traced.
+  // A traced optimizer step whose losses are read after the next step was traced.
   struct StepLoss {
-    Tensor loss;
-    bool counted;  // the batch had a masked token
+    std::vector<Tensor> losses;  // one per micro-batch with a masked token
+    int64_t micro_batches = 0;   // of the step, counted or not
+    int64_t tokens = 0;          // input tokens of its examples (padding rows left out)
+    Tensor grad_norm;            // before clipping; undefined without clipping
     int64_t step;
     double epoch;
     double learning_rate;  // the scheduler's rate after this step, as Hugging Face logs it
@@ -78,54 +122,70 @@ class Trainer {
   struct RunTotals {
     double total_loss = 0.0, interval_loss = 0.0;
     int64_t counted_steps = 0, interval_steps = 0;
+    int64_t interval_tokens = 0;
+    double interval_start = 0.0;  // seconds since train() began
   };
 
-  // args.max_steps, or num_train_epochs of `per_epoch` batches; Error when the
-  // dataset is smaller than one batch or the count is absurd.
-  int64_t resolve_max_steps(int64_t per_epoch);
-  // Reads a step's loss (waiting for its execution), adds it to the totals,
+  // Micro-batches and optimizer steps of one epoch.
+  int64_t micro_batches_per_epoch() const;
+  int64_t updates_per_epoch() const;
+  int64_t resolve_max_steps();
+  // Reads a step's losses (waiting for its execution), adds them to the totals,
   // advances the progress bar and logs every args.logging_steps steps.
   void finish_step(const StepLoss& step, ProgressBar& bar);
   void log_training_loss(const StepLoss& step, ProgressBar& bar);
+  // After optimizer step `step` was traced: evaluates and saves as the
+  // strategies say (launching and finishing the step first).
+  void maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, ProgressBar& bar, TrainerOptimization& opt);
+  void save_checkpoint(TrainerOptimization& opt);
+  void load_checkpoint(const std::string& dir, TrainerOptimization& opt);
+  void update_best(const std::map<std::string, double>& eval_metrics);
+  // data_state.json: what fixes the data order, and the position in it.
+  nlohmann::json data_state() const;
   std::map<std::string, double> train_metrics(double runtime);
-  DeviceLoader make_device_loader(bool training, uint64_t epoch);
+  DeviceLoader make_device_loader(bool training, uint64_t epoch, int64_t start_batch);
   // Runs `call`, naming training step `step` in an execution error it throws.
   template <typename Call>
   auto in_step(int64_t step, Call&& call);
 
-  // Batches of `dataset` (the last partial one dropped), collated by workers
-  // with per-batch randomness (data::DataLoader).
-  data::DataLoader<data::Batch> make_loader(const std::vector<data::Example>& dataset, int64_t batch_size, bool shuffle);
-  distributed::DeviceLoaderOptions device_loader_options() const;
-  // The host batches of one epoch (the last partial batch dropped): from the
-  // in-memory dataset through a DataLoader, or from the stream.
-  std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch);
+  // The host batches of one epoch from batch `start_batch` on: from the
+  // in-memory dataset through a DataLoader, or from the stream; a last partial
+  // batch is padded to the batch size (dropped for training with
+  // dataloader_drop_last).
+  std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch, int64_t start_batch);
   int64_t dataset_size(bool training) const;
+  int64_t batches_per_epoch(bool training) const;
+  distributed::DeviceLoaderOptions device_loader_options() const;
+  // Appends `entry` with its step and epoch to the log history (and TensorBoard).
   void log(nlohmann::json entry, int64_t step, double epoch);
+  // The loss of one batch: loss_fn_ under autocast when args_.bf16 (the backward
+  // runs outside it, as in PyTorch).
+  ModelOutput compute_loss(const distributed::DeviceBatch& batch);
 
   nn::Module& model_;
   TrainingArguments args_;
-  // The loss of one batch: loss_fn_ under autocast when args_.bf16 (the backward
-  // runs outside it, as in PyTorch).
-  Tensor compute_loss(const distributed::DeviceBatch& batch);
   LossFn loss_fn_;
   std::vector<data::Example> train_dataset_, eval_dataset_;
   ExampleStreamFactory train_stream_, eval_stream_;
   int64_t train_stream_size_ = 0, eval_stream_size_ = 0;
   std::function<data::DataCollatorForLanguageModeling()> make_collator_;
-  int64_t global_step_ = 0;
-  int64_t max_steps_ = 0;
-  double epochs_ = 0.0;
+  int64_t pad_token_id_ = 0;
+  nlohmann::json model_config_;
+  std::function<void(const std::string&)> save_extra_files_;
+  TrainerState state_;
+  std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;
-  double epoch_ = 0.0;
+  int64_t trained_samples_ = 0;  // examples trained on by this train() call
+  int64_t first_step_ = 0;       // global_step when this train() call began (> 0 when resumed)
+  std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
-  nlohmann::json log_history_ = nlohmann::json::array();
 };
 
 // Parameters split as the Trainer does: weight decay for all but biases and
 // LayerNorm weights (names ending in "bias" or containing "LayerNorm.weight").
 struct DecayGroups {
   std::vector<Tensor> decay, no_decay;
+  std::vector<std::string> decay_names, no_decay_names;
 };
 DecayGroups split_weight_decay(const nn::Module& model);
 

@@ -1,8 +1,32 @@
 #include "train/training_arguments.h"
 
+#include <algorithm>
+#include <ctime>
+#include <unistd.h>
+
 #include "core/error.h"
 
 namespace lazytrain::train {
+
+namespace {
+
+bool one_of(const std::string& value, std::initializer_list<const char*> allowed) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; });
+}
+
+// HF's default logging_dir: runs/<%b%d_%H-%M-%S>_<hostname>.
+std::string default_logging_dir(const std::string& output_dir) {
+  char stamp[64];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(stamp, sizeof stamp, "%b%d_%H-%M-%S", &local);
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  return output_dir + "/runs/" + stamp + "_" + host;
+}
+
+}  // namespace
 
 void TrainingArguments::validate() const {
   auto require = [](bool ok, const std::string& what) {
@@ -11,6 +35,8 @@ void TrainingArguments::validate() const {
   require(!output_dir.empty(), "--output_dir is required");
   require(per_device_train_batch_size > 0, "--per_device_train_batch_size must be positive");
   require(per_device_eval_batch_size > 0, "--per_device_eval_batch_size must be positive");
+  require(gradient_accumulation_steps >= 1 && gradient_accumulation_steps <= 1'000'000,
+          "--gradient_accumulation_steps must be between 1 and 1000000, got " + std::to_string(gradient_accumulation_steps));
   require(dataloader_num_workers >= 0 && dataloader_num_workers <= 64, "--dataloader_num_workers must be between 0 and 64");
   require(loader_prefetch_size >= 1 && device_prefetch_size >= 1, "--loader_prefetch_size and --device_prefetch_size must be at least 1");
   require(learning_rate >= 0, "--learning_rate must be non-negative");
@@ -18,9 +44,93 @@ void TrainingArguments::validate() const {
   require(max_grad_norm >= 0, "--max_grad_norm must be non-negative");
   require(num_train_epochs > 0 || max_steps > 0, "--num_train_epochs or --max_steps must be positive");
   require(warmup_steps >= 0, "--warmup_steps must be non-negative");
+  require(warmup_ratio >= 0 && warmup_ratio <= 1, "--warmup_ratio must be in [0, 1]");
+  require(one_of(lr_scheduler_type, {"linear", "cosine", "constant", "constant_with_warmup"}),
+          "--lr_scheduler_type '" + lr_scheduler_type + "' is not one of linear, cosine, constant, constant_with_warmup");
   require(logging_steps > 0, "--logging_steps must be positive");
   require(adam_beta1 >= 0 && adam_beta1 < 1 && adam_beta2 >= 0 && adam_beta2 < 1, "--adam_beta1/--adam_beta2 must be in [0, 1)");
   require(adam_epsilon >= 0, "--adam_epsilon must be non-negative");
+  require(one_of(evaluation_strategy, {"no", "steps", "epoch"}),
+          "--evaluation_strategy '" + evaluation_strategy + "' is not one of no, steps, epoch");
+  require(one_of(save_strategy, {"no", "steps", "epoch"}), "--save_strategy '" + save_strategy + "' is not one of no, steps, epoch");
+  require(!eval_steps || *eval_steps > 0, "--eval_steps must be positive");
+  require(save_steps > 0, "--save_steps must be positive, got " + std::to_string(save_steps) + " (use --save_strategy no to save no checkpoint)");
+  require(!save_total_limit || *save_total_limit > 0, "--save_total_limit must be positive (leave it out to keep every checkpoint)");
+  for (const std::string& r : report_to) {
+    require(one_of(r, {"all", "tensorboard", "none"}), "--report_to '" + r + "' is not one of all, tensorboard, none");
+  }
+  if (load_best_model_at_end) {
+    require(evaluation_strategy != "no", "--load_best_model_at_end requires an --evaluation_strategy (steps or epoch)");
+    require(save_strategy == evaluation_strategy, "--load_best_model_at_end requires the save and eval strategy to match, but found --save_strategy " +
+                                                      save_strategy + " and --evaluation_strategy " + evaluation_strategy);
+    require(save_strategy != "steps" || save_steps % resolved_eval_steps() == 0,
+            "--load_best_model_at_end requires --save_steps to be a round multiple of --eval_steps, but found " + std::to_string(save_steps) +
+                ", which is not a round multiple of " + std::to_string(resolved_eval_steps()));
+  }
+}
+
+void TrainingArguments::resolve() {
+  if (evaluation_strategy != "no") do_eval = true;
+  if (!eval_steps) eval_steps = logging_steps;
+  if (load_best_model_at_end && metric_for_best_model.empty()) metric_for_best_model = "loss";
+  if (!metric_for_best_model.empty() && !greater_is_better) {
+    greater_is_better = !(metric_for_best_model == "loss" || metric_for_best_model == "eval_loss" || metric_for_best_model.ends_with("_loss"));
+  }
+  if (logging_dir.empty()) logging_dir = default_logging_dir(output_dir);
+  for (std::string& r : report_to) {
+    if (r == "all") r = "tensorboard";  // the one integration lazytrain has
+  }
+}
+
+std::string TrainingArguments::best_metric_key() const {
+  const std::string metric = metric_for_best_model.empty() ? "loss" : metric_for_best_model;
+  return metric.starts_with("eval_") ? metric : "eval_" + metric;
+}
+
+bool TrainingArguments::reports_to_tensorboard() const {
+  return std::any_of(report_to.begin(), report_to.end(), [](const std::string& r) { return r == "tensorboard" || r == "all"; });
+}
+
+nlohmann::json TrainingArguments::to_json() const {
+  auto optional = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"output_dir", output_dir},
+          {"overwrite_output_dir", overwrite_output_dir},
+          {"do_train", do_train},
+          {"do_eval", do_eval},
+          {"evaluation_strategy", evaluation_strategy},
+          {"per_device_train_batch_size", per_device_train_batch_size},
+          {"per_device_eval_batch_size", per_device_eval_batch_size},
+          {"gradient_accumulation_steps", gradient_accumulation_steps},
+          {"learning_rate", learning_rate},
+          {"weight_decay", weight_decay},
+          {"adam_beta1", adam_beta1},
+          {"adam_beta2", adam_beta2},
+          {"adam_epsilon", adam_epsilon},
+          {"max_grad_norm", max_grad_norm},
+          {"num_train_epochs", num_train_epochs},
+          {"max_steps", max_steps},
+          {"lr_scheduler_type", lr_scheduler_type},
+          {"warmup_ratio", warmup_ratio},
+          {"warmup_steps", warmup_steps},
+          {"logging_dir", logging_dir},
+          {"logging_steps", logging_steps},
+          {"eval_steps", optional(eval_steps)},
+          {"save_strategy", save_strategy},
+          {"save_steps", save_steps},
+          {"save_total_limit", optional(save_total_limit)},
+          {"load_best_model_at_end", load_best_model_at_end},
+          {"metric_for_best_model", metric_for_best_model.empty() ? nlohmann::json(nullptr) : nlohmann::json(metric_for_best_model)},
+          {"greater_is_better", optional(greater_is_better)},
+          {"report_to", report_to},
+          {"resume_from_checkpoint", resume_from_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_from_checkpoint)},
+          {"dataloader_drop_last", dataloader_drop_last},
+          {"seed", seed},
+          {"tpu_metrics_debug", metrics_debug},
+          {"disable_tqdm", disable_tqdm},
+          {"bf16", bf16},
+          {"dataloader_num_workers", dataloader_num_workers},
+          {"loader_prefetch_size", loader_prefetch_size},
+          {"device_prefetch_size", device_prefetch_size}};
 }
 
 }  // namespace lazytrain::train

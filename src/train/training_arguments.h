@@ -1,9 +1,13 @@
 // TrainingArguments: the Hugging Face Trainer's arguments (names and defaults of
-// transformers.TrainingArguments) that lazytrain implements.
+// transformers.TrainingArguments, 4.3x) that lazytrain implements.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace lazytrain::train {
 
@@ -14,16 +18,35 @@ struct TrainingArguments {
   bool do_eval = false;
   int64_t per_device_train_batch_size = 8;
   int64_t per_device_eval_batch_size = 8;
+  // Micro-batches whose gradients are summed before one optimizer step; each
+  // micro-batch's loss is divided by the number of micro-batches in its step.
+  int64_t gradient_accumulation_steps = 1;
   double learning_rate = 5e-5;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
   double max_grad_norm = 1.0;
-  double num_train_epochs = 3.0;
-  int64_t max_steps = -1;  // > 0 overrides num_train_epochs
+  double num_train_epochs = 3.0;  // fractional allowed: ceil(epochs * updates per epoch) steps
+  int64_t max_steps = -1;         // > 0 overrides num_train_epochs
+  // linear, cosine, constant, constant_with_warmup (transformers.SchedulerType).
+  std::string lr_scheduler_type = "linear";
+  double warmup_ratio = 0.0;  // of the total steps, used when warmup_steps is 0
   int64_t warmup_steps = 0;
+  std::string logging_dir;  // empty: <output_dir>/runs/<date>_<hostname> (resolved by resolve())
   int64_t logging_steps = 500;
+  // "no", "steps" (every eval_steps) or "epoch". HF's newer name eval_strategy is an alias.
+  std::string evaluation_strategy = "no";
+  std::optional<int64_t> eval_steps;  // unset: logging_steps
+  std::string save_strategy = "steps";  // "no", "steps" or "epoch"
+  int64_t save_steps = 500;
+  std::optional<int64_t> save_total_limit;  // unset: keep every checkpoint
+  bool load_best_model_at_end = false;
+  std::string metric_for_best_model;          // unset: "loss" when load_best_model_at_end
+  std::optional<bool> greater_is_better;      // unset: false for a metric ending in "loss"
+  std::vector<std::string> report_to = {"all"};  // "all", "tensorboard" or "none"
+  std::string resume_from_checkpoint;           // a checkpoint directory, or "latest"
+  bool dataloader_drop_last = false;
   uint64_t seed = 42;
   bool metrics_debug = false;  // alias --tpu_metrics_debug: print the metrics report
   bool disable_tqdm = false;
@@ -37,8 +60,24 @@ struct TrainingArguments {
   int64_t loader_prefetch_size = 8;
   int64_t device_prefetch_size = 4;
 
-  // Throws Error naming the argument for a value out of range.
+  // Throws Error "[TrainingArguments] --name ..." naming the argument for a
+  // value out of range or arguments that disagree (as HF's __post_init__:
+  // load_best_model_at_end needs save and evaluation strategies that match, and
+  // save_steps a multiple of eval_steps).
   void validate() const;
+  // HF's __post_init__ defaults: do_eval when evaluation_strategy is not "no",
+  // eval_steps = logging_steps, metric_for_best_model = "loss",
+  // greater_is_better, logging_dir, report_to "all" → "tensorboard". Idempotent.
+  void resolve();
+
+  int64_t resolved_eval_steps() const { return eval_steps.value_or(logging_steps); }
+  // "eval_" + metric_for_best_model unless it already starts with "eval_".
+  std::string best_metric_key() const;
+  bool reports_to_tensorboard() const;
+
+  // Every value as TrainingArguments.to_json_string() writes it
+  // (training_args.json): unset optionals as null.
+  nlohmann::json to_json() const;
 };
 
 }  // namespace lazytrain::train

@@ -1,0 +1,124 @@
+// Trainer checkpoints: what checkpoint-<step>/ holds and how a run resumes from
+// it (Hugging Face's _save_checkpoint, _load_from_checkpoint, _load_rng_state
+// and the batch skipping of _inner_training_loop).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "tensor/ops.h"
+#include "train/checkpoint.h"
+#include "train/json_file.h"
+#include "train/model_io.h"
+#include "train/trainer.h"
+#include "train/trainer_optimization.h"
+
+namespace lazytrain::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json rng_state_json() {
+  const RngState s = get_rng_state();
+  return {{"seed", s.seed}, {"offset", s.offset}, {"host", s.host}};
+}
+
+// The keys of `a` and `b` whose values differ, as "key: a vs b".
+std::string config_differences(const nlohmann::json& a, const nlohmann::json& b) {
+  std::string out;
+  for (const auto& [key, value] : a.items()) {
+    const nlohmann::json other = b.contains(key) ? b[key] : nlohmann::json(nullptr);
+    if (value != other) out += (out.empty() ? "" : ", ") + key + " " + other.dump() + " (this run: " + value.dump() + ")";
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) out += (out.empty() ? "" : ", ") + key + " " + value.dump() + " (this run: absent)";
+  }
+  return out;
+}
+
+}  // namespace
+
+void Trainer::update_best(const std::map<std::string, double>& metrics) {
+  if (args_.metric_for_best_model.empty()) return;
+  const std::string key = args_.best_metric_key();
+  const auto it = metrics.find(key);
+  if (it == metrics.end()) {
+    std::string known;
+    for (const auto& [k, v] : metrics) known += (known.empty() ? "" : ", ") + k;
+    throw Error("[Trainer] --metric_for_best_model '" + args_.metric_for_best_model + "': the evaluation has no '" + key + "'; it has " + known);
+  }
+  const bool better = !state_.best_metric || (*args_.greater_is_better ? it->second > *state_.best_metric : it->second < *state_.best_metric);
+  if (better) {
+    state_.best_metric = it->second;
+    state_.best_model_checkpoint = args_.output_dir + "/" + kCheckpointPrefix + std::to_string(state_.global_step);
+  }
+}
+
+nlohmann::json Trainer::data_state() const {
+  return {{"train_samples", dataset_size(true)},
+          {"per_device_train_batch_size", args_.per_device_train_batch_size},
+          {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
+          {"dataloader_drop_last", args_.dataloader_drop_last},
+          {"seed", args_.seed},
+          {"micro_batches_per_epoch", micro_batches_per_epoch()},
+          {"epoch", state_.global_step / updates_per_epoch()},
+          {"micro_batches_done_in_epoch", (state_.global_step % updates_per_epoch()) * args_.gradient_accumulation_steps}};
+}
+
+void Trainer::save_checkpoint(TrainerOptimization& opt) {
+  write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
+    save_pretrained(model_, model_config_.is_null() ? nlohmann::json::object() : model_config_, dir);
+    save_optimization(opt, model_, dir);
+    write_json_file(dir + "/rng_state.json", rng_state_json());
+    write_json_file(dir + "/data_state.json", data_state());
+    write_json_file(dir + "/trainer_state.json", state_.to_json());
+    write_json_file(dir + "/training_args.json", args_.to_json());
+    if (save_extra_files_) save_extra_files_(dir);
+  });
+  if (args_.save_total_limit) {
+    const std::string keep = args_.load_best_model_at_end ? state_.best_model_checkpoint : "";
+    rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "");
+  }
+}
+
+void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) {
+  const std::string what = "[Trainer] cannot resume from '" + dir + "': ";
+  const std::string problem = checkpoint_problem(dir);
+  if (!problem.empty()) throw Error(what + "not a complete checkpoint: " + problem);
+  // Everything is checked before the model or optimizer changes.
+  if (!model_config_.is_null()) {
+    const nlohmann::json saved = read_json_file(dir + "/config.json");
+    const std::string differences = config_differences(model_config_, saved);
+    if (!differences.empty()) throw Error(what + "it was made for another model config: " + differences);
+  }
+  const nlohmann::json saved_data = read_json_file(dir + "/data_state.json");
+  const nlohmann::json current = data_state();
+  for (const char* key : {"train_samples", "per_device_train_batch_size", "gradient_accumulation_steps", "dataloader_drop_last", "seed"}) {
+    if (saved_data.value(key, nlohmann::json()) != current[key]) {
+      throw Error(what + "it was made with " + key + " " + saved_data.value(key, nlohmann::json()).dump() + ", this run has " +
+                  current[key].dump() + "; resuming exactly needs the same data order");
+    }
+  }
+  TrainerState saved_state = TrainerState::from_json(read_json_file(dir + "/trainer_state.json"), dir + "/trainer_state.json");
+  const nlohmann::json rng = read_json_file(dir + "/rng_state.json");
+  RngState rng_state;
+  try {
+    rng_state = {rng.at("seed").get<uint64_t>(), rng.at("offset").get<uint64_t>(), rng.at("host").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(what + "rng_state.json: " + e.what());
+  }
+  load_model_weights(model_, dir);
+  load_optimization(opt, model_, dir);
+  set_rng_state(rng_state);
+  state_.global_step = saved_state.global_step;
+  state_.epoch = saved_state.epoch;
+  state_.best_metric = saved_state.best_metric;
+  state_.best_model_checkpoint = saved_state.best_model_checkpoint;
+  state_.log_history = saved_state.log_history;
+  std::fprintf(stderr, "Resuming training from %s at step %lld (epoch %.4f)\n", dir.c_str(), static_cast<long long>(state_.global_step),
+               state_.epoch);
+}
+
+}  // namespace lazytrain::train
