@@ -1,88 +1,16 @@
 #include "data/tf_example.h"
 
 #include "core/error.h"
+#include "core/protobuf_wire.h"
 
-// The protobuf wire format of proto/tensorflow/example.proto, written out by hand:
-// Debian's libsentencepiece embeds (and exports) its own protobuf 3.14 runtime,
-// which cannot share a process with libprotobuf 3.21, and lazytrain needs both
-// SentencePiece and tf.train.Example in one process. tests/proto/ checks these
-// bytes against libprotobuf's serializer of the same .proto, in a test binary
-// without SentencePiece.
+// The protobuf wire format of proto/tensorflow/example.proto, written out by hand
+// (core/protobuf_wire.h says why). tests/proto/ checks these bytes against
+// libprotobuf's serializer of the same .proto, in a test binary without SentencePiece.
 namespace lazytrain::data {
 
+using namespace protobuf_wire;
+
 namespace {
-
-// Wire types.
-constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-void put_tag(std::string& out, int field, int wire_type) { put_varint(out, static_cast<uint64_t>(field << 3 | wire_type)); }
-
-void put_bytes(std::string& out, int field, std::string_view bytes) {
-  put_tag(out, field, kLengthDelimited);
-  put_varint(out, bytes.size());
-  out.append(bytes);
-}
-
-// Reads one message's fields; throws a message-less ParseError on malformed input.
-struct ParseError {};
-
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool done() const { return pos_ >= in_.size(); }
-
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= in_.size()) throw ParseError{};
-      const auto b = static_cast<unsigned char>(in_[pos_++]);
-      v |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    throw ParseError{};
-  }
-
-  // The next field: its number and wire type.
-  std::pair<int, int> tag() {
-    const uint64_t t = varint();
-    if ((t >> 3) == 0 || (t >> 3) > (1u << 29)) throw ParseError{};
-    return {static_cast<int>(t >> 3), static_cast<int>(t & 7)};
-  }
-
-  std::string_view bytes() {
-    const uint64_t n = varint();
-    if (n > in_.size() - pos_) throw ParseError{};
-    std::string_view b = in_.substr(pos_, n);
-    pos_ += n;
-    return b;
-  }
-
-  void skip(int wire_type) {
-    switch (wire_type) {
-      case kVarint: varint(); break;
-      case kFixed64: advance(8); break;
-      case kLengthDelimited: bytes(); break;
-      case kFixed32: advance(4); break;
-      default: throw ParseError{};  // groups (3, 4) are not in this schema
-    }
-  }
-
- private:
-  void advance(size_t n) {
-    if (n > in_.size() - pos_) throw ParseError{};
-    pos_ += n;
-  }
-  std::string_view in_;
-  size_t pos_ = 0;
-};
 
 // Int64List: field 1, packed or not (parsers must accept both).
 std::vector<int64_t> parse_int64_list(std::string_view bytes) {
