@@ -59,6 +59,8 @@ ModelOutput Trainer::compute_loss(const distributed::DeviceBatch& batch) {
 void Trainer::log(nlohmann::json entry, int64_t step, double epoch) {
   entry["epoch"] = round4(epoch);
   entry["step"] = step;
+  // Made at the first log line, so a run that fails before its first step leaves no file behind.
+  if (args_.reports_to_tensorboard() && !tensorboard_) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
   if (tensorboard_) {
     // Hugging Face's TensorBoardCallback tags: eval_x -> eval/x, the rest train/x.
     for (const auto& [key, value] : entry.items()) {
@@ -233,8 +235,6 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   state_.num_train_epochs = std::ceil(static_cast<double>(state_.max_steps) / static_cast<double>(updates_per_epoch()));
   TrainerOptimization opt = make_optimization(model_, args_, state_.max_steps);
   if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
-  if (args_.reports_to_tensorboard() && !tensorboard_) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
-  write_json_file(args_.output_dir + "/training_args.json", args_.to_json());
   model_.train();
   run_ = RunTotals{};
   trained_samples_ = 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "optim/adamw_state.h"
 #include "train/json_file.h"
 #include "train/model_io.h"
 #include "train/safetensors.h"
@@ -18,12 +19,46 @@ TrainerOptimization make_optimization(nn::Module& model, const TrainingArguments
                                                  optim::AdamWOptions{args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, 0.0});
   const int64_t warmup =
       args.warmup_steps > 0 ? args.warmup_steps : static_cast<int64_t>(std::ceil(args.warmup_ratio * static_cast<double>(max_steps)));
-  opt.scheduler = std::make_unique<optim::LambdaLR>(optim::get_linear_schedule_with_warmup(*opt.optimizer, warmup, max_steps));
+  opt.scheduler = std::make_unique<optim::LambdaLR>(optim::get_scheduler(args.lr_scheduler_type, *opt.optimizer, warmup, max_steps));
   return opt;
 }
 
-void save_optimization(const TrainerOptimization&, const nn::Module&, const std::string&) {}
-void load_optimization(TrainerOptimization&, const nn::Module&, const std::string&) {}
+void save_optimization(const TrainerOptimization& opt, const nn::Module& model, const std::string& dir) {
+  const optim::AdamWStateDict state = opt.optimizer->state_dict(model.named_parameters());
+  std::map<std::string, TensorRecord> records;
+  for (const auto& [name, literal] : state.tensors) {
+    TensorRecord r;
+    r.dtype = safetensors_name(literal.dtype());
+    r.shape = literal.shape();
+    r.data.resize(static_cast<size_t>(literal.nbytes()));
+    if (literal.nbytes() > 0) std::memcpy(r.data.data(), literal.raw(), r.data.size());
+    records.emplace(name, std::move(r));
+  }
+  save_safetensors(dir + "/optimizer.safetensors", records, {{"format", "pt"}, {"optimizer_state", dump_json(state.state.to_json())}});
+  write_json_file(dir + "/scheduler.json", opt.scheduler->state_dict());
+}
+
+void load_optimization(TrainerOptimization& opt, const nn::Module& model, const std::string& dir) {
+  const std::string path = dir + "/optimizer.safetensors";
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, TensorRecord> records = load_safetensors(path, &metadata);
+  if (!metadata.contains("optimizer_state")) throw Error("[Trainer] '" + path + "' has no \"optimizer_state\" metadata; expected a lazytrain checkpoint");
+  optim::AdamWStateDict state;
+  state.state = optim::AdamWState::from_json(parse_json(metadata["optimizer_state"], path), path);
+  for (auto& [name, r] : records) {
+    Literal literal(r.shape, dtype_from_safetensors_name(r.dtype));
+    if (!r.data.empty()) std::memcpy(literal.mutable_raw(), r.data.data(), r.data.size());
+    state.tensors.emplace(name, std::move(literal));
+  }
+  const std::string scheduler_path = dir + "/scheduler.json";
+  const nlohmann::json scheduler = read_json_file(scheduler_path);
+  try {
+    opt.optimizer->load_state_dict(state, model.named_parameters());
+  } catch (const Error& e) {
+    throw Error("[Trainer] '" + path + "': " + e.what());
+  }
+  opt.scheduler->load_state_dict(scheduler, scheduler_path);
+}
 
 void load_model_weights(nn::Module& model, const std::string& dir) { load_safetensors_into(model, dir + "/model.safetensors"); }
 
