@@ -7,11 +7,15 @@
 
 namespace lazytrain::optim {
 
+void AdamWOptions::validate(const std::string& op) const {
+  check(std::isfinite(lr) && lr >= 0, op, "Invalid learning rate: " + std::to_string(lr));
+  check(std::isfinite(eps) && eps >= 0, op, "Invalid epsilon value: " + std::to_string(eps));
+  check(beta1 >= 0 && beta1 < 1, op, "Invalid beta parameter at index 0: " + std::to_string(beta1));
+  check(beta2 >= 0 && beta2 < 1, op, "Invalid beta parameter at index 1: " + std::to_string(beta2));
+}
+
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std::move(groups)), options_(options) {
-  check(options_.lr >= 0, "AdamW", "Invalid learning rate: " + std::to_string(options_.lr));
-  check(options_.eps >= 0, "AdamW", "Invalid epsilon value: " + std::to_string(options_.eps));
-  check(options_.beta1 >= 0 && options_.beta1 < 1, "AdamW", "Invalid beta parameter at index 0: " + std::to_string(options_.beta1));
-  check(options_.beta2 >= 0 && options_.beta2 < 1, "AdamW", "Invalid beta parameter at index 1: " + std::to_string(options_.beta2));
+  options_.validate("AdamW");
   // State is made here, not at the first step (PyTorch makes it lazily), so that
   // step 1 and step 2 record the same graph and the loop compiles once.
   for (const auto& g : groups_) {

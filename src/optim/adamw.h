@@ -8,8 +8,10 @@
 // never as constants: a training loop compiles once.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "optim/adamw_state.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::optim {
@@ -20,6 +22,10 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 1e-2;
+
+  // Throws Error "[op] Invalid ..." (PyTorch's wording) for lr < 0, eps < 0 or
+  // a beta outside [0, 1), or any of them not finite.
+  void validate(const std::string& op) const;
 };
 
 // Parameters sharing one weight decay (the Trainer makes two groups: decay and
@@ -47,6 +53,27 @@ class AdamW {
   Tensor exp_avg(size_t group, size_t index) const { return state_[group][index].exp_avg; }
   Tensor exp_avg_sq(size_t group, size_t index) const { return state_[group][index].exp_avg_sq; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+
+  // ---- checkpoints (optim/adamw_state.h; implemented in adamw_state.cpp) ----
+  // The state to save: the step count, each group's hyper-parameters with its
+  // parameters' names, and every moment as a host Literal under
+  // "<name>.exp_avg" / "<name>.exp_avg_sq", bit for bit. `names` gives every
+  // parameter of this optimizer its name (model.named_parameters()). Reads the
+  // moments from the device: call after lazy::mark_step(); pending moments are
+  // synced first (one graph per device). Throws Error when a parameter has no
+  // name in `names` (naming its group, index and shape) or a name is listed twice.
+  AdamWStateDict state_dict(const NamedTensors& names) const;
+  // Restores a state_dict() (torch.optim.Optimizer.load_state_dict): the step
+  // count, lr, betas, eps and each group's weight_decay, and the moments as
+  // device data on each parameter's device, so that training continues exactly
+  // as the saved run would have. Everything is checked before anything is
+  // assigned (no partial load); Error (naming the tensor or key) when: a
+  // parameter has no name in `names`; the groups differ in number or in their
+  // parameters' names and order; the groups' lr, betas or eps differ (AdamW
+  // here has one of each) or are invalid (as the constructor checks); a moment
+  // is missing, has another dtype or shape than its parameter, or a tensor is
+  // not one of this optimizer's moments.
+  void load_state_dict(const AdamWStateDict& state_dict, const NamedTensors& names);
 
  private:
   struct State {
