@@ -34,7 +34,7 @@ std::vector<std::string> args_from_json_file(const CLI::App& command, const std:
     }
     const std::string where = file + ": key '" + key + "'";
     if (value.is_null()) continue;
-    if (option->get_type_size() == 0) {  // a switch: --do_train
+    if (option->get_expected_max() == 0) {  // a switch: --do_train
       if (!value.is_boolean()) throw Error(where + ": expected true or false, got " + value.dump());
       if (value.get<bool>()) words.push_back("--" + key);
       continue;

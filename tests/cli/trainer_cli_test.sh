@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# End-to-end checks of the Trainer's flags through `lazytrain run_mlm`: flags from
+# a JSON file, checkpoints (layout, rotation, best model), resuming (explicit,
+# automatic on a re-run, exact), --overwrite_output_dir, TensorBoard scalars read
+# with the published schema, and one clear error for each bad input, leaving the
+# existing checkpoints untouched.
+# Usage: trainer_cli_test.sh <lazytrain> <shared data dir> <python3 with protobuf> <proto dir> <protoc>
+set -uo pipefail
+bin="$1"
+data="$2"
+python="$3"
+proto="$4"
+protoc="$5"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name="$1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+common=(--tokenizer_name "$data/bert-base-uncased/vocab.txt" --config_name "$data/bert-base-uncased/config.json"
+        --config_overrides "hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37"
+        --max_seq_length 32 --train_file "$data/sample-text/sample_text.txt"
+        --validation_file "$data/sample-text/sample_text.txt" --per_device_train_batch_size 4
+        --per_device_eval_batch_size 8 --logging_steps 2 --do_train --disable_tqdm
+        --compile_cache_dir "$work/cache")
+train() { "$bin" run_mlm "${common[@]}" "$@" > "$work/stdout" 2> "$work/stderr"; }
+
+# A run with evaluation, checkpoints every 4 steps and a limit of 2.
+train --max_steps 12 --evaluation_strategy steps --eval_steps 4 --save_steps 4 --save_total_limit 2 --output_dir "$work/a"
+check run_a_exit test $? -eq 0
+check two_checkpoints_kept test "$(ls -d "$work"/a/checkpoint-* | xargs -n1 basename | tr '\n' ' ')" = "checkpoint-12 checkpoint-8 "
+for f in checkpoint_complete.json config.json model.safetensors optimizer.safetensors scheduler.json rng_state.json \
+         data_state.json trainer_state.json training_args.json vocab.txt; do
+  check "checkpoint_has_$f" test -s "$work/a/checkpoint-8/$f"
+done
+check eval_accuracy_reported "$python" -c "
+import json, sys
+r = json.load(open('$work/a/eval_results.json'))
+sys.exit(not (0 <= r['eval_accuracy'] <= 1 and r['eval_samples'] == 33 and 'perplexity' in r))"
+check training_args_resolved "$python" -c "
+import json, sys
+a = json.load(open('$work/a/training_args.json'))
+sys.exit(not (a['save_total_limit'] == 2 and a['eval_steps'] == 4 and a['do_eval'] is True and a['lr_scheduler_type'] == 'linear'))"
+check log_history_has_grad_norm "$python" -c "
+import json, sys
+h = json.load(open('$work/a/trainer_state.json'))['log_history']
+train = [e for e in h if 'loss' in e]
+evals = [e for e in h if 'eval_loss' in e]
+# Steps 4, 8, 12 during training, and run_mlm's final evaluate() at 12 again (as Hugging Face logs it).
+sys.exit(not (len(train) == 6 and all('grad_norm' in e and 'learning_rate' in e for e in train) and [e['step'] for e in evals] == [4, 8, 12, 12]))"
+
+# TensorBoard scalars, through protobuf with the published schema.
+"$python" "$(dirname "$0")/tensorboard_scalars.py" "$proto" "$work/a/runs" "$protoc" > "$work/scalars.json" 2> "$work/tb.err"
+check tensorboard_parsed test $? -eq 0
+check tensorboard_tags "$python" -c "
+import json, math, sys
+s = json.load(open('$work/scalars.json'))
+h = json.load(open('$work/a/trainer_state.json'))['log_history']
+want = {'train/loss', 'train/learning_rate', 'train/grad_norm', 'train/tokens_per_second', 'eval/loss', 'eval/accuracy', 'eval/perplexity'}
+missing = want - set(s)
+assert not missing, missing
+assert [p[0] for p in s['train/loss']] == [2, 4, 6, 8, 10, 12], s['train/loss']
+assert [p[0] for p in s['eval/loss']] == [4, 8, 12, 12], s['eval/loss']
+losses = {e['step']: e['loss'] for e in h if 'loss' in e}
+for step, v in s['train/loss']:
+    assert abs(v - losses[step]) < 1e-6 * abs(losses[step]), (step, v, losses[step])
+evals = {e['step']: e for e in h if 'eval_loss' in e}
+for step, v in s['eval/perplexity']:
+    assert abs(v - math.exp(evals[step]['eval_loss'])) < 1e-3, (step, v)
+for step, v in s['eval/accuracy']:
+    assert abs(v - evals[step]['eval_accuracy']) < 1e-6, (step, v)
+"
+
+# Resuming: a copy of checkpoint-8 re-run with the same command continues from it
+# and ends with the uninterrupted run's weights, byte for byte.
+mkdir -p "$work/b" && cp -r "$work/a/checkpoint-8" "$work/b/"
+train --max_steps 12 --evaluation_strategy steps --eval_steps 4 --save_steps 4 --save_total_limit 2 --output_dir "$work/b"
+check rerun_resumes grep -q "Resuming training from $work/b/checkpoint-8 at step 8" "$work/stderr"
+check resumed_weights_identical cmp -s "$work/a/model.safetensors" "$work/b/model.safetensors"
+check resumed_eval_loss_identical "$python" -c "
+import json, sys
+a = json.load(open('$work/a/eval_results.json')); b = json.load(open('$work/b/eval_results.json'))
+sys.exit(a['eval_loss'] != b['eval_loss'])"
+
+# --resume_from_checkpoint latest and a path.
+mkdir -p "$work/c" && cp -r "$work/a/checkpoint-8" "$work/c/"
+train --max_steps 12 --save_steps 4 --output_dir "$work/c" --resume_from_checkpoint latest
+check resume_latest grep -q "at step 8" "$work/stderr"
+train --max_steps 12 --save_steps 4 --output_dir "$work/c2" --resume_from_checkpoint "$work/a/checkpoint-8"
+check resume_path cmp -s "$work/a/model.safetensors" "$work/c2/model.safetensors"
+
+# --overwrite_output_dir starts over: the old checkpoints go.
+train --max_steps 2 --save_steps 1 --output_dir "$work/c" --overwrite_output_dir
+check overwrite_starts_over test "$(ls -d "$work"/c/checkpoint-* | xargs -n1 basename | tr '\n' ' ')" = "checkpoint-1 checkpoint-2 "
+
+# load_best_model_at_end: the best checkpoint is never rotated away and its weights end up in the model.
+train --max_steps 8 --evaluation_strategy steps --eval_steps 2 --save_steps 2 --save_total_limit 1 --load_best_model_at_end \
+  --metric_for_best_model loss --output_dir "$work/best"
+check best_run_exit test $? -eq 0
+check best_model_loaded grep -q "Loading best model from" "$work/stderr"
+check best_kept "$python" -c "
+import json, os, sys
+s = json.load(open('$work/best/trainer_state.json'))
+best = s['best_model_checkpoint']
+evals = [e for e in s['log_history'] if 'eval_loss' in e and e['step'] in (2, 4, 6, 8)]
+want = min(evals, key=lambda e: e['eval_loss'])['step']
+sys.exit(not (best.endswith('checkpoint-%d' % want) and os.path.isdir(best)))"
+
+# Flags from a JSON file (HfArgumentParser), and a typo in it.
+cat > "$work/args.json" <<EOF
+{"tokenizer_name": "$data/bert-base-uncased/vocab.txt", "config_name": "$data/bert-base-uncased/config.json",
+ "config_overrides": "hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37",
+ "max_seq_length": 32, "train_file": "$data/sample-text/sample_text.txt", "per_device_train_batch_size": 4,
+ "max_steps": 3, "learning_rate": 0.002, "do_train": true, "do_eval": false, "save_strategy": "no",
+ "report_to": ["none"], "disable_tqdm": true, "output_dir": "$work/json"}
+EOF
+"$bin" run_mlm "$work/args.json" > "$work/stdout" 2> "$work/stderr"
+check json_args_run test $? -eq 0
+check json_args_used "$python" -c "
+import json, os, sys
+a = json.load(open('$work/json/training_args.json'))
+sys.exit(not (a['learning_rate'] == 0.002 and a['max_steps'] == 3 and a['report_to'] == ['none'] and not os.path.exists('$work/json/runs')))"
+
+# expect_error NAME EXPECTED ARGS...: one stderr line with EXPECTED, a non-zero
+# exit, and $work/a's checkpoints untouched.
+expect_error() {
+  local name="$1" expected="$2"
+  shift 2
+  local before
+  before=$(cd "$work/a" && find checkpoint-* -type f -exec md5sum {} + | sort)
+  "$bin" "$@" > "$work/stdout" 2> "$work/stderr"
+  local rc=$?
+  local after
+  after=$(cd "$work/a" && find checkpoint-* -type f -exec md5sum {} + | sort)
+  if [ $rc -ne 0 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$expected" "$work/stderr" && [ "$before" = "$after" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: rc=$rc"
+    cat "$work/stderr"
+  fi
+}
+sed 's/"learning_rate"/"lerning_rate"/' "$work/args.json" > "$work/typo.json"
+expect_error json_typo "'$work/typo.json': unknown key 'lerning_rate'" run_mlm "$work/typo.json"
+expect_error save_steps_zero "--save_steps must be positive, got 0" run_mlm "${common[@]}" --max_steps 2 --save_steps 0 --output_dir "$work/a"
+expect_error resume_nowhere "--resume_from_checkpoint '$work/nowhere': not a complete checkpoint: no such directory" \
+  run_mlm "${common[@]}" --max_steps 2 --output_dir "$work/a" --resume_from_checkpoint "$work/nowhere"
+mkdir -p "$work/unmarked" && cp -r "$work/a/checkpoint-8" "$work/unmarked/" && rm "$work/unmarked/checkpoint-8/checkpoint_complete.json"
+expect_error resume_unmarked "no checkpoint_complete.json: the save did not finish" \
+  run_mlm "${common[@]}" --max_steps 12 --output_dir "$work/a" --resume_from_checkpoint "$work/unmarked/checkpoint-8"
+other=("${common[@]}")
+other[5]="hidden_size=32,num_hidden_layers=2,num_attention_heads=2,intermediate_size=37"
+expect_error resume_other_config "it was made for another model config: num_hidden_layers 1 (this run: 2)" \
+  run_mlm "${other[@]}" --max_steps 12 --output_dir "$work/a" --resume_from_checkpoint "$work/a/checkpoint-8"
+expect_error resume_other_batch "it was made with per_device_train_batch_size 4, this run has 2" \
+  run_mlm "${common[@]}" --per_device_train_batch_size 2 --max_steps 12 --output_dir "$work/a" --resume_from_checkpoint latest
+expect_error resume_latest_none "--resume_from_checkpoint 'latest': no complete checkpoint in --output_dir '$work/json'" \
+  run_mlm "${common[@]}" --max_steps 2 --output_dir "$work/json" --resume_from_checkpoint latest
+expect_error load_best_mismatch "requires the save and eval strategy to match" \
+  run_mlm "${common[@]}" --max_steps 2 --load_best_model_at_end --evaluation_strategy steps --save_strategy epoch --output_dir "$work/x"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
