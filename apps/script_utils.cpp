@@ -23,6 +23,20 @@ void require_file(const std::string& command, const std::string& path, const std
   if (!fs::is_regular_file(path)) throw Error("[" + command + "] " + flag + " '" + path + "' does not exist or is not a file");
 }
 
+namespace {
+
+// Empty, or holding only the staging directories of checkpoint saves that a
+// killed run left behind (train/checkpoint.h): a job killed before its first
+// checkpoint can be re-run with the same command.
+bool is_empty_but_for_staging(const fs::path& dir) {
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("tmp-checkpoint-")) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string check_output_dir(const std::string& command, const train::TrainingArguments& t) {
   const fs::path dir(t.output_dir);
   std::string resume;
@@ -37,7 +51,7 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
         resume = *last;
         std::fprintf(stderr, "Checkpoint detected, resuming training at %s. To avoid this behavior, change the `--output_dir` or add "
                              "`--overwrite_output_dir` to train from scratch.\n", last->c_str());
-      } else if (!fs::is_empty(dir)) {
+      } else if (!is_empty_but_for_staging(dir)) {
         throw Error("[" + command + "] Output directory (" + t.output_dir +
                     ") already exists and is not empty. Use --overwrite_output_dir to overcome.");
       }
