@@ -83,7 +83,9 @@ void configure_backend(const std::string& backend, const std::string& compile_ca
 
 void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train) {
   if (!model_name_or_path.empty()) {
-    train::load_safetensors_into(model, model_name_or_path + "/model.safetensors");
+    const std::string path = model_name_or_path + "/model.safetensors";
+    const std::string warning = train::load_safetensors_into(model, path).warning(path);
+    if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   } else if (!do_train) {
     std::fprintf(stderr, "warning: evaluating a randomly initialised model; pass --model_name_or_path to evaluate a trained one\n");
   }

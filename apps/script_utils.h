@@ -38,8 +38,10 @@ void remove_old_checkpoints(const train::TrainingArguments& args);
 // nothing when no flag is given. Error for an unknown backend name.
 void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo);
 
-// Loads <model_name_or_path>/model.safetensors into `model`; with no path and
-// no training, warns that a randomly initialised model is evaluated.
+// Loads <model_name_or_path>/model.safetensors into `model` (Hugging Face's
+// names; see train::load_safetensors_into), printing one warning line for
+// unused weights of a checkpoint from another head; with no path and no
+// training, warns that a randomly initialised model is evaluated.
 void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train);
 
 // Hugging Face's outputs after train()/evaluate(): when training, the model

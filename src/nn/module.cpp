@@ -1,6 +1,7 @@
 #include "nn/module.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -26,6 +27,18 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
     if (seen.insert(entry.second.impl().get()).second) unique.push_back(std::move(entry));
   }
   return unique;
+}
+
+std::vector<std::pair<std::string, std::string>> Module::tied_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> all;
+  collect("", all);
+  std::unordered_map<const TensorImpl*, std::string> first;
+  std::vector<std::pair<std::string, std::string>> tied;
+  for (const auto& [name, t] : all) {
+    auto [it, inserted] = first.emplace(t.impl().get(), name);
+    if (!inserted) tied.emplace_back(name, it->second);
+  }
+  return tied;
 }
 
 std::vector<Tensor> Module::parameters() const {

@@ -21,6 +21,11 @@ class Module {
   // Every distinct parameter with its dotted name, in registration order.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
+  // Every further name of a tensor registered more than once (tied weights),
+  // paired with the name named_parameters() lists it under, in registration
+  // order: PyTorch's state_dict() holds both names, e.g.
+  // {"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"}.
+  std::vector<std::pair<std::string, std::string>> tied_parameters() const;
   // The parameter called `name`; throws Error naming it when absent.
   Tensor parameter(const std::string& name) const;
   // Sets training mode on this module and every submodule (dropout on/off).

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -44,9 +46,56 @@ std::string known_dtypes() {
   throw Error("[safetensors] '" + path + "': " + message);
 }
 
+// Text from a damaged header, made safe to print: bytes outside printable
+// ASCII as \xNN (an error message stays valid UTF-8), cut after `limit` bytes.
+std::string printable(std::string_view text, size_t limit = 200) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < limit; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    }
+  }
+  if (text.size() > limit) out += "...(" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+// A header value as it appeared (compact JSON), shortened for an error message.
+// Safe on any value the header parser accepted: nesting is at most 3 deep.
+std::string brief(const nlohmann::json& v) { return printable(v.dump(), 80); }
+
+// The header's JSON, rejecting what the format cannot hold before it is built:
+// a key twice in one object (ambiguous: nlohmann would keep the last value
+// silently, while serde's derived structs in the reference reject a repeated
+// field) and nesting deeper than
+// {"name": {"shape": [d]}} (so no later step recurses through a hostile depth).
+nlohmann::json parse_header(const std::string& path, const std::string& text) {
+  constexpr int kMaxDepth = 3;
+  std::vector<std::unordered_set<std::string>> keys;  // one set per open object
+  auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (depth > kMaxDepth) fail(path, "header nests values " + std::to_string(depth) + " deep; a safetensors header has at most 3 levels");
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end && !keys.empty()) keys.pop_back();
+    if (event == E::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      fail(path, "header has the key '" + printable(parsed.get<std::string>()) + "' twice in one object; expected unique keys");
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, "header is not valid JSON (" + printable(e.what()) + "); expected a JSON object");
+  }
+}
+
+// "[2, 3]"; a hostile rank is cut after 16 dimensions.
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size() && i < 16; ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() > 16) out += ", ... (" + std::to_string(shape.size()) + " dimensions)";
   return out + "]";
 }
 
@@ -55,9 +104,9 @@ uint64_t byte_size(const std::string& path, const std::string& name, const std::
                    const std::vector<int64_t>& shape) {
   uint64_t n = static_cast<uint64_t>(safetensors_dtype_size(dtype));
   for (int64_t d : shape) {
-    if (d < 0) fail(path, "tensor '" + name + "' has negative dimension in shape " + shape_string(shape));
+    if (d < 0) fail(path, "tensor '" + printable(name) + "' has negative dimension in shape " + shape_string(shape));
     if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
-      fail(path, "tensor '" + name + "' shape " + shape_string(shape) + " overflows the byte count");
+      fail(path, "tensor '" + printable(name) + "' shape " + shape_string(shape) + " overflows the byte count");
   }
   return n;
 }
@@ -150,33 +199,33 @@ struct Entry {
 };
 
 Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v) {
-  const std::string what = "tensor '" + name + "'";
+  const std::string what = "tensor '" + printable(name) + "'";
   if (!v.is_object()) fail(path, what + " is not a JSON object; expected {\"dtype\", \"shape\", \"data_offsets\"}");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) fail(path, what + " has no \"" + key + "\"; expected {\"dtype\", \"shape\", \"data_offsets\"}");
   Entry e;
   e.name = name;
   const auto& dtype = v["dtype"];
-  if (!dtype.is_string()) fail(path, what + " has a non-string dtype " + dtype.dump());
+  if (!dtype.is_string()) fail(path, what + " has a non-string dtype " + brief(dtype));
   e.record.dtype = dtype.get<std::string>();
   if (dtype_rank(e.record.dtype) < 0)
-    fail(path, what + " has unknown dtype '" + e.record.dtype + "'; expected one of " + known_dtypes());
+    fail(path, what + " has unknown dtype '" + printable(e.record.dtype) + "'; expected one of " + known_dtypes());
   const auto& shape = v["shape"];
-  if (!shape.is_array()) fail(path, what + " has shape " + shape.dump() + "; expected an array of non-negative integers");
+  if (!shape.is_array()) fail(path, what + " has shape " + brief(shape) + "; expected an array of non-negative integers");
   for (const auto& d : shape) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      fail(path, what + " has shape " + shape.dump() + "; expected an array of non-negative integers");
+      fail(path, what + " has shape " + brief(shape) + "; expected an array of non-negative integers");
     e.record.shape.push_back(d.get<int64_t>());
   }
   const auto& offsets = v["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned())
-    fail(path, what + " has data_offsets " + offsets.dump() + "; expected [begin, end] of non-negative integers");
+    fail(path, what + " has data_offsets " + brief(offsets) + "; expected [begin, end] of non-negative integers");
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   uint64_t expected = byte_size(path, name, e.record.dtype, e.record.shape);
   if (e.end < e.begin || e.end - e.begin != expected)
-    fail(path, what + " has data_offsets " + offsets.dump() + " but shape " + shape_string(e.record.shape) + " of " +
+    fail(path, what + " has data_offsets " + brief(offsets) + " but shape " + shape_string(e.record.shape) + " of " +
                    e.record.dtype + " needs " + std::to_string(expected) + " bytes");
   return e;
 }
@@ -231,12 +280,7 @@ std::map<std::string, TensorRecord> load_safetensors(const std::string& path,
   std::string text(n, '\0');
   read_at(file.fd, path, text.data(), n, 8);
   if (text.empty() || text[0] != '{') fail(path, "header does not start with '{'; expected a JSON object");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("header is not valid JSON (") + e.what() + "); expected a JSON object");
-  }
+  const nlohmann::json header = parse_header(path, text);
   if (!header.is_object()) fail(path, "header is not a JSON object");
 
   std::vector<Entry> entries;
@@ -245,7 +289,7 @@ std::map<std::string, TensorRecord> load_safetensors(const std::string& path,
     if (name == "__metadata__") {
       if (!value.is_object()) fail(path, "\"__metadata__\" is not a JSON object of strings");
       for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) fail(path, "\"__metadata__\" value for '" + k + "' is not a string");
+        if (!v.is_string()) fail(path, "\"__metadata__\" value for '" + printable(k) + "' is not a string");
         if (metadata) (*metadata)[k] = v.get<std::string>();
       }
       continue;
@@ -257,9 +301,9 @@ std::map<std::string, TensorRecord> load_safetensors(const std::string& path,
   uint64_t covered = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].begin != covered)
-      fail(path, "tensor '" + entries[i].name + "' starts at byte " + std::to_string(entries[i].begin) + " but " +
+      fail(path, "tensor '" + printable(entries[i].name) + "' starts at byte " + std::to_string(entries[i].begin) + " but " +
                      (i == 0 ? std::string("the buffer starts at byte 0")
-                             : "the previous tensor '" + entries[i - 1].name + "' ends at byte " +
+                             : "the previous tensor '" + printable(entries[i - 1].name) + "' ends at byte " +
                                    std::to_string(covered)) +
                      "; expected contiguous tensors with no holes or overlaps");
     covered = entries[i].end;

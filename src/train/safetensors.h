@@ -55,10 +55,16 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
 
 // Reads every tensor of `path`, validating the file: it exists, the header
 // length fits in the file (and is at most 100,000,000 bytes), the header is a
-// JSON object, every dtype is known, shapes are non-negative, data_offsets
-// agree with shape * itemsize, and the tensors cover the buffer exactly.
-// Throws one lazytrain::Error naming the file and what was expected, e.g.
+// UTF-8 JSON object with no key twice in one object and no value nested deeper
+// than a shape's dimensions, "__metadata__" maps strings to strings, every
+// dtype is known, shapes are non-negative integers whose byte count does not
+// overflow, data_offsets agree with shape * itemsize, and the tensors cover the
+// buffer exactly. Memory is bounded by the file's size, whatever the header says.
+// Throws one lazytrain::Error naming the file (and the tensor, when one is at
+// fault) and what was expected, never another exception type, e.g.
 //   "[safetensors] '<file>': header length 99999 exceeds file size 100; expected a safetensors file"
+// Text quoted from a damaged header is cut short and its non-ASCII bytes are
+// written \xNN, so the message is always valid UTF-8.
 // If `metadata` is given, it receives the "__metadata__" pairs (empty if none).
 std::map<std::string, TensorRecord> load_safetensors(const std::string& path,
                                                      std::map<std::string, std::string>* metadata = nullptr);
