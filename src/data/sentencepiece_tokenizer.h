@@ -72,8 +72,10 @@ class SentencePieceTokenizer : public Tokenizer {
   // <s> ids </s> (HF RobertaTokenizer.build_inputs_with_special_tokens).
   std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const override;
   std::vector<std::string> tokenize(std::string_view text) const;
-  // The text of `ids`; special tokens dropped when skip_special_tokens.
-  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const;
+  // The text of `ids` (SentencePiece's Decode: <s> and </s> render as nothing,
+  // <mask> as itself); the special tokens but <unk> dropped when skip_special_tokens.
+  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const override;
+  std::string mask_token() const override { return "<mask>"; }
 
   int64_t vocab_size() const override;
   int64_t bos_token_id() const { return 0; }
