@@ -24,7 +24,7 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& o) {
   CLI::Option* file = c->add_option("--file", o.file, "A text file: each non-empty line is one input");
   text->excludes(file);
   c->add_option("--top_k", o.top_k, "Predictions per mask");
-  c->add_option("--batch_size", o.batch_size, "Inputs per forward pass (padded to the longest of the batch)");
+  c->add_option("--batch_size", o.batch_size, "Inputs per forward pass (padded to the longest of the batch, rounded up to a multiple of 8)");
   c->add_flag("--json", o.json, "Print the pipeline's output as JSON (score, token, token_str, sequence)");
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember(backend::backend_names()));

@@ -60,17 +60,21 @@ def write_bert(model_dir):
 
 def write_roberta(model_dir):
     import sentencepiece
+    cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = os.path.join(tmp, "corpus.txt")
-        with open(corpus, "w", encoding="utf-8") as f:
-            f.write("\n".join(CORPUS) + "\n")
-        # The arguments of src/data/sentencepiece_tokenizer.cpp's train_sentencepiece.
-        sentencepiece.SentencePieceTrainer.train(
-            input=corpus, model_prefix=os.path.join(tmp, "spm"), model_type="bpe", vocab_size=330,
-            character_coverage=0.9995, num_threads=1, bos_id=0, bos_piece="<s>", pad_id=1, pad_piece="<pad>",
-            eos_id=2, eos_piece="</s>", unk_id=3, unk_piece="<unk>", user_defined_symbols="<mask>",
-            byte_fallback=True, minloglevel=2,
-            normalization_rule_name="identity")  # no NFKC table: a 240 KB smaller spm.model
+        os.chdir(tmp)  # relative names: spm.model records its input and prefix, and stays the same file
+        try:
+            with open("corpus.txt", "w", encoding="utf-8") as f:
+                f.write("\n".join(CORPUS) + "\n")
+            # The arguments of src/data/sentencepiece_tokenizer.cpp's train_sentencepiece.
+            sentencepiece.SentencePieceTrainer.train(
+                input="corpus.txt", model_prefix="spm", model_type="bpe", vocab_size=330,
+                character_coverage=0.9995, num_threads=1, bos_id=0, bos_piece="<s>", pad_id=1, pad_piece="<pad>",
+                eos_id=2, eos_piece="</s>", unk_id=3, unk_piece="<unk>", user_defined_symbols="<mask>",
+                byte_fallback=True, minloglevel=2,
+                normalization_rule_name="identity")  # no NFKC table: a 240 KB smaller spm.model
+        finally:
+            os.chdir(cwd)
         for name in ("spm.model", "spm.vocab"):
             shutil.copy(os.path.join(tmp, name), os.path.join(model_dir, name))
     with open(os.path.join(model_dir, "special_tokens_map.json"), "w", encoding="utf-8") as f:

@@ -23,6 +23,9 @@ constexpr const char* kOp = "[fill_mask] ";
 // input used when it is not this tokenizer's.
 const char* const kKnownMaskTokens[] = {"[MASK]", "<mask>"};
 
+// Batches are padded to a multiple of this length (pad_to_multiple_of).
+constexpr int64_t kLengthMultiple = 8;
+
 // The longest input (special tokens included) the model's position embeddings
 // take: RoBERTa's positions start after the padding id (create_position_ids_from_input_ids).
 int64_t max_input_length(const models::BertConfig& c) {
@@ -109,8 +112,12 @@ std::vector<FillMaskResult> FillMaskPipeline::operator()(const std::vector<std::
 }
 
 std::vector<FillMaskResult> FillMaskPipeline::run_batch(const std::vector<std::vector<int64_t>>& ids, int64_t rows, int64_t top_k) const {
+  // The longest input, rounded up to a multiple of kLengthMultiple (within the
+  // model's positions): batches of similar lengths share one compiled graph.
   int64_t length = 0;
   for (const auto& row : ids) length = std::max(length, static_cast<int64_t>(row.size()));
+  length = std::min((length + kLengthMultiple - 1) / kLengthMultiple * kLengthMultiple,
+                    std::max(length, max_input_length(model_->config())));
   // Rows past the inputs repeat the first input; their outputs are not read.
   std::vector<int64_t> input_ids(rows * length, tokenizer_->pad_token_id()), attention_mask(rows * length, 0);
   for (int64_t r = 0; r < rows; ++r) {

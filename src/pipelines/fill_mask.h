@@ -49,7 +49,7 @@ struct FillMaskResult {
 
 struct FillMaskOptions {
   int64_t top_k = 5;       // predictions per mask, 1..vocab_size
-  int64_t batch_size = 8;  // inputs per forward; padded to the longest input of the batch
+  int64_t batch_size = 8;  // inputs per forward, padded to a common length
 };
 
 class FillMaskPipeline {
@@ -67,8 +67,9 @@ class FillMaskPipeline {
   static FillMaskPipeline from_pretrained(const std::string& model_dir);
 
   // Runs `texts` in batches of options.batch_size (each padded with the pad id
-  // and attention mask 0 to its longest input; the results equal those of one
-  // input at a time, up to float rounding). Returns one result per text, in
+  // and attention mask 0 to its longest input rounded up to a multiple of 8, as
+  // the tokenizer's pad_to_multiple_of=8, so that batches share compiled graphs;
+  // the results equal those of one input at a time, up to float rounding). Returns one result per text, in
   // order. Throws Error "[fill_mask] ..." before running anything for: top_k
   // outside 1..vocab_size, batch_size < 1, an input without the mask token
   // (naming the input, its number from 1 and the expected token, and saying so
