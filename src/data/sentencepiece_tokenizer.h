@@ -67,7 +67,9 @@ class SentencePieceTokenizer : public Tokenizer {
   SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept;
 
   // Piece ids of `text` (SentencePiece normalizes it, NFKC by default), with
-  // <s> ... </s> around them when add_special_tokens.
+  // <s> ... </s> around them when add_special_tokens. "<mask>" in the text is
+  // the mask token and takes the whitespace before it, as RoBERTa's (HF
+  // AddedToken lstrip=True): "the <mask> of" encodes as ▁the <mask> ▁of.
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const override;
   // <s> ids </s> (HF RobertaTokenizer.build_inputs_with_special_tokens).
   std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const override;

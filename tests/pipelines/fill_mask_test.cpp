@@ -53,6 +53,18 @@ TEST(FillMask, TheOtherFamilysMaskTokenIsNamed) {
   EXPECT_NE(roberta_error.find("not [MASK]"), std::string::npos) << roberta_error;
 }
 
+TEST(FillMask, RobertasMaskTakesTheSpaceBeforeIt) {
+  // "the <mask> of" is ▁the <mask> ▁of (HF's <mask> has lstrip=True), as a
+  // masked word is in training; not ▁the ▁ <mask> ▁of.
+  const data::Tokenizer& tok = roberta().tokenizer();
+  std::vector<int64_t> expected = tok.encode("the", false);
+  expected.push_back(tok.mask_token_id());
+  for (int64_t id : tok.encode("of", false)) expected.push_back(id);
+  EXPECT_EQ(tok.encode("the <mask> of", false), expected);
+  EXPECT_EQ(tok.encode("<mask>", false), (std::vector<int64_t>{tok.mask_token_id()}));
+  EXPECT_EQ(tok.decode(tok.encode("the <mask> of"), false), "the<mask> of");  // as HF's RoBERTa decodes it
+}
+
 TEST(FillMask, BadOptionsAndLongInputsAreErrors) {
   const std::vector<std::string> one = {"paris is the [MASK] of france."};
   EXPECT_NE(error_of([&] { bert()(one, {.top_k = 0}); }).find("top_k must be between 1 and the vocabulary size 52, got 0"), std::string::npos);

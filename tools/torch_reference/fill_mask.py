@@ -77,7 +77,11 @@ class SentencePiece:
         return self.sp.get_piece_size()
 
     def encode(self, text):
-        return [0] + self.sp.encode(text) + [2]
+        # <mask> takes the space before it (RoBERTa's lstrip=True): no lone "▁" piece before it.
+        ids = self.sp.encode(text)
+        ids = [t for i, t in enumerate(ids)
+               if not (i + 1 < len(ids) and ids[i + 1] == self.mask_token_id and self.sp.id_to_piece(t) == "▁")]
+        return [0] + ids + [2]
 
     def decode(self, ids, skip_special_tokens=False):
         return self.sp.decode([i for i in ids if not (skip_special_tokens and i <= 4 and i != 3)])
