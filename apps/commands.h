@@ -58,4 +58,19 @@ struct MakeTfrecordsOptions {
 void add_make_tfrecords_command(CLI::App& app, MakeTfrecordsOptions& options);
 int make_tfrecords(const MakeTfrecordsOptions& options);
 
+// Flags of `lazytrain fill_mask`.
+struct FillMaskOptions {
+  std::string model;       // a model directory (config.json, model.safetensors, tokenizer)
+  std::string text, file;  // one text, or a file of lines
+  int64_t top_k = 5;
+  int64_t batch_size = 8;
+  bool json = false;
+  std::string backend;
+};
+
+void add_fill_mask_command(CLI::App& app, FillMaskOptions& options);
+// Prints the ranked predictions (or --json); returns the exit code. Throws Error
+// naming the flag or file for bad input, before any output.
+int fill_mask(const FillMaskOptions& options);
+
 }  // namespace lazytrain::apps

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_train_tokenizer_command(app, train_tokenizer);
   lazytrain::apps::MakeTfrecordsOptions make_tfrecords;
   lazytrain::apps::add_make_tfrecords_command(app, make_tfrecords);
+  lazytrain::apps::FillMaskOptions fill_mask;
+  lazytrain::apps::add_fill_mask_command(app, fill_mask);
   // `lazytrain run_mlm args.json`: the flags from a JSON file (HfArgumentParser).
   std::vector<std::string> words;
   std::vector<char*> file_argv;
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
     if (app.got_subcommand("make_tfrecords")) return lazytrain::apps::make_tfrecords(make_tfrecords);
+    if (app.got_subcommand("fill_mask")) return lazytrain::apps::fill_mask(fill_mask);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)\n");
     return 1;

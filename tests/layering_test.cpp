@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 // graph executor drives a backend; tensors are lazy; nn/optim/models build on
 // tensors; data/ is host-only (the DeviceLoader, which moves its batches to a
 // device, is distributed/'s, as torch_xla.distributed.parallel_loader); the Trainer takes any Module and a loss, never a
-// concrete model (no models/ under train/).
+// concrete model (no models/ under train/); pipelines/ stand on models/, data/
+// and train/ (a pipeline loads a model directory and its tokenizer).
 const std::map<std::string, std::set<std::string>>& allowed_includes() {
   static const std::map<std::string, std::set<std::string>> m = [] {
     std::map<std::string, std::set<std::string>> a;
@@ -42,6 +43,9 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
     a["data"] = {"core", "data"};
     a["train"] = below_tensor;
     a["train"].insert({"nn", "optim", "distributed", "data", "train"});
+    // Pipelines (fill-mask) need a model and its tokenizer together, as transformers.pipelines.
+    a["pipelines"] = a["train"];
+    a["pipelines"].insert({"models", "pipelines"});
     return a;
   }();
   return m;

@@ -156,7 +156,16 @@ std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text, bool 
   std::vector<int> ids;
   const auto status = processor_->Encode(text, &ids);
   if (!status.ok()) throw Error(std::string(kOp) + "encode failed: " + status.ToString());
-  std::vector<int64_t> out(ids.begin(), ids.end());
+  // <mask> takes the space before it, as RoBERTa's mask token (lstrip=True):
+  // "the <mask> of" is ▁the <mask> ▁of, as a masked word is in training, not
+  // ▁the ▁ <mask> ▁of.
+  std::vector<int64_t> out;
+  out.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool lone_space_before_mask =
+        i + 1 < ids.size() && ids[i + 1] == mask_token_id() && processor_->IdToPiece(ids[i]) == "\xe2\x96\x81";
+    if (!lone_space_before_mask) out.push_back(ids[i]);
+  }
   return add_special_tokens ? build_inputs_with_special_tokens(out) : out;
 }
 

@@ -67,13 +67,17 @@ class SentencePieceTokenizer : public Tokenizer {
   SentencePieceTokenizer(SentencePieceTokenizer&&) noexcept;
 
   // Piece ids of `text` (SentencePiece normalizes it, NFKC by default), with
-  // <s> ... </s> around them when add_special_tokens.
+  // <s> ... </s> around them when add_special_tokens. "<mask>" in the text is
+  // the mask token and takes the whitespace before it, as RoBERTa's (HF
+  // AddedToken lstrip=True): "the <mask> of" encodes as ▁the <mask> ▁of.
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const override;
   // <s> ids </s> (HF RobertaTokenizer.build_inputs_with_special_tokens).
   std::vector<int64_t> build_inputs_with_special_tokens(std::span<const int64_t> ids) const override;
   std::vector<std::string> tokenize(std::string_view text) const;
-  // The text of `ids`; special tokens dropped when skip_special_tokens.
-  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const;
+  // The text of `ids` (SentencePiece's Decode: <s> and </s> render as nothing,
+  // <mask> as itself); the special tokens but <unk> dropped when skip_special_tokens.
+  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const override;
+  std::string mask_token() const override { return "<mask>"; }
 
   int64_t vocab_size() const override;
   int64_t bos_token_id() const { return 0; }

@@ -33,6 +33,17 @@ class Tokenizer {
   // build_inputs_with_special_tokens adds (2 for BERT and RoBERTa).
   int64_t num_special_tokens_to_add() const;
 
+  // HF tokenizer.decode(ids, skip_special_tokens): the text of `ids`, with the
+  // tokenizer's own clean-up (WordPiece joins "##" pieces and tightens spaces
+  // before punctuation; SentencePiece renders its pieces, control tokens as
+  // nothing). Special tokens are dropped when skip_special_tokens. Throws
+  // lazytrain::Error naming the id for an id outside [0, vocab_size()).
+  virtual std::string decode(std::span<const int64_t> ids, bool skip_special_tokens) const = 0;
+
+  // HF tokenizer.mask_token: the text that stands for mask_token_id() in an
+  // input ("[MASK]" for BERT, "<mask>" for RoBERTa).
+  virtual std::string mask_token() const = 0;
+
   // HF len(tokenizer): ids are in [0, vocab_size()).
   virtual int64_t vocab_size() const = 0;
   virtual int64_t pad_token_id() const = 0;

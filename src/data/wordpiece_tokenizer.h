@@ -71,8 +71,13 @@ class WordPieceTokenizer : public Tokenizer {
   // HF BertTokenizer.decode: tokens joined by spaces with " ##" removed, then
   // (clean_up_tokenization_spaces) " ." -> "." , " ?" , " !" , " ," , " ' ",
   // " n't", " 'm", " 's", " 've", " 're" tightened. Throws Error for a bad id.
-  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = false,
-                     bool clean_up_tokenization_spaces = true) const;
+  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens,
+                     bool clean_up_tokenization_spaces) const;
+  // decode(ids, skip_special_tokens, clean_up_tokenization_spaces=true).
+  std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = false) const override {
+    return decode(ids, skip_special_tokens, true);
+  }
+  std::string mask_token() const override { return options_.mask_token; }
 
   // Number of vocabulary lines (HF len(tokenizer) for an unmodified vocab.txt).
   int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }

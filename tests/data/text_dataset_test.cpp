@@ -167,6 +167,12 @@ class ByteTokenizer : public Tokenizer {
   int64_t mask_token_id() const override { return 2; }
   std::vector<int64_t> all_special_ids() const override { return {1, 2, 7, 8, 9}; }
   void save_pretrained(const std::string&) const override {}
+  std::string decode(std::span<const int64_t> ids, bool) const override {
+    std::string text;
+    for (int64_t id : ids) text += static_cast<char>(id - 10);
+    return text;
+  }
+  std::string mask_token() const override { return "<2>"; }
 };
 
 TEST(TokenizeLinesTest, AnyTokenizerOfTheInterface) {
