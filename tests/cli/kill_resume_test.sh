@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Crash safety of checkpoints: a training run is killed with SIGKILL at random
-# moments (KILLS times, default 20; saving every step, so many kills land inside
-# a save). After every kill the newest complete checkpoint must be the one the
+# moments (KILLS times, default 20; every other one as soon as a save has begun). After every kill the newest complete checkpoint must be the one the
 # re-run of the same command resumes from, and the run finally finishes with a
 # model.safetensors byte-identical to an uninterrupted run's.
 # Usage: kill_resume_test.sh <lazytrain> <shared data dir> [kills]
@@ -15,7 +14,7 @@ RANDOM=12345  # the same kill times on every run of the test
 args=(run_mlm --tokenizer_name "$data/bert-base-uncased/vocab.txt" --config_name "$data/bert-base-uncased/config.json"
       --config_overrides "hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37"
       --max_seq_length 32 --train_file "$data/sample-text/sample_text.txt" --per_device_train_batch_size 4
-      --max_steps 30 --logging_steps 10 --save_steps 1 --save_total_limit 2 --do_train --disable_tqdm --report_to none
+      --max_steps 300 --logging_steps 50 --save_steps 1 --save_total_limit 2 --do_train --disable_tqdm --report_to none
       --compile_cache_dir "$work/cache")
 
 "$bin" "${args[@]}" --output_dir "$work/reference" > "$work/reference.log" 2>&1 || { echo "FAIL: the uninterrupted run"; cat "$work/reference.log"; exit 1; }
@@ -39,9 +38,21 @@ expected=none
 for ((i = 1; i <= kills; i++)); do
   "$bin" "${args[@]}" --output_dir "$work/run" > "$work/run.log" 2>&1 &
   pid=$!
-  # Between 1 and 6 seconds: during start-up, mid-training, mid-save.
-  sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
-  sleep $((1 + RANDOM % 5))
+  if ((i % 2 == 0)); then
+    # Inside a save: killed by the poller the moment a staging directory holds
+    # a file (polled every 0.2 ms for up to 8 s; a save takes milliseconds).
+    python3 -c "
+import glob, os, signal, sys, time
+end = time.time() + 8
+while time.time() < end and not glob.glob(sys.argv[1]):
+    time.sleep(0.0002)
+os.kill(int(sys.argv[2]), signal.SIGKILL)" "$work/run/tmp-checkpoint-*/*" "$pid" 2> /dev/null
+  else
+    # Between 0.5 and 3.5 seconds: during start-up, mid-training, mid-save.
+    sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
+    sleep "$(printf '0.%03d' $((500 + RANDOM % 500)))"
+    sleep $((RANDOM % 3))
+  fi
   kill -9 "$pid" 2> /dev/null
   wait "$pid" 2> /dev/null
   # The checkpoint the run chose (printed before any work) and the one it loaded
@@ -67,6 +78,10 @@ if [ "${resumed:-none}" != "$expected" ]; then
 fi
 if ! cmp -s "$work/reference/model.safetensors" "$work/run/model.safetensors"; then
   echo "FAIL: the resumed run's model.safetensors differs from the uninterrupted run's"
+  failed=$((failed + 1))
+fi
+if [ "$in_save" -eq 0 ]; then
+  echo "FAIL: no kill landed inside a save"
   failed=$((failed + 1))
 fi
 echo "$kills kills: $in_save inside a save (a staging directory left behind), $early before the run chose a checkpoint;" \

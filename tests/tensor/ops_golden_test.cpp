@@ -63,6 +63,8 @@ const std::map<std::string, std::string>& not_golden() {
       {"randn(const Shape&, DType)", "OpsRandom.RandnHasStandardMoments (PyTorch's generator differs)"},
       {"manual_seed(uint64_t)", "OpsRandom.ManualSeedRepeatsTheStream"},
       {"host_randn(int64_t)", "OpsRandom.HostRandnIsSeededStandardNormal (std::mt19937_64, not PyTorch's generator)"},
+      {"get_rng_state()", "OpsRandom.RngStateRestoresBothStreams (generator state, no values to compare)"},
+      {"set_rng_state(const RngState&)", "OpsRandom.RngStateRestoresBothStreams"},
   };
   return m;
 }
@@ -221,6 +223,24 @@ TEST(OpsRandom, ManualSeedRepeatsTheStream) {
   EXPECT_EQ(a2, b2);
   EXPECT_NE(a1, a2);
   EXPECT_NE(a1, c1);
+}
+
+TEST(OpsRandom, RngStateRestoresBothStreams) {
+  // torch.get_rng_state / set_rng_state: the device stream (per-op seeds) and the host one continue where they were.
+  manual_seed(11);
+  rand({8}).to_vector<float>();
+  host_randn(3);
+  const RngState saved = get_rng_state();
+  const std::vector<float> device_next = rand({64}).to_vector<float>();
+  const std::vector<float> host_next = host_randn(6);
+  manual_seed(12);
+  set_rng_state(saved);
+  EXPECT_EQ(rand({64}).to_vector<float>(), device_next);
+  EXPECT_EQ(host_randn(6), host_next);
+  EXPECT_EQ(get_rng_state().seed, 11u);
+  RngState bad = saved;
+  bad.host = "not a generator";
+  EXPECT_THROW(set_rng_state(bad), Error);
 }
 
 TEST(OpsRandom, HostRandnIsSeededStandardNormal) {

@@ -8,7 +8,8 @@
 Pipeline (what the C++ trainer is compared against):
   data     read lines (universal newlines), tokenize each line as [CLS] ... [SEP], blank lines
            too ([CLS] [SEP], as HF's `datasets` text loader keeps them), concatenate everything, cut into blocks of max_seq_length, drop the remainder (group_texts).
-  batches  per epoch a permutation from torch.Generator seeded with seed + epoch, drop_last.
+  batches  per epoch a permutation from torch.Generator seeded with seed + epoch, the last smaller
+           batch kept (HF's dataloader_drop_last=False).
   masking  DataCollatorForLanguageModeling: each non-special token selected with p=mlm_probability;
            selected -> 80% [MASK], 10% random token, 10% unchanged; labels = -100 where not selected.
            (own torch.Generator seeded with `seed`; eval uses a fresh one seeded with `seed`.)
@@ -19,10 +20,10 @@ Pipeline (what the C++ trainer is compared against):
            clip_grad_norm_(1.0) every step; one optimizer step per batch.
   logs     every logging_steps: mean training loss over the interval (as HF).
   eval     validation blocks, batch per_device_eval_batch_size (last batch kept), masked with the
-           collator; eval_loss = mean of per-batch losses; perplexity = exp(eval_loss).
+           collator; eval_loss = per-batch losses weighted by their examples (HF's evaluation_loop);
+           eval_accuracy over the masked tokens (run_mlm.py's compute_metrics); perplexity = exp(eval_loss).
 Differences from HF kept on purpose (simpler to reproduce): HF groups per 1000-line chunk (dropping
-each chunk's remainder); its train dataloader does not drop the last batch; its eval loss is
-weighted by batch size; its RNG streams differ.
+each chunk's remainder); its RNG streams differ.
 Outputs in --output_dir: train_results.json, eval_results.json, all_results.json, trainer_state.json.
 """
 import argparse
@@ -112,16 +113,24 @@ def linear_schedule(warmup, total):
 
 
 def evaluate(model, blocks, tok, args):
+    """HF's evaluation_loop with run_mlm.py's compute_metrics: every block counted (the last
+    batch may be smaller), eval_loss = the batch losses repeated once per example and averaged,
+    accuracy = argmax predictions equal to the labels over the masked tokens."""
     model.eval()
     gen = torch.Generator().manual_seed(args.seed)
-    losses = []
+    weighted, examples, right, masked = 0.0, 0, 0, 0
     with torch.no_grad():
         for i in range(0, len(blocks), args.per_device_eval_batch_size):
             inputs, labels = mask_tokens(blocks[i:i + args.per_device_eval_batch_size], tok,
                                          args.mlm_probability, gen)
-            losses.append(model(inputs, torch.ones_like(inputs), labels=labels)["loss"].item())
+            out = model(inputs, torch.ones_like(inputs), labels=labels)
+            weighted += out["loss"].item() * len(inputs)
+            examples += len(inputs)
+            keep = labels != -100
+            right += int((out["logits"].argmax(-1)[keep] == labels[keep]).sum())
+            masked += int(keep.sum())
     model.train()
-    return sum(losses) / len(losses)
+    return weighted / examples, right / masked
 
 
 def main():
@@ -153,7 +162,8 @@ def main():
     sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(args.warmup_steps, args.max_steps))
 
     bs = args.per_device_train_batch_size
-    steps_per_epoch = len(train_blocks) // bs  # drop_last
+    # HF's dataloader_drop_last=False: the last, smaller batch of an epoch is kept.
+    steps_per_epoch = (len(train_blocks) + bs - 1) // bs
     if steps_per_epoch == 0:
         sys.exit(f"train file has {len(train_blocks)} blocks, fewer than one batch of {bs}")
     collate_gen = torch.Generator().manual_seed(args.seed)
@@ -192,13 +202,13 @@ def main():
                      "train_samples_per_second": round(step * bs / runtime, 3),
                      "train_steps_per_second": round(step / runtime, 3)}
     t0 = time.time()
-    eval_loss = evaluate(model, eval_blocks, tok, args)
+    eval_loss, eval_accuracy = evaluate(model, eval_blocks, tok, args)
     eval_runtime = time.time() - t0
     try:
         ppl = math.exp(eval_loss)
     except OverflowError:
         ppl = float("inf")
-    eval_results = {"eval_loss": eval_loss, "perplexity": ppl, "eval_samples": len(eval_blocks),
+    eval_results = {"eval_loss": eval_loss, "eval_accuracy": eval_accuracy, "perplexity": ppl, "eval_samples": len(eval_blocks),
                     "eval_runtime": round(eval_runtime, 4)}
     log_history.append({**train_results, "step": step})
     log_history.append({**eval_results, "step": step})
