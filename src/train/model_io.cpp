@@ -13,13 +13,7 @@ namespace lazytrain::train {
 void save_pretrained(const nn::Module& model, const nlohmann::json& config, const std::string& directory) {
   std::map<std::string, TensorRecord> records;
   for (const auto& [name, tensor] : model.named_parameters()) {
-    const Literal b = tensor.to_literal();  // through the device boundary
-    TensorRecord r;
-    r.dtype = safetensors_name(b.dtype());
-    r.shape = b.shape();
-    r.data.resize(static_cast<size_t>(b.nbytes()));
-    if (b.nbytes() > 0) std::memcpy(r.data.data(), b.raw(), r.data.size());
-    records.emplace(name, std::move(r));
+    records.emplace(name, to_tensor_record(tensor.to_literal()));  // through the device boundary
   }
   save_safetensors(directory + "/model.safetensors", records, {{"format", "pt"}});
   write_json_file(directory + "/config.json", config);

@@ -325,4 +325,19 @@ std::map<std::string, TensorRecord> load_safetensors(const std::string& path,
   return out;
 }
 
+TensorRecord to_tensor_record(const Literal& literal) {
+  TensorRecord r;
+  r.dtype = safetensors_name(literal.dtype());
+  r.shape = literal.shape();
+  r.data.resize(static_cast<size_t>(literal.nbytes()));
+  if (!r.data.empty()) std::memcpy(r.data.data(), literal.raw(), r.data.size());
+  return r;
+}
+
+Literal to_literal(const TensorRecord& record) {
+  Literal literal(record.shape, dtype_from_safetensors_name(record.dtype));
+  if (!record.data.empty()) std::memcpy(literal.mutable_raw(), record.data.data(), record.data.size());
+  return literal;
+}
+
 }  // namespace lazytrain::train

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "core/literal.h"
+
 namespace lazytrain::train {
 
 // One tensor: safetensors dtype name ("F32", "BF16", "F16", "I64", "I32",
@@ -32,6 +34,11 @@ struct TensorRecord {
 
   bool operator==(const TensorRecord&) const = default;
 };
+
+// A host Literal as a record (its dtype's safetensors name, shape and bytes),
+// and back. to_literal throws Error for a dtype lazytrain has no DType for.
+TensorRecord to_tensor_record(const Literal& literal);
+Literal to_literal(const TensorRecord& record);
 
 // Bytes per element of a safetensors dtype: BOOL, U8, I8, F8_E5M2, F8_E4M3,
 // F8_E8M0 -> 1; I16, U16, F16, BF16 -> 2; I32, U32, F32 -> 4; C64, F64, I64,

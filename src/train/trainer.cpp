@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "core/error.h"
 #include "lazy/graph_executor.h"
@@ -31,7 +30,6 @@ DecayGroups split_weight_decay(const nn::Module& model) {
   for (const auto& [name, p] : model.named_parameters()) {
     const bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos;
     (no_decay ? groups.no_decay : groups.decay).push_back(p);
-    (no_decay ? groups.no_decay_names : groups.decay_names).push_back(name);
   }
   return groups;
 }

@@ -31,11 +31,6 @@
 #include "train/trainer_state.h"
 #include "train/training_arguments.h"
 
-namespace lazytrain::optim {
-class AdamW;
-class LambdaLR;
-}  // namespace lazytrain::optim
-
 namespace lazytrain::train {
 
 class SummaryWriter;
@@ -47,7 +42,8 @@ struct TrainerOptimization;  // the optimizer and scheduler of one train() call
 struct ModelOutput {
   Tensor loss;
   Tensor logits;
-  ModelOutput(Tensor loss_ = Tensor(), Tensor logits_ = Tensor()) : loss(std::move(loss_)), logits(std::move(logits_)) {}  // NOLINT
+  // Implicit, so a loss function may return just the loss tensor.
+  ModelOutput(Tensor loss_ = Tensor(), Tensor logits_ = Tensor()) : loss(std::move(loss_)), logits(std::move(logits_)) {}
 };
 using LossFn = std::function<ModelOutput(const distributed::DeviceBatch& batch)>;
 // A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.
@@ -185,7 +181,6 @@ class Trainer {
 // LayerNorm weights (names ending in "bias" or containing "LayerNorm.weight").
 struct DecayGroups {
   std::vector<Tensor> decay, no_decay;
-  std::vector<std::string> decay_names, no_decay_names;
 };
 DecayGroups split_weight_decay(const nn::Module& model);
 

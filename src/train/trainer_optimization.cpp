@@ -1,7 +1,6 @@
 #include "train/trainer_optimization.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "core/error.h"
 #include "optim/adamw_state.h"
@@ -26,14 +25,7 @@ TrainerOptimization make_optimization(nn::Module& model, const TrainingArguments
 void save_optimization(const TrainerOptimization& opt, const nn::Module& model, const std::string& dir) {
   const optim::AdamWStateDict state = opt.optimizer->state_dict(model.named_parameters());
   std::map<std::string, TensorRecord> records;
-  for (const auto& [name, literal] : state.tensors) {
-    TensorRecord r;
-    r.dtype = safetensors_name(literal.dtype());
-    r.shape = literal.shape();
-    r.data.resize(static_cast<size_t>(literal.nbytes()));
-    if (literal.nbytes() > 0) std::memcpy(r.data.data(), literal.raw(), r.data.size());
-    records.emplace(name, std::move(r));
-  }
+  for (const auto& [name, literal] : state.tensors) records.emplace(name, to_tensor_record(literal));
   save_safetensors(dir + "/optimizer.safetensors", records, {{"format", "pt"}, {"optimizer_state", dump_json(state.state.to_json())}});
   write_json_file(dir + "/scheduler.json", opt.scheduler->state_dict());
 }
@@ -45,11 +37,7 @@ void load_optimization(TrainerOptimization& opt, const nn::Module& model, const 
   if (!metadata.contains("optimizer_state")) throw Error("[Trainer] '" + path + "' has no \"optimizer_state\" metadata; expected a lazytrain checkpoint");
   optim::AdamWStateDict state;
   state.state = optim::AdamWState::from_json(parse_json(metadata["optimizer_state"], path), path);
-  for (auto& [name, r] : records) {
-    Literal literal(r.shape, dtype_from_safetensors_name(r.dtype));
-    if (!r.data.empty()) std::memcpy(literal.mutable_raw(), r.data.data(), r.data.size());
-    state.tensors.emplace(name, std::move(literal));
-  }
+  for (const auto& [name, r] : records) state.tensors.emplace(name, to_literal(r));
   const std::string scheduler_path = dir + "/scheduler.json";
   const nlohmann::json scheduler = read_json_file(scheduler_path);
   try {

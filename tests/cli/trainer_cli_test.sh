@@ -110,6 +110,26 @@ evals = [e for e in s['log_history'] if 'eval_loss' in e and e['step'] in (2, 4,
 want = min(evals, key=lambda e: e['eval_loss'])['step']
 sys.exit(not (best.endswith('checkpoint-%d' % want) and os.path.isdir(best)))"
 
+# Fractional epochs (ceil(0.5 x 9 steps) = 5), --max_train_samples / --max_eval_samples,
+# gradient accumulation (2 steps of 2 micro-batches an epoch of 20 examples), and
+# --dataloader_drop_last.
+train --num_train_epochs 0.5 --save_strategy no --report_to none --output_dir "$work/half"
+check fractional_epochs "$python" -c "
+import json, sys
+sys.exit(json.load(open('$work/half/trainer_state.json'))['global_step'] != 5)"
+train --max_train_samples 20 --max_eval_samples 10 --do_eval --gradient_accumulation_steps 2 --num_train_epochs 2 \
+  --save_strategy no --report_to none --output_dir "$work/samples"
+check max_samples "$python" -c "
+import json, sys
+t = json.load(open('$work/samples/train_results.json')); e = json.load(open('$work/samples/eval_results.json'))
+s = json.load(open('$work/samples/trainer_state.json'))
+# 20 examples in batches of 4: 5 micro-batches, 3 optimizer steps an epoch (the last of one).
+sys.exit(not (t['train_samples'] == 20 and e['eval_samples'] == 10 and s['global_step'] == 6))"
+train --max_train_samples 22 --dataloader_drop_last --num_train_epochs 1 --save_strategy no --report_to none --output_dir "$work/drop"
+check drop_last "$python" -c "
+import json, sys
+sys.exit(json.load(open('$work/drop/trainer_state.json'))['global_step'] != 5)"
+
 # Flags from a JSON file (HfArgumentParser), and a typo in it.
 cat > "$work/args.json" <<EOF
 {"tokenizer_name": "$data/bert-base-uncased/vocab.txt", "config_name": "$data/bert-base-uncased/config.json",
