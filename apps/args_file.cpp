@@ -1,14 +1,30 @@
 #include "apps/args_file.h"
 
+#include <cctype>
+
 #include "core/error.h"
 #include "train/json_file.h"
 
 namespace lazytrain::apps {
 
+namespace {
+
+bool names_a_json_file(const std::string& word) {
+  if (word.size() <= 5 || word.starts_with("-")) return false;
+  std::string ext = word.substr(word.size() - 5);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".json";
+}
+
+}  // namespace
+
 bool is_args_file_call(int argc, char** argv) {
-  if (argc != 3) return false;
-  const std::string file = argv[2];
-  return file.size() > 5 && file.ends_with(".json") && !file.starts_with("-");
+  if (argc < 3 || !names_a_json_file(argv[2])) return false;
+  if (argc > 3) {
+    throw Error(std::string("[") + argv[1] + "] '" + argv[2] +
+                "': a JSON file of flags must be the only argument (put the other flags into it)");
+  }
+  return true;
 }
 
 namespace {
@@ -40,6 +56,13 @@ std::vector<std::string> args_from_json_file(const CLI::App& command, const std:
       continue;
     }
     if (value.is_object()) throw Error(where + ": expected a value or a list of values, got an object");
+    // HF's resume_from_checkpoint=true: the newest checkpoint of output_dir; false: none.
+    if (key == "resume_from_checkpoint" && value.is_boolean()) {
+      if (value.get<bool>()) words.insert(words.end(), {"--" + key, "latest"});
+      continue;
+    }
+    if (value.is_boolean()) throw Error(where + ": expected a value, got " + value.dump() + " (true/false are for switches)");
+    if (value.is_array() && option->get_expected_max() == 1) throw Error(where + ": expected one value, got a list");
     words.push_back("--" + key);
     if (value.is_array()) {
       if (value.empty()) throw Error(where + ": expected at least one value in the list");

@@ -21,7 +21,7 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& o) {
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   c->add_option("--model", o.model, "A model directory written by run_mlm (config.json, model.safetensors, tokenizer)")->required();
   CLI::Option* text = c->add_option("--text", o.text, "One text holding the mask token");
-  CLI::Option* file = c->add_option("--file", o.file, "A text file: each non-empty line is one input");
+  CLI::Option* file = c->add_option("--file", o.file, "A text file: each non-blank line is one input");
   text->excludes(file);
   c->add_option("--top_k", o.top_k, "Predictions per mask");
   c->add_option("--batch_size", o.batch_size, "Inputs per forward pass (padded to the longest of the batch, rounded up to a multiple of 8)");
@@ -32,7 +32,7 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& o) {
 
 namespace {
 
-// The non-empty lines of --file (a trailing \r dropped).
+// The non-blank lines of --file (a trailing \r dropped).
 std::vector<std::string> read_inputs(const std::string& path) {
   require_file("fill_mask", path, "--file");
   std::ifstream in(path, std::ios::binary);
@@ -40,9 +40,9 @@ std::vector<std::string> read_inputs(const std::string& path) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines.push_back(line);
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);  // blank lines are no inputs
   }
-  if (lines.empty()) throw Error("[fill_mask] --file '" + path + "' has no non-empty line");
+  if (lines.empty()) throw Error("[fill_mask] --file '" + path + "' has no non-blank line");
   return lines;
 }
 

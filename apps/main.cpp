@@ -25,13 +25,17 @@ int main(int argc, char** argv) {
   // `lazytrain run_mlm args.json`: the flags from a JSON file (HfArgumentParser).
   std::vector<std::string> words;
   std::vector<char*> file_argv;
-  if (lazytrain::apps::is_args_file_call(argc, argv)) {
-    try {
+  std::string args_file;
+  try {
+    if (lazytrain::apps::is_args_file_call(argc, argv)) {
+      args_file = argv[2];
       words = lazytrain::apps::args_from_json_file(*app.get_subcommand(argv[1]), argv[2]);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
-      return 2;
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  if (!args_file.empty()) {
     file_argv = {argv[0], argv[1]};
     for (std::string& w : words) file_argv.push_back(w.data());
     argc = static_cast<int>(file_argv.size());
@@ -45,7 +49,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every other error: "error: --flag: what was wrong".
-    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    if (!args_file.empty()) {
+      std::fprintf(stderr, "error: '%s': %s (see --help)\n", args_file.c_str(), e.what());
+    } else {
+      std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    }
     return 2;
   }
   // Executions still in flight finish before the process tears down its statics.

@@ -32,7 +32,7 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--model_type", o.model_type, "Model type to train from scratch: bert (WordPiece vocab.txt) or roberta (SentencePiece)")
       ->check(CLI::IsMember({"bert", "roberta"}));
   c->add_option("--model_name_or_path", o.model_name_or_path,
-                "A directory written by run_mlm (config.json, model.safetensors, vocab.txt) to start from");
+                "A Hugging Face BERT or RoBERTa directory (config.json, model.safetensors; a run_mlm output or checkpoint) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: BERT's defaults");
   c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"hidden_size=128,num_hidden_layers=2\"");
   c->add_option("--tokenizer_name", o.tokenizer_name,

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 #include <unistd.h>
 
 #include "backend/registry.h"
@@ -47,6 +48,18 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
     } else if (t.do_train && !t.overwrite_output_dir) {
       // run_mlm.py's get_last_checkpoint: a preempted job re-run with the same command resumes.
       const std::optional<std::string> last = train::get_last_checkpoint(t.output_dir);
+      std::string damaged;  // marked checkpoints newer than `last` whose files are not whole
+      std::vector<train::CheckpointDir> checkpoints = train::list_checkpoints(t.output_dir);
+      for (auto it = checkpoints.rbegin(); it != checkpoints.rend() && (!last || it->path != *last); ++it) {
+        const train::CheckpointDir& c = *it;
+        const std::string problem = train::checkpoint_problem(c.path);
+        std::fprintf(stderr, "warning: skipping checkpoint '%s': %s\n", c.path.c_str(), problem.c_str());
+        damaged += (damaged.empty() ? "" : "; ") + c.path + ": " + problem;
+      }
+      if (!last && !damaged.empty()) {
+        throw Error("[" + command + "] --output_dir '" + t.output_dir + "' holds checkpoints but none is complete (" + damaged +
+                    "); pass --resume_from_checkpoint with a whole one, or --overwrite_output_dir to remove them and start over");
+      }
       if (last) {
         resume = *last;
         std::fprintf(stderr, "Checkpoint detected, resuming training at %s. To avoid this behavior, change the `--output_dir` or add "

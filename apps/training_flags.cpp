@@ -42,7 +42,7 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
                "A checkpoint-<step> directory, or 'latest' (the newest complete one in --output_dir), to resume training from");
   c.add_flag("--dataloader_drop_last", t.dataloader_drop_last,
              "Drop the last incomplete training batch (default: pad it to the batch size; padding rows carry no loss)");
-  c.add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)");
+  c.add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)")->check(CLI::NonNegativeNumber);
   c.add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
   c.add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
   c.add_option("--dataloader_num_workers", t.dataloader_num_workers, "Threads that collate batches (0: the loader thread)");

@@ -1,5 +1,7 @@
 #include "train/results_files.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
@@ -13,7 +15,14 @@ namespace lazytrain::train {
 void save_metrics(const std::string& output_dir, const std::string& split, const std::map<std::string, double>& metrics,
                   bool combined) {
   nlohmann::json split_metrics = nlohmann::json::object();
-  for (const auto& [k, v] : metrics) split_metrics[k] = v;
+  for (const auto& [k, v] : metrics) {
+    // Counts are integers in Hugging Face's files ("eval_samples": 2405).
+    if (k.ends_with("_samples") && v == std::floor(v) && std::abs(v) < 9e15) {
+      split_metrics[k] = static_cast<int64_t>(v);
+    } else {
+      split_metrics[k] = v;
+    }
+  }
   write_json_file(output_dir + "/" + split + "_results.json", split_metrics);
   if (!combined) return;
   const std::string path = output_dir + "/all_results.json";

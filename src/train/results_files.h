@@ -10,7 +10,7 @@ namespace lazytrain::train {
 
 // Trainer.save_metrics(split, metrics, combined): writes
 // <output_dir>/<split>_results.json (e.g. split "train" or "eval") with exactly
-// `metrics`, and, when combined, merges them into <output_dir>/all_results.json:
+// `metrics` (a whole-number "*_samples" count written as an integer, as HF does), and, when combined, merges them into <output_dir>/all_results.json:
 // the keys already there are kept, new ones added, and a key of `metrics`
 // replaces the old value (Python dict.update), so an evaluation run after
 // training keeps the train_* entries. Files are written atomically. Throws

@@ -227,6 +227,14 @@ void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
 namespace lazytrain::train {
 
 std::map<std::string, double> Trainer::train(const std::string& resume_from_checkpoint) {
+  // A metric the evaluation cannot give is an error now, not at the first evaluation.
+  static const std::vector<std::string> kEvalMetrics = {"eval_loss", "eval_accuracy", "eval_runtime", "eval_samples_per_second",
+                                                        "eval_steps_per_second"};
+  if (!args_.metric_for_best_model.empty() &&
+      std::find(kEvalMetrics.begin(), kEvalMetrics.end(), args_.best_metric_key()) == kEvalMetrics.end()) {
+    throw Error("[Trainer] --metric_for_best_model '" + args_.metric_for_best_model +
+                "' is not an evaluation metric; expected loss, accuracy, runtime, samples_per_second or steps_per_second");
+  }
   state_.max_steps = resolve_max_steps();
   const int64_t per_epoch = micro_batches_per_epoch();
   const int64_t k = args_.gradient_accumulation_steps;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "tensor/ops.h"
@@ -57,7 +58,7 @@ void Trainer::update_best(const std::map<std::string, double>& metrics) {
 }
 
 nlohmann::json Trainer::data_state() const {
-  return {{"train_samples", dataset_size(true)},
+  nlohmann::json state = {{"train_samples", dataset_size(true)},
           {"per_device_train_batch_size", args_.per_device_train_batch_size},
           {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
           {"dataloader_drop_last", args_.dataloader_drop_last},
@@ -65,6 +66,16 @@ nlohmann::json Trainer::data_state() const {
           {"micro_batches_per_epoch", micro_batches_per_epoch()},
           {"epoch", state_.global_step / updates_per_epoch()},
           {"micro_batches_done_in_epoch", (state_.global_step % updates_per_epoch()) * args_.gradient_accumulation_steps}};
+  // The in-memory training set's token ids, so that a checkpoint is not resumed on other text of
+  // the same size (a stream is only counted: hashing it would read it whole).
+  if (!train_stream_) {
+    uint32_t crc = 0;
+    for (const data::Example& e : train_dataset_) {
+      crc = crc32c(std::string_view(reinterpret_cast<const char*>(e.input_ids.data()), e.input_ids.size() * sizeof(int64_t)), crc);
+    }
+    state["train_data_crc32c"] = crc;
+  }
+  return state;
 }
 
 void Trainer::save_checkpoint(TrainerOptimization& opt) {
@@ -95,10 +106,12 @@ void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) 
   }
   const nlohmann::json saved_data = read_json_file(dir + "/data_state.json");
   const nlohmann::json current = data_state();
-  for (const char* key : {"train_samples", "per_device_train_batch_size", "gradient_accumulation_steps", "dataloader_drop_last", "seed"}) {
-    if (saved_data.value(key, nlohmann::json()) != current[key]) {
-      throw Error(what + "it was made with " + key + " " + saved_data.value(key, nlohmann::json()).dump() + ", this run has " +
-                  current[key].dump() + "; resuming exactly needs the same data order");
+  for (const char* key : {"train_samples", "train_data_crc32c", "per_device_train_batch_size", "gradient_accumulation_steps",
+                          "dataloader_drop_last", "seed"}) {
+    const nlohmann::json saved_value = saved_data.value(key, nlohmann::json()), value = current.value(key, nlohmann::json());
+    if (saved_value != value) {
+      throw Error(what + "it was made with " + key + " " + saved_value.dump() + ", this run has " + value.dump() +
+                  "; resuming exactly needs the same training data and order");
     }
   }
   TrainerState saved_state = TrainerState::from_json(read_json_file(dir + "/trainer_state.json"), dir + "/trainer_state.json");

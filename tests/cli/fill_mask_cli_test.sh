@@ -72,7 +72,7 @@ done
 
 bert=(fill_mask --model "$golden/fill_mask_bert" --backend interpreter)
 mkdir -p "$work/no_config"
-printf '\n\n' > "$work/blank.txt"
+printf '\n  \n\t\n' > "$work/blank.txt"
 expect_error model_missing "--model '$work/none' does not exist or is not a directory" fill_mask --model "$work/none" --text "a [MASK]"
 expect_error no_config "'$work/no_config' holds no config.json" fill_mask --model "$work/no_config" --text "a [MASK]"
 expect_error no_mask "has no mask token [MASK]" "${bert[@]}" --text "Paris is the capital of France."
@@ -82,7 +82,7 @@ expect_error top_k_zero "--top_k must be at least 1, got 0" "${bert[@]}" --text 
 expect_error top_k_above_vocab "--top_k 53 is larger than the vocabulary of '$golden/fill_mask_bert' (52 tokens)" "${bert[@]}" --text "the [MASK]" --top_k 53
 expect_error batch_size_zero "--batch_size must be at least 1, got 0" "${bert[@]}" --text "the [MASK]" --batch_size 0
 expect_error file_missing "--file '$work/none.txt' does not exist" "${bert[@]}" --file "$work/none.txt"
-expect_error file_blank "--file '$work/blank.txt' has no non-empty line" "${bert[@]}" --file "$work/blank.txt"
+expect_error file_blank "--file '$work/blank.txt' has no non-blank line" "${bert[@]}" --file "$work/blank.txt"
 expect_error no_input "give --text TEXT or --file FILE" "${bert[@]}"
 expect_error text_and_file "excludes" "${bert[@]}" --text "the [MASK]" --file "$work/bert.txt"
 

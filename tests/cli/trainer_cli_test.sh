@@ -183,5 +183,39 @@ expect_error resume_latest_none "--resume_from_checkpoint 'latest': no complete 
 expect_error load_best_mismatch "requires the save and eval strategy to match" \
   run_mlm "${common[@]}" --max_steps 2 --load_best_model_at_end --evaluation_strategy steps --save_strategy epoch --output_dir "$work/x"
 
+expect_error bad_metric "--metric_for_best_model 'acc' is not an evaluation metric" \
+  run_mlm "${common[@]}" --max_steps 4 --evaluation_strategy steps --eval_steps 2 --save_steps 2 --load_best_model_at_end \
+  --metric_for_best_model acc --output_dir "$work/metric"
+check bad_metric_wrote_nothing test ! -e "$work/metric"
+expect_error negative_seed "--seed" run_mlm "${common[@]}" --seed -5 --output_dir "$work/x"
+expect_error json_then_flags "a JSON file of flags must be the only argument" run_mlm "$work/args.json" --max_steps 5
+sed 's/"learning_rate": 0.002/"learning_rate": "abc"/' "$work/args.json" > "$work/abc.json"
+expect_error json_bad_number "'$work/abc.json': Could not convert" run_mlm "$work/abc.json"
+sed 's/"max_steps": 3/"max_steps": true/' "$work/args.json" > "$work/bool.json"
+expect_error json_bool_value "key 'max_steps': expected a value, got true" run_mlm "$work/bool.json"
+
+# Other text with as many examples: refused by the training data's CRC32C.
+sed 's/\bthe\b/and/g' "$data/sample-text/sample_text.txt" > "$work/other.txt"
+expect_error resume_other_text "it was made with train_data_crc32c" \
+  run_mlm "${common[@]}" --train_file "$work/other.txt" --max_steps 12 --output_dir "$work/a" --resume_from_checkpoint latest
+
+# A damaged newest checkpoint is skipped with a warning naming it; with none whole, one error.
+mkdir -p "$work/d" && cp -r "$work/a/checkpoint-8" "$work/a/checkpoint-12" "$work/d/"
+truncate -s 1000 "$work/d/checkpoint-12/optimizer.safetensors"
+train --max_steps 12 --save_steps 4 --output_dir "$work/d"
+check damaged_newest_warned grep -q "warning: skipping checkpoint '$work/d/checkpoint-12': optimizer.safetensors has 1000 bytes" "$work/stderr"
+check damaged_newest_skipped grep -q "Resuming training from $work/d/checkpoint-8 at step 8" "$work/stderr"
+mkdir -p "$work/e" && cp -r "$work/a/checkpoint-8" "$work/e/" && truncate -s 10 "$work/e/checkpoint-8/model.safetensors"
+train --max_steps 12 --output_dir "$work/e"
+check none_whole_is_an_error grep -q "holds checkpoints but none is complete" "$work/stderr"
+check none_whole_left_untouched test "$(stat -c %s "$work/e/checkpoint-8/model.safetensors")" = 10
+
+# "resume_from_checkpoint": true in a JSON file means the newest checkpoint.
+mkdir -p "$work/f" && cp -r "$work/a/checkpoint-8" "$work/f/"
+sed -e 's|"output_dir": "[^"]*"|"output_dir": "'"$work/f"'"|' -e 's/"max_steps": 3/"max_steps": 12, "resume_from_checkpoint": true/' \
+  "$work/args.json" > "$work/resume.json"
+"$bin" run_mlm "$work/resume.json" > "$work/stdout" 2> "$work/stderr"
+check json_resume_true grep -q "Resuming training from $work/f/checkpoint-8 at step 8" "$work/stderr"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
