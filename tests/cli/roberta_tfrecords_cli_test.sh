@@ -48,6 +48,19 @@ grep -A1 "Metric: CompileTime" "$work/run/metrics_report.txt" | grep -q "TotalSa
 head -c 8192 "$work/run/model.safetensors" | grep -q '"lm_head.bias"' || { ok=0; echo "no lm_head.bias in the checkpoint"; }
 [ $rc -eq 0 ] && [ $ok -eq 1 ] && pass || fail "roberta_from_tfrecords (rc=$rc)"
 
+# Streamed shards resume exactly mid-epoch (the examples already trained on are
+# read and dropped), and --max_eval_samples limits the evaluation stream.
+tf=(--train_tfrecords "$work/shards/train-*.tfrecord" --validation_tfrecords "$work/shards/validation-*.tfrecord"
+    --do_train --do_eval --max_steps 6 --save_steps 3 --max_eval_samples 10 --report_to none)
+"$bin" "${roberta[@]}" "${tf[@]}" --output_dir "$work/tf_a" > "$work/stdout" 2> "$work/stderr"
+rc_a=$?
+mkdir -p "$work/tf_b" && cp -r "$work/tf_a/checkpoint-3" "$work/tf_b/"
+"$bin" "${roberta[@]}" "${tf[@]}" --output_dir "$work/tf_b" > "$work/stdout" 2> "$work/stderr"
+rc_b=$?
+[ $rc_a -eq 0 ] && [ $rc_b -eq 0 ] && grep -q "Resuming training from $work/tf_b/checkpoint-3 at step 3" "$work/stderr" &&
+  cmp -s "$work/tf_a/model.safetensors" "$work/tf_b/model.safetensors" && grep -q '"eval_samples": 10' "$work/tf_a/eval_results.json" &&
+  pass || fail "roberta_tfrecords_resume (rc=$rc_a/$rc_b)"
+
 # RoBERTa from text files, as BERT: every line <s> ... </s> grouped into blocks
 # (blank lines too), and --line_by_line padded with <pad>; train and evaluate.
 "$bin" "${roberta[@]}" --train_file "$work/train.txt" --validation_file "$work/valid.txt" --max_seq_length 64 \
