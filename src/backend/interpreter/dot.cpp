@@ -11,9 +11,11 @@ namespace lazytrain::backend::interpreter {
 Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args) {
   const Buffer& lhs = *args[0];
   const Buffer& rhs = *args[1];
-  // Primitives are costly to create: one per (lhs shape, dims, output), kept for the process.
-  static std::mutex mutex;
-  static std::map<std::vector<int64_t>, std::shared_ptr<OneDnnMatmul>> cache;
+  // Primitives are costly to create: one per (lhs shape, dims, output), kept for
+  // the process and never destroyed: an execution still running on the device's
+  // worker thread when the process exits must not see them torn down.
+  static std::mutex& mutex = *new std::mutex;
+  static auto& cache = *new std::map<std::vector<int64_t>, std::shared_ptr<OneDnnMatmul>>;
   std::vector<int64_t> key = lhs.shape();
   key.push_back(-1);
   for (const auto* dims : {&in.dot.lhs_batch_dimensions, &in.dot.lhs_contracting_dimensions, &in.dot.rhs_contracting_dimensions}) {
