@@ -1,18 +1,14 @@
 #include "data/data_loader.h"
 
 #include <algorithm>
-#include <random>
+
+#include "data/distributed_sampler.h"
 
 namespace lazytrain::data {
 
 std::vector<std::vector<size_t>> epoch_batches(size_t dataset_size, const DataLoaderOptions& options, uint64_t epoch) {
   check(options.batch_size >= 1, "DataLoader", "batch_size must be at least 1, got " + std::to_string(options.batch_size));
-  std::vector<size_t> order(dataset_size);
-  for (size_t i = 0; i < dataset_size; ++i) order[i] = i;
-  if (options.shuffle) {
-    std::mt19937_64 rng(options.seed * 1000003ull + epoch);
-    for (size_t i = dataset_size; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  }
+  const std::vector<size_t> order = epoch_order(dataset_size, options.shuffle, options.seed, epoch);
   std::vector<std::vector<size_t>> batches;
   const size_t b = static_cast<size_t>(options.batch_size);
   for (size_t start = 0; start < dataset_size; start += b) {
