@@ -38,11 +38,19 @@ struct DataLoaderOptions {
   bool drop_last = false;
   int num_workers = 0;
   int prefetch_factor = 2;  // batches made ahead per worker
+  // Data parallelism: this replica batches only its DistributedSampler share of
+  // each epoch (data/distributed_sampler.h; drop_last applies to both).
+  int64_t num_replicas = 1;
+  int64_t rank = 0;
 };
 
 // The batch index lists of one epoch (Fisher-Yates with raw 64-bit draws, so
-// every standard library gives the same order). Throws Error for batch_size < 1.
+// every standard library gives the same order; with num_replicas > 1, of this
+// replica's share). Throws Error for batch_size < 1 or a bad replica/rank.
 std::vector<std::vector<size_t>> epoch_batches(size_t dataset_size, const DataLoaderOptions& options, uint64_t epoch);
+
+// Examples in one replica's share of an epoch (DistributedSampler::num_samples).
+size_t replica_share_size(size_t dataset_size, const DataLoaderOptions& options);
 
 template <typename Batch>
 class DataLoader {
@@ -57,10 +65,11 @@ class DataLoader {
     check(options_.prefetch_factor >= 1, "DataLoader", "prefetch_factor must be >= 1, got " + std::to_string(options_.prefetch_factor));
   }
 
-  // Batches per epoch (len(dataloader)).
+  // Batches per epoch (len(dataloader)), of this replica's share.
   size_t size() const {
     const size_t b = static_cast<size_t>(options_.batch_size);
-    return options_.drop_last ? dataset_size_ / b : (dataset_size_ + b - 1) / b;
+    const size_t n = options_.num_replicas != 1 || options_.rank != 0 ? replica_share_size(dataset_size_, options_) : dataset_size_;
+    return options_.drop_last ? n / b : (n + b - 1) / b;
   }
 
   // One pass over the data. An epoch owns a copy of the collate function (and

@@ -63,6 +63,28 @@ TEST(DistributedSampler, OneReplicaIsTheDataLoadersOrder) {
   EXPECT_EQ(DistributedSampler(50, {1, 0, true, 7, false}).indices(3), epoch_batches(50, options, 3).front());
 }
 
+TEST(DistributedSampler, EachReplicasDataLoaderBatchesItsShare) {
+  // 11 examples, 2 replicas, batches of 2: shares of 6 (one example repeated), 3 batches each.
+  std::vector<std::vector<size_t>> seen(2);
+  for (int64_t rank : {0, 1}) {
+    DataLoaderOptions options;
+    options.batch_size = 2;
+    options.shuffle = true;
+    options.seed = 7;
+    options.num_replicas = 2;
+    options.rank = rank;
+    DataLoader<std::vector<size_t>> loader(11, options, [](const std::vector<size_t>& indices, uint64_t) { return indices; });
+    EXPECT_EQ(loader.size(), 3u);
+    auto epoch = loader.epoch(1);
+    while (auto batch = epoch->next()) seen[static_cast<size_t>(rank)].insert(seen[static_cast<size_t>(rank)].end(), batch->begin(), batch->end());
+  }
+  EXPECT_EQ(seen[0], DistributedSampler(11, {2, 0, true, 7, false}).indices(1));
+  EXPECT_EQ(seen[1], DistributedSampler(11, {2, 1, true, 7, false}).indices(1));
+  std::set<size_t> all(seen[0].begin(), seen[0].end());
+  all.insert(seen[1].begin(), seen[1].end());
+  EXPECT_EQ(all.size(), 11u);
+}
+
 TEST(DistributedSampler, BadReplicasAreErrors) {
   EXPECT_THROW(DistributedSampler(10, {0, 0, true, 0, false}), Error);
   try {
