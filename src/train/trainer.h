@@ -173,6 +173,7 @@ class Trainer {
   int64_t skipped_batches_ = 0;
   int64_t trained_samples_ = 0;  // examples trained on by this train() call
   int64_t first_step_ = 0;       // global_step when this train() call began (> 0 when resumed)
+  mutable std::optional<uint32_t> train_data_crc32c_;  // of the in-memory training set's token ids (data_state)
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
 };

@@ -69,11 +69,14 @@ nlohmann::json Trainer::data_state() const {
   // The in-memory training set's token ids, so that a checkpoint is not resumed on other text of
   // the same size (a stream is only counted: hashing it would read it whole).
   if (!train_stream_) {
-    uint32_t crc = 0;
-    for (const data::Example& e : train_dataset_) {
-      crc = crc32c(std::string_view(reinterpret_cast<const char*>(e.input_ids.data()), e.input_ids.size() * sizeof(int64_t)), crc);
+    if (!train_data_crc32c_) {  // the dataset does not change: hashed once, not at every save
+      uint32_t crc = 0;
+      for (const data::Example& e : train_dataset_) {
+        crc = crc32c(std::string_view(reinterpret_cast<const char*>(e.input_ids.data()), e.input_ids.size() * sizeof(int64_t)), crc);
+      }
+      train_data_crc32c_ = crc;
     }
-    state["train_data_crc32c"] = crc;
+    state["train_data_crc32c"] = *train_data_crc32c_;
   }
   return state;
 }
