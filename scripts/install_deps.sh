@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(cmake make ninja-build g++ pkg-config ccache
           libdnnl-dev libsleef-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libgtest-dev
-          libprotobuf-dev protobuf-compiler libsentencepiece-dev python3-protobuf)
+          libprotobuf-dev protobuf-compiler libsentencepiece-dev python3-protobuf
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #include "backend/onednn_matmul.h"
 
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -29,7 +30,7 @@ dnnl::memory::data_type dnnl_type(DType t, const hlo::HloInstruction& in) {
 struct OneDnnMatmul::Impl {
   MatmulEpilogue epilogue;
   int64_t m = 0, n = 0, k = 0;
-  dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md;
+  dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md, scratchpad_md;
   dnnl::matmul primitive;
 };
 
@@ -52,18 +53,22 @@ OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, Mat
   p.b_md = dnnl::memory::desc({batch, k, n}, dt, rhs_t ? dims{k * n, 1, k} : dims{k * n, n, 1});
   p.c_md = dnnl::memory::desc({batch, m, n}, dt, dims{m * n, n, 1});
   dnnl::primitive_attr attr;
+  // Our scratchpad per run: one primitive serves every device's execution
+  // thread at once, and oneDNN's library scratchpad is shared between
+  // primitives and bound to a thread (DNNL_ENABLE_CONCURRENT_EXEC=OFF).
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (epilogue.residual) {
     p.residual_md = p.c_md;
     dnnl::post_ops ops;
     ops.append_binary(dnnl::algorithm::binary_add, p.residual_md);
     attr.set_post_ops(ops);
   }
-  if (epilogue.bias) {
-    p.bias_md = dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1});
-    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.bias_md, p.c_md), attr, cpu_engine()));
-  } else {
-    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.c_md), attr, cpu_engine()));
-  }
+  if (epilogue.bias) p.bias_md = dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1});
+  dnnl::matmul::primitive_desc pd =
+      epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.bias_md, p.c_md), attr, cpu_engine())
+                    : dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.c_md), attr, cpu_engine());
+  p.scratchpad_md = pd.scratchpad_desc();
+  p.primitive = dnnl::matmul(pd);
 }
 
 OneDnnMatmul::~OneDnnMatmul() = default;
@@ -84,6 +89,13 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias_md, cpu_engine(), bias->raw()));
   if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(p.residual_md, cpu_engine(), residual->raw()));
+  // The scratchpad of this run alone (thread-safe: runs never share one).
+  const size_t scratchpad_bytes = p.scratchpad_md.get_size();
+  std::unique_ptr<uint8_t[]> scratchpad;
+  if (scratchpad_bytes > 0) {
+    scratchpad = std::make_unique_for_overwrite<uint8_t[]>(scratchpad_bytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad_md, cpu_engine(), scratchpad.get()));
+  }
   dnnl::stream stream(cpu_engine());
   p.primitive.execute(stream, args);
   stream.wait();

@@ -2,6 +2,8 @@
 // oneDNN applies before writing the result (post-ops): a bias added along the
 // last dim, then a residual of the output's shape added. Both backends call
 // dots through it; the CPU backend creates one per dot of an executable, once.
+// run() may be called from several threads at once (every device's execution
+// thread runs the same executable): each run brings its own scratchpad.
 //
 // The dot: lhs [batch..., m, k] or [batch..., k, m] (contracting dim last or
 // second to last), rhs [batch..., k, n] or [batch..., n, k], out [batch..., m, n];

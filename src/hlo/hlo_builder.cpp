@@ -269,10 +269,35 @@ int HloBuilder::fusion(std::shared_ptr<const HloModule> computation, std::vector
   return add(std::move(in));
 }
 
+int HloBuilder::collective(HloOpcode opcode, int x, ReduceKind kind, std::vector<int64_t> dimensions,
+                           std::vector<std::vector<int64_t>> replica_groups) {
+  HloInstruction in;
+  in.opcode = opcode;
+  in.operands = {x};
+  in.reduce_kind = kind;
+  in.dimensions = std::move(dimensions);
+  in.replica_groups = std::move(replica_groups);
+  in.channel_id = ++channels_;
+  return add(std::move(in));
+}
+
+int HloBuilder::all_reduce(int x, ReduceKind kind, std::vector<std::vector<int64_t>> replica_groups) {
+  return collective(HloOpcode::kAllReduce, x, kind, {}, std::move(replica_groups));
+}
+
+int HloBuilder::all_gather(int x, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups) {
+  return collective(HloOpcode::kAllGather, x, ReduceKind::kAdd, {dimension}, std::move(replica_groups));
+}
+
+int HloBuilder::reduce_scatter(int x, ReduceKind kind, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups) {
+  return collective(HloOpcode::kReduceScatter, x, kind, {dimension}, std::move(replica_groups));
+}
+
 int HloBuilder::copy(const HloInstruction& instruction, std::vector<int> operands) {
   if (instruction.opcode == HloOpcode::kParameter) return parameter(instruction.shape, instruction.dtype);
   HloInstruction in = instruction;
   in.operands = std::move(operands);
+  if (is_collective(in.opcode)) in.channel_id = ++channels_;
   return add(std::move(in));
 }
 

@@ -50,6 +50,16 @@ class HloBuilder {
   int dot(int lhs, int rhs, DotDimensionNumbers dims);
   int reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind);
 
+  // Collectives across replicas (hlo_instruction.h: replica_groups). Each gets
+  // the next channel_id. all-reduce: the reduction of x over each group, shape
+  // unchanged (empty groups: all replicas). all-gather: the group's x
+  // concatenated along `dimension` in group order. reduce-scatter: the
+  // reduction split along `dimension` into one shard per group member, shard
+  // k to the k-th member (the size must divide by the group size).
+  int all_reduce(int x, ReduceKind kind, std::vector<std::vector<int64_t>> replica_groups);
+  int all_gather(int x, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups);
+  int reduce_scatter(int x, ReduceKind kind, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups);
+
   // A fusion calling `computation` (whose parameters match `operands`).
   int fusion(std::shared_ptr<const HloModule> computation, std::vector<int> operands, FusionKind kind);
   // Appends a copy of `instruction` (from another module) with new operand ids;
@@ -61,8 +71,11 @@ class HloBuilder {
 
  private:
   int add(HloInstruction instruction);
+  int collective(HloOpcode opcode, int x, ReduceKind kind, std::vector<int64_t> dimensions,
+                 std::vector<std::vector<int64_t>> replica_groups);
   void remove_dead_instructions();
   HloModule module_;
+  int64_t channels_ = 0;  // collectives added so far
 };
 
 }  // namespace lazytrain::hlo

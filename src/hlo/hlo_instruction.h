@@ -43,6 +43,17 @@ struct HloInstruction {
   // operands, its ROOT tuple holds the one result.
   std::shared_ptr<const struct HloModule> fused_computation;
   FusionKind fusion_kind = FusionKind::kLoop;
+  // all-reduce, all-gather, reduce-scatter (XLA's collectives): the replicas
+  // that exchange values, as global ordinals; each group is a list of distinct
+  // ordinals, the groups disjoint and of one size. all-reduce: empty means one
+  // group of every replica. all-gather and reduce-scatter name their groups
+  // (their result shape depends on the group size). `dimensions` = {d} is the
+  // dimension all-gather concatenates along and reduce-scatter splits
+  // (its size must divide by the group size); `reduce_kind` is the
+  // reduction (to_apply). `channel_id` numbers the collectives of a module in
+  // program order (1, 2, ...), as XLA's channel ids do.
+  std::vector<std::vector<int64_t>> replica_groups;
+  int64_t channel_id = 0;
   // gather: operand [N, R...] and indices [I...] (integer) give [I..., R...]: rows
   // of operand dim 0 (XLA: offset_dims=trailing, collapsed_slice_dims={0},
   // start_index_map={0}, index_vector_dim=rank(indices), slice_sizes={1, R...}).

@@ -28,6 +28,10 @@ enum HloOpcodeProperty : uint32_t {
   // Rearranges one operand's elements: a splat operand gives a splat result of
   // the same value (reshape, transpose, broadcast, slice).
   kPropertySplatPreserving = 1u << 4,
+  // Exchanges values with the other replicas (all-reduce, all-gather,
+  // reduce-scatter): every replica must run it, in the same order, so no pass
+  // folds, merges, fuses or reorders it (XLA's collectives are side-effecting).
+  kPropertyCollective = 1u << 5,
 };
 
 // Arity -1: any number of operands.
@@ -69,6 +73,10 @@ enum HloOpcodeProperty : uint32_t {
   V(kDot, "dot", 2, 0)                                                                                 \
   V(kReduce, "reduce", 2, 0)                                                                           \
   V(kTuple, "tuple", -1, kPropertyNeverFold | kPropertyNeverMerge)                                     \
+  /* cross-replica collectives (HloInstruction::replica_groups): values of other replicas */           \
+  V(kAllReduce, "all-reduce", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
+  V(kAllGather, "all-gather", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
+  V(kReduceScatter, "reduce-scatter", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
   /* calls a fused computation (HloInstruction::fused_computation) */                                 \
   V(kFusion, "fusion", -1, 0)
 
@@ -81,7 +89,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 38;
+inline constexpr int kHloOpcodeCount = 41;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \
@@ -111,6 +119,7 @@ constexpr bool is_expensive(HloOpcode opcode) { return opcode_properties(opcode)
 constexpr bool never_folded(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyNeverFold; }
 constexpr bool never_merged(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyNeverMerge; }
 constexpr bool is_splat_preserving(HloOpcode opcode) { return opcode_properties(opcode) & kPropertySplatPreserving; }
+constexpr bool is_collective(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyCollective; }
 
 enum class ComparisonDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 // XLA's names: EQ, NE, LT, LE, GT, GE.

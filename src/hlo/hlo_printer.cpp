@@ -46,8 +46,21 @@ std::string literal_text(const Literal& b) {
   return os.str();
 }
 
+// ", channel_id=1, replica_groups={{0,1},{2,3}}" (XLA prints {} for all replicas).
+std::string collective_attributes(const HloInstruction& in) {
+  std::string s = ", channel_id=" + std::to_string(in.channel_id) + ", replica_groups={";
+  for (size_t g = 0; g < in.replica_groups.size(); ++g) s += (g ? "," : "") + list(in.replica_groups[g]);
+  s += "}";
+  if (in.opcode != HloOpcode::kAllReduce) s += ", dimensions=" + list(in.dimensions);
+  if (in.opcode != HloOpcode::kAllGather) s += ", to_apply=%" + reduce_kind_name(in.reduce_kind);
+  return s;
+}
+
 std::string attributes(const HloInstruction& in) {
   switch (in.opcode) {
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter: return collective_attributes(in);
     case HloOpcode::kParameter: return "";
     case HloOpcode::kBroadcast:
     case HloOpcode::kTranspose:

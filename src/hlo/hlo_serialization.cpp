@@ -8,7 +8,7 @@ namespace lazytrain::hlo {
 
 namespace {
 
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: replica_groups, channel_id
 
 class Writer {
  public:
@@ -91,6 +91,9 @@ void write_module(Writer& w, const HloModule& m) {
       w.i64(static_cast<int64_t>(in.literal.dtype()));
       w.str(std::string_view(static_cast<const char*>(in.literal.raw()), static_cast<size_t>(in.literal.nbytes())));
     }
+    w.u64(in.replica_groups.size());
+    for (const auto& group : in.replica_groups) w.ints(group);
+    w.i64(in.channel_id);
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -137,6 +140,10 @@ HloModule read_module(Reader& r) {
       if (!bytes.empty()) std::memcpy(b.mutable_raw(), bytes.data(), bytes.size());
       in.literal = std::move(b);
     }
+    uint64_t groups = r.u64();
+    if (groups > (uint64_t{1} << 20)) throw Error("[hlo deserialize] implausible replica group count " + std::to_string(groups));
+    for (uint64_t g = 0; g < groups; ++g) in.replica_groups.push_back(r.ints());
+    in.channel_id = r.i64();
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

@@ -51,6 +51,47 @@ ShapeAndType infer_dot(const HloModule& m, const HloInstruction& in, const Check
   return {out, lhs.dtype};
 }
 
+// The replica groups of a collective: distinct ordinals in each group, the
+// groups disjoint and of one size. Returns the group size (0: all replicas,
+// allowed for all-reduce only).
+int64_t replica_group_size(const HloInstruction& in, const Checker& c) {
+  if (in.replica_groups.empty()) {
+    c.require(in.opcode == HloOpcode::kAllReduce, "needs replica_groups: its shape depends on the group size");
+    return 0;
+  }
+  std::vector<int64_t> seen;
+  const size_t size = in.replica_groups[0].size();
+  for (const auto& group : in.replica_groups) {
+    c.require(!group.empty() && group.size() == size, "replica_groups must be non-empty and of one size");
+    for (int64_t r : group) {
+      c.require(r >= 0, "replica ordinals must be >= 0");
+      seen.push_back(r);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  c.require(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), "a replica appears in two replica groups (or twice in one)");
+  return static_cast<int64_t>(size);
+}
+
+ShapeAndType infer_collective(const HloModule& m, const HloInstruction& in, const Checker& c) {
+  const auto& x = m.at(in.operands[0]);
+  const int64_t group_size = replica_group_size(in, c);
+  c.require(in.channel_id >= 1, "a collective needs a channel_id >= 1");
+  if (in.opcode == HloOpcode::kAllReduce) return {x.shape, x.dtype};
+  c.require(in.dimensions.size() == 1 && in.dimensions[0] >= 0 && in.dimensions[0] < static_cast<int64_t>(x.shape.size()),
+            "needs one dimension within the operand's rank");
+  Shape out = x.shape;
+  const int64_t d = in.dimensions[0];
+  if (in.opcode == HloOpcode::kAllGather) {
+    out[d] *= group_size;
+  } else {
+    c.require(out[d] % group_size == 0, "dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) +
+                                            " does not split into " + std::to_string(group_size) + " equal shards");
+    out[d] /= group_size;
+  }
+  return {out, x.dtype};
+}
+
 }  // namespace
 
 ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
@@ -185,6 +226,10 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     }
     case HloOpcode::kTuple:
       return {{}, DType::kFloat32};
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter:
+      return infer_collective(m, in, c);
     case HloOpcode::kFusion: {
       const HloModule* f = in.fused_computation.get();
       c.require(f != nullptr, "fusion has no fused computation");

@@ -325,6 +325,11 @@ void GraphExecutor::wait_device_ops() {
   for (const runtime::Device& device : devices) rethrow_execution_failure(device);
 }
 
+void GraphExecutor::wait_device_ops(const runtime::Device& device) {
+  runtime::execution_queue(device).wait_idle();
+  rethrow_execution_failure(device);
+}
+
 void GraphExecutor::clear_execution_failure(const runtime::Device& device) {
   std::lock_guard<std::mutex> lock(mutex_);
   devices_[device].failure = nullptr;

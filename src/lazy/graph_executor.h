@@ -78,6 +78,9 @@ class GraphExecutor {
   // Waits until no device has an execution in flight, then throws the error of
   // a failed execution not reported yet (torch_xla's xm.wait_device_ops()).
   void wait_device_ops();
+  // The same for one device: waits for its execution in flight and throws its
+  // unreported failure (a replica thread waits for its own device only).
+  void wait_device_ops(const runtime::Device& device);
   // Forgets a failed execution of `device` not reported yet (a read has just thrown its error).
   void clear_execution_failure(const runtime::Device& device);
 

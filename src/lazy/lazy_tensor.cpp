@@ -26,6 +26,7 @@ Registry& registry() {
 
 LazyTensor::LazyTensor(NodePtr value) : value_(std::move(value)), unique_id_(next_unique_id++) {
   check(value_ != nullptr, "LazyTensor", "a tensor needs an IR value");
+  device_ = value_->device();
 }
 
 void LazyTensor::set_ir_value(NodePtr value) {
@@ -66,7 +67,8 @@ std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runt
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::shared_ptr<LazyTensor>> out;
   for (const auto& w : r.tensors) {
-    if (auto t = w.lock(); t && t->has_pending_ir() && t->device() == device) out.push_back(std::move(t));
+    // The device first: another device's tensors are being updated by their own threads.
+    if (auto t = w.lock(); t && t->device() == device && t->has_pending_ir()) out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->unique_id() < b->unique_id(); });
   return out;

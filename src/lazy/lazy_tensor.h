@@ -20,7 +20,9 @@ class LazyTensor {
 
   const Shape& shape() const { return value_->shape(); }
   DType dtype() const { return value_->dtype(); }
-  const runtime::Device& device() const { return value_->device(); }
+  // Fixed at construction (an in-place update stays on it), so other threads
+  // may read it while this tensor's own thread updates the value.
+  const runtime::Device& device() const { return device_; }
   const NodePtr& ir_value() const { return value_; }
   // Replaces the value (functional in-place update: x.add_(y), optimizer steps).
   void set_ir_value(NodePtr value);
@@ -35,6 +37,7 @@ class LazyTensor {
 
  private:
   NodePtr value_;
+  runtime::Device device_;
   int64_t unique_id_;
 };
 

@@ -1,7 +1,12 @@
 #include "runtime/execution_queue.h"
 
+#include <omp.h>
+
+#include <atomic>
 #include <map>
 #include <vector>
+
+#include "core/error.h"
 
 #include "runtime/metrics.h"
 
@@ -50,6 +55,7 @@ void ExecutionQueue::run() {
     std::function<void()> execution = std::move(pending_);
     pending_ = nullptr;
     lock.unlock();
+    if (int threads = threads_per_execution(); threads > 0 && omp_get_max_threads() != threads) omp_set_num_threads(threads);
     execution();
     execution = nullptr;  // release what it captured before the device counts as free
     lock.lock();
@@ -59,6 +65,8 @@ void ExecutionQueue::run() {
 }
 
 namespace {
+std::atomic<int> execution_threads{0};
+
 struct Queues {
   std::mutex mutex;
   std::map<Device, ExecutionQueue*> by_device;  // never destroyed: executions may outlive statics
@@ -86,5 +94,12 @@ void wait_all_idle() {
   }
   for (ExecutionQueue* queue : all) queue->wait_idle();
 }
+
+void set_threads_per_execution(int threads) {
+  check(threads >= 0, "set_threads_per_execution", "threads must be >= 0 (0: OpenMP's default), got " + std::to_string(threads));
+  execution_threads.store(threads);
+}
+
+int threads_per_execution() { return execution_threads.load(); }
 
 }  // namespace lazytrain::runtime

@@ -46,4 +46,11 @@ ExecutionQueue& execution_queue(const Device& device);
 // Waits until no device has an execution in flight.
 void wait_all_idle();
 
+// The OpenMP threads each execution may use (the worker calls
+// omp_set_num_threads before it runs one; oneDNN and the kernels follow):
+// replicas of one process divide the cores (distributed::spawn), so they do
+// not oversubscribe them. 0 (default): OpenMP's own default. Error for < 0.
+void set_threads_per_execution(int threads);
+int threads_per_execution();
+
 }  // namespace lazytrain::runtime

@@ -38,13 +38,16 @@ Tensor scalar_tensor(double value, DType dtype = DType::kFloat32);
 Tensor from_vector(const std::vector<float>& data, const Shape& shape);
 Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape);
 Tensor from_buffer(const void* data, const Shape& shape, DType dtype);
-// Uniform [0, 1) / standard normal, from the global generator (see manual_seed).
+// Uniform [0, 1) / standard normal, from the current device's generator (see manual_seed).
 Tensor rand(const Shape& shape, DType dtype = DType::kFloat32);
 Tensor randn(const Shape& shape, DType dtype = DType::kFloat32);
-// torch.manual_seed: resets the global generator. Random ops take their seed as
-// device data, so reseeding never recompiles.
+// torch.manual_seed: resets the current device's generator, and is the seed of
+// every device's generator made later. Each device has its own (PyTorch/XLA's
+// per-device RNG state), so replica threads seed and draw independently: each
+// replica calls manual_seed(seed) and, seeded alike, draws alike. Random ops
+// take their seed as device data, so reseeding never recompiles.
 void manual_seed(uint64_t seed);
-// The global generator's whole state, as torch.get_rng_state() /
+// The current device's generator's whole state, as torch.get_rng_state() /
 // torch.set_rng_state() save and restore it (checkpoints resume exactly): the
 // device seed and how many per-op seeds were drawn from it, and the host
 // generator (std::mt19937_64, in its standard text form).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <mutex>
 #include <random>
@@ -121,9 +122,28 @@ struct Generator {
   std::atomic<uint64_t> offset{0};
   std::mt19937_64 host{0x5eed};
 };
+// One generator per device (PyTorch/XLA keeps an RNG state per device), so
+// replicas on their own threads draw independently and, seeded alike, alike.
+struct Generators {
+  std::mutex mutex;
+  uint64_t seed = 0x5eed;  // what manual_seed last set: a new device's generator starts there
+  std::map<runtime::Device, std::unique_ptr<Generator>> by_device;
+};
+Generators& generators() {
+  static Generators* g = new Generators();  // never destroyed: replica threads may outlive statics
+  return *g;
+}
+// The current device's generator (runtime/device.h).
 Generator& generator() {
-  static Generator g;
-  return g;
+  Generators& all = generators();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto& g = all.by_device[runtime::current_device()];
+  if (!g) {
+    g = std::make_unique<Generator>();
+    g->seed = all.seed;
+    g->host.seed(all.seed);
+  }
+  return *g;
 }
 
 // A fresh per-op seed, as device data so that it never enters the graph hash.
@@ -145,9 +165,14 @@ int lower_uniform(hlo::HloBuilder& b, int seed, const Shape& shape) {
 }  // namespace
 
 void manual_seed(uint64_t seed) {
-  generator().seed = seed;
-  generator().offset = 0;
-  generator().host.seed(seed);
+  Generators& all = generators();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  all.seed = seed;
+  auto& g = all.by_device[runtime::current_device()];
+  if (!g) g = std::make_unique<Generator>();
+  g->seed = seed;
+  g->offset = 0;
+  g->host.seed(seed);
 }
 
 RngState get_rng_state() {

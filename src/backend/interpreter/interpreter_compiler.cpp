@@ -10,6 +10,7 @@
 #include "backend/literal_buffer.h"
 #include "core/error.h"
 #include "hlo/evaluator/hlo_evaluator.h"
+#include "runtime/collectives.h"
 
 namespace lazytrain::backend {
 
@@ -21,6 +22,16 @@ using interpreter::Buffer;
 // Runs `module` on `arguments`, freeing each intermediate after its last use.
 // Fusions run their fused computation the same way.
 std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile);
+
+runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
+  switch (kind) {
+    case hlo::ReduceKind::kAdd: return runtime::ReduceOp::kSum;
+    case hlo::ReduceKind::kMax: return runtime::ReduceOp::kMax;
+    case hlo::ReduceKind::kMin: return runtime::ReduceOp::kMin;
+    case hlo::ReduceKind::kMul: return runtime::ReduceOp::kProduct;
+  }
+  return runtime::ReduceOp::kSum;
+}
 
 }  // namespace
 
@@ -37,6 +48,10 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
     case HloOpcode::kConstant: return buffer_from_literal(in.literal);
     case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
     case HloOpcode::kDot: return interpreter::eval_dot(in, args);
+    case HloOpcode::kAllReduce: return runtime::all_reduce(*args[0], reduce_op(in.reduce_kind), in.replica_groups);
+    case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
+    case HloOpcode::kReduceScatter:
+      return runtime::reduce_scatter(*args[0], reduce_op(in.reduce_kind), in.dimensions[0], in.replica_groups);
     case HloOpcode::kFusion: {
       std::vector<Buffer> fused_args;
       for (const Buffer* a : args) fused_args.push_back(*a);

@@ -16,7 +16,8 @@ Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args);  // oneDNN
 
 // Evaluates one instruction of a module on its operand buffers; `arguments` are
 // the module's parameters (for kParameter). Fusions run their fused computation;
-// a reshape shares its operand's storage; everything else but dot runs the HLO
+// a reshape shares its operand's storage; collectives go to the replicas
+// (runtime/collectives.h, run on the replica's execution thread); everything else but dot runs the HLO
 // evaluator's kernels (hlo::evaluate_into) into a new buffer.
 Buffer evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments);
 

@@ -12,6 +12,10 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
     case HloOpcode::kParameter:
     case HloOpcode::kFusion:
     case HloOpcode::kTuple: throw Error("[hlo evaluator] " + in.name() + " has no value of its own to evaluate");
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter:
+      throw Error("[hlo evaluator] " + in.name() + " needs the other replicas' values: a backend runs it on a replica device");
     case HloOpcode::kConstant: std::memcpy(out.raw(), in.literal.raw(), static_cast<size_t>(out.nbytes())); return;
     case HloOpcode::kIota:
     case HloOpcode::kRngBitGenerator: return evaluator::eval_generator(in, args, out);

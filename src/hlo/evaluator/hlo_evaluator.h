@@ -32,7 +32,7 @@ class HloEvaluator {
 
 // Writes the value of `instruction` into `out` (its shape and dtype, storage
 // not shared with any operand), reading `operands[k]` as operand k. Handles
-// every opcode but parameter, fusion and tuple (Error), for callers that own
+// every opcode but parameter, fusion, tuple and the collectives (Error), for callers that own
 // the storage (the interpreter backend). dot multiplies in a plain loop,
 // accumulating in double (floats) or int64 (integers).
 void evaluate_into(const HloInstruction& instruction, const std::vector<ArrayRef>& operands, const MutableArrayRef& out);

@@ -1,0 +1,86 @@
+#include "distributed/spawn.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "runtime/collectives.h"
+#include "runtime/device.h"
+#include "runtime/execution_queue.h"
+
+namespace lazytrain::distributed {
+
+void spawn(const std::function<void(int index)>& fn, int num_replicas, const SpawnOptions& options) {
+  check(num_replicas >= 1, "spawn", "num_replicas must be >= 1, got " + std::to_string(num_replicas));
+  check(options.threads_per_replica >= 0, "spawn", "threads_per_replica must be >= 0, got " + std::to_string(options.threads_per_replica));
+  const int threads = options.threads_per_replica > 0 ? options.threads_per_replica : std::max(1, omp_get_num_procs() / num_replicas);
+  const int previous_threads = runtime::threads_per_execution();
+  const double previous_timeout = runtime::collective_timeout();
+  runtime::set_collective_timeout(options.collective_timeout);
+  runtime::set_local_replicas(num_replicas);
+  runtime::set_threads_per_execution(threads);
+
+  std::mutex mutex;
+  std::condition_variable ended;
+  int running = num_replicas;
+  std::exception_ptr first_error;
+  std::vector<std::thread> replicas;
+  for (int i = 0; i < num_replicas; ++i) {
+    replicas.emplace_back([&, i] {
+      runtime::DeviceGuard guard(runtime::Device{"cpu", i});
+      omp_set_num_threads(threads);
+      const runtime::Device device{"cpu", i};
+      try {
+        fn(i);
+        lazy::GraphExecutor::get().wait_device_ops(device);
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!first_error) first_error = std::current_exception();
+          ended.notify_all();
+        }
+        runtime::abort_collectives("replica " + std::to_string(runtime::global_ordinal(device)) + " raised: " + e.what());
+        try {
+          lazy::GraphExecutor::get().wait_device_ops(device);  // its executions end (the abort fails their collectives)
+        } catch (const std::exception&) {
+        }
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      --running;
+      ended.notify_all();
+    });
+  }
+  {
+    // After a failure the others get collective_timeout to notice it (the abort
+    // fails their next collective); a replica stuck outside collectives is left
+    // behind (detached) rather than hanging the caller.
+    std::unique_lock<std::mutex> lock(mutex);
+    ended.wait(lock, [&] { return running == 0 || first_error != nullptr; });
+    if (running > 0) {
+      ended.wait_for(lock, std::chrono::duration<double>(options.collective_timeout), [&] { return running == 0; });
+    }
+    if (running > 0) {
+      lock.unlock();
+      for (auto& t : replicas) t.detach();
+      std::fprintf(stderr, "[spawn] %d replica thread(s) did not end within collective_timeout after replica failure; left behind\n", running);
+      std::rethrow_exception(first_error);
+    }
+  }
+  for (auto& t : replicas) t.join();
+  runtime::set_local_replicas(1);
+  runtime::set_threads_per_execution(previous_threads);
+  runtime::set_collective_timeout(previous_timeout);
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace lazytrain::distributed

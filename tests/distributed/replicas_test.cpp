@@ -1,0 +1,290 @@
+// Data-parallel replicas in one process (distributed::spawn): N replicas with
+// per-replica batch B/N reach one replica's parameters at batch B, hold
+// bit-identical parameters after every step (also fed different data, with
+// clipping), compile one step graph for all replicas, and a master-only save
+// or print inside the loop never hangs the others; a replica that raises or
+// never arrives fails the run with its error instead of a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+#include "distributed/spawn.h"
+#include "distributed/xla_model.h"
+#include "lazy/graph_executor.h"
+#include "models/auto_model.h"
+#include "optim/adamw.h"
+#include "optim/clip_grad.h"
+#include "runtime/metrics.h"
+#include "tensor/ops.h"
+#include "train/safetensors.h"
+
+namespace lazytrain::distributed {
+namespace {
+
+constexpr int64_t kVocab = 40;
+constexpr int64_t kSeqLen = 8;
+constexpr int64_t kGlobalBatch = 8;
+
+models::BertConfig tiny_config() {
+  models::BertConfig c;
+  c.update_from_string("vocab_size=40,hidden_size=16,num_hidden_layers=1,num_attention_heads=2,intermediate_size=24,max_position_embeddings=16");
+  c.hidden_dropout_prob = 0;
+  c.attention_probs_dropout_prob = 0;
+  return c;
+}
+
+// Rows [begin, end) of step `step`'s global batch of token ids (every token is
+// also a label, so each replica's mean loss has equally many terms and the mean
+// of the replicas' gradients is the gradient of the whole batch).
+std::vector<int64_t> batch_rows(int step, int64_t begin, int64_t end, uint64_t salt = 0) {
+  std::mt19937_64 rng(1000 + static_cast<uint64_t>(step) + salt * 7919);
+  std::vector<int64_t> ids;
+  for (int64_t r = 0; r < kGlobalBatch; ++r) {
+    for (int64_t t = 0; t < kSeqLen; ++t) {
+      const int64_t id = 5 + static_cast<int64_t>(rng() % (kVocab - 5));
+      if (r >= begin && r < end) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+struct RunOptions {
+  int replicas = 1;
+  int steps = 20;
+  double max_grad_norm = 0;     // > 0: reduce_gradients, clip, step
+  bool different_data = false;  // each replica its own rows of its own batch (whole batches)
+  bool check_every_step = false;
+  std::function<void(int step, models::MaskedLMModel& model)> after_step;
+};
+
+struct RunResult {
+  std::vector<std::vector<std::vector<float>>> parameters;  // [replica][parameter][value]
+  std::vector<std::string> mismatches;                      // steps where replicas differed
+};
+
+std::vector<std::vector<float>> parameter_values(models::MaskedLMModel& model) {
+  std::vector<std::vector<float>> out;
+  for (const Tensor& p : model.parameters()) out.push_back(p.to_vector<float>());
+  return out;
+}
+
+RunResult train(const RunOptions& o) {
+  RunResult result;
+  result.parameters.resize(static_cast<size_t>(o.replicas));
+  std::mutex mutex;
+  std::vector<std::vector<std::vector<std::vector<float>>>> per_step(static_cast<size_t>(o.steps));  // [step][replica]
+  for (auto& s : per_step) s.resize(static_cast<size_t>(o.replicas));
+  spawn([&](int index) {
+    manual_seed(42);
+    auto model = models::AutoModelForMaskedLM::from_config(tiny_config());
+    optim::AdamWOptions adam;
+    adam.lr = 1e-2;
+    optim::AdamW optimizer({optim::ParamGroup{model->parameters(), 0.01}}, adam);
+    const int64_t rows = o.different_data ? kGlobalBatch : kGlobalBatch / o.replicas;
+    for (int step = 0; step < o.steps; ++step) {
+      const int64_t begin = o.different_data ? 0 : rows * index;
+      std::vector<int64_t> ids = batch_rows(step, begin, begin + rows, o.different_data ? static_cast<uint64_t>(index) : 0);
+      Tensor input_ids = from_vector(ids, {rows, kSeqLen});
+      Tensor attention = ones({rows, kSeqLen}, DType::kInt64);
+      models::MaskedLMOutput out = model->forward(input_ids, attention, input_ids);
+      out.loss.backward();
+      if (o.max_grad_norm > 0) {
+        reduce_gradients(optimizer);
+        optim::clip_grad_norm_(model->parameters(), o.max_grad_norm);
+        optimizer.step();
+      } else {
+        optimizer_step(optimizer);
+      }
+      optimizer.zero_grad();
+      lazy::mark_step();
+      if (o.after_step) o.after_step(step, *model);
+      if (o.check_every_step) {
+        auto values = parameter_values(*model);
+        std::lock_guard<std::mutex> lock(mutex);
+        per_step[static_cast<size_t>(step)][static_cast<size_t>(index)] = std::move(values);
+      }
+    }
+    auto values = parameter_values(*model);
+    std::lock_guard<std::mutex> lock(mutex);
+    result.parameters[static_cast<size_t>(index)] = std::move(values);
+  }, o.replicas);
+  for (int step = 0; o.check_every_step && step < o.steps; ++step) {
+    for (int r = 1; r < o.replicas; ++r) {
+      if (per_step[static_cast<size_t>(step)][static_cast<size_t>(r)] != per_step[static_cast<size_t>(step)][0]) {
+        result.mismatches.push_back("step " + std::to_string(step + 1) + " replica " + std::to_string(r));
+      }
+    }
+  }
+  return result;
+}
+
+// The largest |a - b| over all parameters, relative to max(1, |b|).
+double max_difference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  double worst = 0;
+  for (size_t p = 0; p < a.size(); ++p) {
+    for (size_t k = 0; k < a[p].size(); ++k) {
+      worst = std::max(worst, std::abs(static_cast<double>(a[p][k]) - b[p][k]) / std::max(1.0, std::abs(static_cast<double>(b[p][k]))));
+    }
+  }
+  return worst;
+}
+
+const std::vector<std::vector<float>>& single_replica_reference() {
+  static const std::vector<std::vector<float>> reference = [] {
+    RunOptions o;
+    return train(o).parameters[0];
+  }();
+  return reference;
+}
+
+class DataParallel : public ::testing::TestWithParam<int> {};
+
+TEST_P(DataParallel, ReplicasAtBatchBOverNReachOneReplicaAtBatchBAndStayBitIdentical) {
+  const int n = GetParam();
+  const auto& reference = single_replica_reference();
+  const int64_t compiles_before = runtime::metric("CompileTime").total_samples();
+  RunOptions o;
+  o.replicas = n;
+  o.check_every_step = true;
+  const RunResult r = train(o);
+  EXPECT_TRUE(r.mismatches.empty()) << "replicas differ at " << r.mismatches.front();
+  for (int i = 1; i < n; ++i) EXPECT_EQ(r.parameters[static_cast<size_t>(i)], r.parameters[0]) << "replica " << i;
+  // f32 sums in another order (per-replica means, then the mean of means) over 20 Adam steps.
+  const double difference = max_difference(r.parameters[0], reference);
+  EXPECT_LT(difference, 2e-4) << n << " replicas";
+  RunOptions one_step_less;
+  one_step_less.steps = 19;
+  EXPECT_GT(max_difference(r.parameters[0], train(one_step_less).parameters[0]), 100 * difference)
+      << "the comparison cannot tell a step apart";
+  // One step graph for all replicas (and at most a first step's of its own).
+  EXPECT_LE(runtime::metric("CompileTime").total_samples() - compiles_before, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Replicas, DataParallel, ::testing::Values(2, 4));
+
+TEST(DataParallelClipping, ReplicasFedDifferentDataHoldIdenticalParametersAfterEveryStep) {
+  RunOptions o;
+  o.replicas = 2;
+  o.steps = 6;
+  o.different_data = true;
+  o.max_grad_norm = 0.05;  // small: clipping is active at every step
+  o.check_every_step = true;
+  const RunResult r = train(o);
+  EXPECT_TRUE(r.mismatches.empty()) << "replicas differ at " << r.mismatches.front();
+  // Each replica alone would have moved elsewhere: the exchange is real.
+  RunOptions alone = o;
+  alone.replicas = 1;
+  alone.check_every_step = false;
+  EXPECT_NE(train(alone).parameters[0], r.parameters[0]);
+}
+
+class MasterOnly : public ::testing::TestWithParam<int> {};
+
+TEST_P(MasterOnly, ASaveAndAPrintOnTheMasterAloneCompleteWithoutHangingTheOthers) {
+  const int n = GetParam();
+  const std::string path = (std::filesystem::temp_directory_path() / ("lazytrain_master_save_" + std::to_string(::getpid()) + ".safetensors")).string();
+  std::filesystem::remove(path);
+  std::string saved_name;
+  std::vector<float> saved_values;
+  RunOptions o;
+  o.replicas = n;
+  o.steps = 4;
+  o.after_step = [&](int step, models::MaskedLMModel& model) {
+    if (step != 1 || !is_master_ordinal(false)) return;
+    master_print("saving at step " + std::to_string(step + 1));
+    std::map<std::string, train::TensorRecord> tensors;
+    for (const auto& [name, p] : model.named_parameters()) tensors[name] = train::to_tensor_record(p.to_literal());
+    train::save_safetensors(path, tensors);
+    saved_name = model.named_parameters()[0].first;
+    saved_values = model.named_parameters()[0].second.to_vector<float>();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  testing::internal::CaptureStdout();
+  train(o);
+  const std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 120.0);
+  EXPECT_EQ(printed, "saving at step 2\n");
+  auto loaded = train::load_safetensors(path);
+  ASSERT_EQ(loaded.count(saved_name), 1u);
+  const Literal saved = train::to_literal(loaded.at(saved_name));
+  ASSERT_EQ(saved.numel(), static_cast<int64_t>(saved_values.size()));
+  EXPECT_EQ(std::memcmp(saved.raw(), saved_values.data(), saved_values.size() * sizeof(float)), 0);
+  std::filesystem::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Replicas, MasterOnly, ::testing::Values(2, 4));
+
+TEST(ReplicaHelpers, OrdinalsWorldSizeMeshReduceAndCollectivesOnTensors) {
+  std::mutex mutex;
+  std::vector<std::string> seen(3);
+  spawn([&](int index) {
+    EXPECT_EQ(world_size(), 3);
+    EXPECT_EQ(ordinal(), index);
+    EXPECT_EQ(local_ordinal(), index);
+    EXPECT_EQ(is_master_ordinal(), index == 0);
+    const double total = mesh_reduce("sum", index + 1.0, [](const std::vector<double>& v) { return v[0] + v[1] + v[2]; });
+    Tensor x = from_vector(std::vector<float>{1.0f * index, 10.0f}, {2});
+    Tensor mean = all_reduce(ReduceType::kSum, x, 1.0 / 3);
+    Tensor gathered = all_gather(reshape(x, {1, 2}), 0);
+    Tensor shard = reduce_scatter(ReduceType::kMax, from_vector(std::vector<float>{1.0f * index, 2.0f * index, 3.0f * index}, {3}), 1.0, 0, 3);
+    lazy::mark_step();
+    std::string text = std::to_string(total) + " " + std::to_string(mean.to_vector<float>()[0]) + "," + std::to_string(mean.to_vector<float>()[1]);
+    for (float v : gathered.to_vector<float>()) text += " " + std::to_string(static_cast<int>(v));
+    text += " " + std::to_string(shard.to_vector<float>()[0]);
+    rendezvous("done");
+    std::lock_guard<std::mutex> lock(mutex);
+    seen[static_cast<size_t>(index)] = text;
+  }, 3);
+  EXPECT_EQ(seen[0], "6.000000 1.000000,10.000000 0 10 1 10 2 10 2.000000");
+  EXPECT_EQ(seen[2], "6.000000 1.000000,10.000000 0 10 1 10 2 10 6.000000");
+  EXPECT_EQ(world_size(), 1);  // back to one replica
+  EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("all-gather("), std::string::npos);
+}
+
+TEST(ReplicaFailure, AReplicaThatRaisesFailsTheRunWithItsErrorAndTheOthersStopAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    RunOptions o;
+    o.replicas = 2;
+    o.steps = 6;
+    o.after_step = [](int step, models::MaskedLMModel&) {
+      if (step == 2 && ordinal() == 1) throw Error("[test] replica 1 ran out of data");
+    };
+    train(o);
+    FAIL() << "expected the replica's error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("replica 1 ran out of data"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+}
+
+TEST(ReplicaFailure, AReplicaThatNeverArrivesIsNamedWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  SpawnOptions options;
+  options.collective_timeout = 1.0;
+  try {
+    spawn([&](int index) {
+      if (index == 1) {
+        std::this_thread::sleep_for(std::chrono::seconds(3));  // late far beyond the timeout
+        return;
+      }
+      Tensor x = all_reduce(ReduceType::kSum, ones({4}));
+      lazy::mark_step();
+      x.to_vector<float>();
+    }, 2, options);
+    FAIL() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("for replica 1 of 2"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+}
+
+}  // namespace
+}  // namespace lazytrain::distributed
