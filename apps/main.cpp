@@ -9,6 +9,8 @@
 #include "apps/args_file.h"
 #include "apps/commands.h"
 #include "core/error.h"
+#include "runtime/collectives.h"
+#include "runtime/mpi_world.h"
 #include "lazy/graph_executor.h"
 
 int main(int argc, char** argv) {
@@ -65,20 +67,27 @@ int main(int argc, char** argv) {
       }
     }
   } drain;
+  // A process started by mpirun joins the job now (ranks from the environment);
+  // when it fails, the whole job ends (MPI_Abort) instead of the others waiting.
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    if (lazytrain::runtime::MpiWorld* mpi = lazytrain::runtime::MpiWorld::get(); mpi && mpi->size() > 1) {
+      std::fprintf(stderr, "error: process rank %d of %d failed; ending the MPI job\n", mpi->rank(), mpi->size());
+      std::fflush(stderr);
+      mpi->abort(1);
+    }
+    return 1;
+  };
   try {
+    lazytrain::runtime::replica_world();
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
     if (app.got_subcommand("make_tfrecords")) return lazytrain::apps::make_tfrecords(make_tfrecords);
     if (app.got_subcommand("fill_mask")) return lazytrain::apps::fill_mask(fill_mask);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)\n");
-    return 1;
-  } catch (const lazytrain::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return fail("out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return fail(e.what());
   }
   return 0;
 }

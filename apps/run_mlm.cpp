@@ -12,8 +12,12 @@
 #include "core/error.h"
 #include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
+#include "distributed/spawn.h"
+#include "distributed/xla_model.h"
+#include "lazy/graph_executor.h"
 #include "models/auto_model.h"
 #include "models/roberta.h"
+#include "runtime/collectives.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -110,29 +114,48 @@ int run_mlm(const RunMlmOptions& options) {
   MlmDatasets datasets = load_mlm_datasets(o, *tokenizer, config);
   configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
 
-  manual_seed(t.seed);
-  const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
-  load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
-  auto loss_fn = [&](const distributed::DeviceBatch& b) {
-    models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
-    return train::ModelOutput(out.loss, out.logits);
-  };
-  data::DataCollatorOptions collator_options;
-  collator_options.mlm_probability = o.mlm_probability;
-  collator_options.seed = t.seed;
-  const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
-  train::Trainer trainer(*model, t, loss_fn, std::move(datasets.train), std::move(datasets.eval),
-                         [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
-  if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
-  if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
-  trainer.set_model_config(config.to_json());
-  trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
-  remove_old_checkpoints(t);
+  // Everything on disk is settled by the master before any replica starts.
+  if (distributed::is_master_ordinal(false)) remove_old_checkpoints(t);
+  distributed::rendezvous("run_mlm.output_dir");
 
-  std::map<std::string, double> train_metrics, eval_metrics;
-  if (t.do_train) train_metrics = trainer.train(resume_from);
-  if (t.do_eval) eval_metrics = trainer.evaluate();
-  save_run_outputs(trainer.args(), trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
+  // One replica: the model, its Trainer, training and evaluation (the whole of
+  // xla_spawn.py's _mp_fn); --num_cores N runs N of them on their own devices.
+  auto replica = [&](int) {
+    manual_seed(t.seed);
+    const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
+    load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
+    auto loss_fn = [&](const distributed::DeviceBatch& b) {
+      models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
+      return train::ModelOutput(out.loss, out.logits);
+    };
+    data::DataCollatorOptions collator_options;
+    collator_options.mlm_probability = o.mlm_probability;
+    collator_options.seed = t.seed;
+    const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
+    train::Trainer trainer(*model, t, loss_fn, datasets.train, datasets.eval,
+                           [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+    if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
+    if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
+    trainer.set_model_config(config.to_json());
+    trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
+
+    std::map<std::string, double> train_metrics, eval_metrics;
+    if (t.do_train) train_metrics = trainer.train(resume_from);
+    if (t.do_eval) eval_metrics = trainer.evaluate();
+    lazy::GraphExecutor::get().wait_device_ops(runtime::current_device());
+    if (distributed::is_master_ordinal(false)) {
+      save_run_outputs(trainer.args(), trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
+    }
+    distributed::rendezvous("run_mlm.saved");
+  };
+  if (t.num_cores > 1) {
+    distributed::SpawnOptions spawn_options;
+    spawn_options.collective_timeout = t.collective_timeout;
+    distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
+  } else {
+    runtime::set_collective_timeout(t.collective_timeout);
+    replica(0);
+  }
   return 0;
 }
 

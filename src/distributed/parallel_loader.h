@@ -25,6 +25,7 @@
 
 #include "core/error.h"
 #include "lazy/graph_executor.h"
+#include "runtime/device.h"
 #include "runtime/metrics.h"
 
 namespace lazytrain::distributed {
@@ -41,12 +42,19 @@ class DeviceLoader {
   using ToDevice = std::function<DeviceBatch(HostBatch&&)>;
 
   // Throws Error for prefetch sizes below 1.
+  // Batches go to the device current on the calling thread (a replica's).
   DeviceLoader(Source source, ToDevice to_device, DeviceLoaderOptions options = {})
-      : source_(std::move(source)), to_device_(std::move(to_device)), options_(options) {
+      : source_(std::move(source)), to_device_(std::move(to_device)), options_(options), target_device_(runtime::current_device()) {
     check(options_.loader_prefetch_size >= 1 && options_.device_prefetch_size >= 1, "DeviceLoader",
           "loader_prefetch_size and device_prefetch_size must be at least 1");
-    loader_ = std::thread([this] { load(); });
-    transfer_ = std::thread([this] { transfer(); });
+    loader_ = std::thread([this] {
+      runtime::DeviceGuard guard(target_device_);
+      load();
+    });
+    transfer_ = std::thread([this] {
+      runtime::DeviceGuard guard(target_device_);
+      transfer();
+    });
   }
 
   ~DeviceLoader() {
@@ -147,6 +155,7 @@ class DeviceLoader {
   Source source_;
   ToDevice to_device_;
   DeviceLoaderOptions options_;
+  runtime::Device target_device_;  // where the batches go
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<HostBatch> host_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
@@ -45,6 +46,8 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std:
   state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = args_.per_device_train_batch_size;
+  replicas_ = distributed::world_size();
+  replica_ = distributed::ordinal();
 }
 
 Trainer::~Trainer() = default;
@@ -58,7 +61,7 @@ void Trainer::log(nlohmann::json entry, int64_t step, double epoch) {
   entry["epoch"] = round4(epoch);
   entry["step"] = step;
   // Made at the first log line, so a run that fails before its first step leaves no file behind.
-  if (args_.reports_to_tensorboard() && !tensorboard_) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
+  if (args_.reports_to_tensorboard() && !tensorboard_ && is_master()) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
   if (tensorboard_) {
     // Hugging Face's TensorBoardCallback tags: eval_x -> eval/x, the rest train/x.
     for (const auto& [key, value] : entry.items()) {
@@ -87,8 +90,19 @@ int64_t Trainer::dataset_size(bool training) const {
   return eval_stream_ ? eval_stream_size_ : static_cast<int64_t>(eval_dataset_.size());
 }
 
-int64_t Trainer::batches_per_epoch(bool training) const {
+int64_t Trainer::replica_examples(bool training) const {
   const int64_t n = dataset_size(training);
+  if (replicas_ == 1 || (training ? train_stream_ : eval_stream_)) return n;  // a stream's size is already this replica's
+  if (!training) return (n - replica_ + replicas_ - 1) / replicas_;          // examples replica_, replica_ + W, ...
+  data::DataLoaderOptions options;
+  options.num_replicas = replicas_;
+  options.rank = replica_;
+  options.drop_last = args_.dataloader_drop_last;
+  return static_cast<int64_t>(data::replica_share_size(static_cast<size_t>(n), options));
+}
+
+int64_t Trainer::batches_per_epoch(bool training) const {
+  const int64_t n = replica_examples(training);
   const int64_t b = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
   return training && args_.dataloader_drop_last ? n / b : (n + b - 1) / b;
 }
@@ -113,11 +127,14 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
     };
     auto stream = std::make_shared<Stream>(
         Stream{factory(epoch), make_collator_(), epoch * static_cast<uint64_t>(batches_per_epoch(training)) + static_cast<uint64_t>(start_batch)});
+    // Every replica trains as many batches an epoch (the shortest share's): the steps meet in their collectives.
+    const uint64_t end = stream->number - static_cast<uint64_t>(start_batch) + static_cast<uint64_t>(batches_per_epoch(training));
     // A resumed epoch: the examples of the batches already trained on are read and dropped.
     for (int64_t i = 0; i < start_batch * batch_size; ++i) {
       if (!stream->next()) break;
     }
-    return [stream, batch_size, drop_last, pad_id]() -> std::optional<data::Batch> {
+    return [stream, batch_size, drop_last, pad_id, end, training]() -> std::optional<data::Batch> {
+      if (training && stream->number >= end) return std::nullopt;
       std::vector<data::Example> examples;
       while (static_cast<int64_t>(examples.size()) < batch_size) {
         std::optional<data::Example> ex = stream->next();
@@ -137,11 +154,19 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
   options.seed = args_.seed;
   options.drop_last = drop_last;
   options.num_workers = static_cast<int>(args_.dataloader_num_workers);
+  // Training: this replica's DistributedSampler share. Evaluation: examples
+  // replica_, replica_ + W, ... (each counted once, none repeated).
+  if (training) {
+    options.num_replicas = replicas_;
+    options.rank = replica_;
+  }
+  const size_t stride = training ? 1 : static_cast<size_t>(replicas_), offset = training ? 0 : static_cast<size_t>(replica_);
+  const size_t size = training ? dataset.size() : static_cast<size_t>(replica_examples(false));
   auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
-  data::DataLoader<data::Batch> loader(dataset.size(), options, [&dataset, collator, batch_size, pad_id](const std::vector<size_t>& indices, uint64_t number) {
+  data::DataLoader<data::Batch> loader(size, options, [&dataset, collator, batch_size, pad_id, stride, offset](const std::vector<size_t>& indices, uint64_t number) {
     std::vector<data::Example> examples;
     examples.reserve(indices.size());
-    for (size_t i : indices) examples.push_back(dataset[i]);
+    for (size_t i : indices) examples.push_back(dataset[offset + i * stride]);
     data::Batch batch = (*collator)(examples, number);
     data::pad_batch_rows(batch, batch_size, pad_id);  // static shapes: one compiled step
     return batch;
@@ -187,16 +212,31 @@ auto Trainer::in_step(int64_t step, Call&& call) {
 void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
   double sum = 0.0;
   for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
+  double losses = static_cast<double>(s.losses.size()), micro_batches = static_cast<double>(s.micro_batches);
+  double tokens = static_cast<double>(s.tokens), examples = static_cast<double>(s.examples);
+  if (replicas_ > 1) {
+    // The step's figures over every replica (the mean loss of all their micro-batches).
+    const std::vector<double> all = runtime::host_all_gather("Trainer.step_loss", {sum, losses, micro_batches, tokens, examples});
+    sum = losses = micro_batches = tokens = examples = 0.0;
+    for (size_t r = 0; r < all.size(); r += 5) {
+      sum += all[r];
+      losses += all[r + 1];
+      micro_batches += all[r + 2];
+      tokens += all[r + 3];
+      examples += all[r + 4];
+    }
+  }
+  trained_samples_ += static_cast<int64_t>(examples);
   // A batch without a masked token has loss 0/0 and zero gradients; Hugging
   // Face filters such losses from the logs (logging_nan_inf_filter).
-  skipped_batches_ += s.micro_batches - static_cast<int64_t>(s.losses.size());
-  const bool counted = !s.losses.empty();
-  const double value = counted ? sum / static_cast<double>(s.losses.size()) : 0.0;
+  skipped_batches_ += static_cast<int64_t>(micro_batches - losses);
+  const bool counted = losses > 0;
+  const double value = counted ? sum / losses : 0.0;
   if (counted && !std::isfinite(value)) {
     throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(s.step) +
                 "; lower --learning_rate or check the data");
   }
-  run_.interval_tokens += s.tokens;
+  run_.interval_tokens += static_cast<int64_t>(tokens);
   if (counted) {
     run_.total_loss += value;
     ++run_.counted_steps;
@@ -215,7 +255,7 @@ void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
   const double now = seconds_since(train_start_);
   if (now > run_.interval_start) entry["tokens_per_second"] = round4(static_cast<double>(run_.interval_tokens) / (now - run_.interval_start));
   log(entry, s.step, s.epoch);
-  bar.message(dump_json(state_.log_history.back()));
+  if (is_master()) bar.message(dump_json(state_.log_history.back()));
   run_.interval_loss = 0.0;
   run_.interval_steps = 0;
   run_.interval_tokens = 0;
@@ -244,7 +284,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   model_.train();
   run_ = RunTotals{};
   trained_samples_ = 0;
-  ProgressBar bar(state_.max_steps, args_.disable_tqdm);
+  ProgressBar bar(state_.max_steps, args_.disable_tqdm || !is_master());
   first_step_ = state_.global_step;
   train_start_ = std::chrono::steady_clock::now();
   // Where the run starts: HF's steps_trained_in_current_epoch, in micro-batches.
@@ -271,8 +311,10 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       if (batch->has_labels) step.losses.push_back(loss);
       ++step.micro_batches;
       step.tokens += batch->num_examples * batch->seq_len;
-      trained_samples_ += batch->num_examples;
+      step.examples += batch->num_examples;
       if (micro + 1 - first < in_step_count) continue;  // accumulate: the gradients stay, nothing else is traced
+      // The replicas' mean gradients (nothing with one replica), so clipping sees the global norm.
+      distributed::reduce_gradients(*opt.optimizer);
       if (args_.max_grad_norm > 0) step.grad_norm = optim::clip_grad_norm_(opt.params, args_.max_grad_norm);
       opt.optimizer->step();
       opt.scheduler->step();
@@ -294,12 +336,12 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
   if (pending) finish_step(*pending, bar);
   bar.finish();
-  if (skipped_batches_ > 0) {
+  if (skipped_batches_ > 0 && is_master()) {
     std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
                  static_cast<long long>(skipped_batches_));
   }
   if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
-    std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
+    if (is_master()) std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
     load_model_weights(model_, state_.best_model_checkpoint);
   }
   return train_metrics(seconds_since(train_start_));
@@ -348,6 +390,7 @@ distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
 }
 
 void Trainer::save_state() const {
+  if (!is_master()) return;
   write_json_file(args_.output_dir + "/trainer_state.json", state_.to_json());
   write_json_file(args_.output_dir + "/training_args.json", args_.to_json());
 }

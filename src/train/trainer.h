@@ -9,6 +9,17 @@
 // train_results.json, eval_results.json, all_results.json, config.json +
 // model.safetensors (save_model), training_args.json, metrics_report.txt, and
 // TensorBoard event files in args.logging_dir.
+//
+// Data parallelism: a Trainer made on each replica (distributed::spawn, or one
+// process each under mpirun) trains on that replica's DistributedSampler share
+// of every epoch (a stream: its TFRecord shards, at most as many batches as the
+// shortest replica's share); the gradients are averaged over the replicas
+// inside the step's graph (distributed::reduce_gradients) before clipping and
+// the update, so every replica holds the same parameters. The logged loss is
+// the mean over every replica's micro-batches; evaluation splits the
+// evaluation set among the replicas (example i to replica i % world_size) and
+// sums their counts. Only the master ordinal writes files and logs; the others
+// wait for each checkpoint at a rendezvous.
 #pragma once
 
 #include <chrono>
@@ -109,6 +120,7 @@ class Trainer {
     std::vector<Tensor> losses;  // one per micro-batch with a masked token
     int64_t micro_batches = 0;   // of the step, counted or not
     int64_t tokens = 0;          // input tokens of its examples (padding rows left out)
+    int64_t examples = 0;        // examples (padding rows left out)
     Tensor grad_norm;            // before clipping; undefined without clipping
     int64_t step;
     double epoch;
@@ -150,7 +162,10 @@ class Trainer {
   // dataloader_drop_last).
   std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch, int64_t start_batch);
   int64_t dataset_size(bool training) const;
+  // The examples this replica batches in one epoch (all of them with one replica).
+  int64_t replica_examples(bool training) const;
   int64_t batches_per_epoch(bool training) const;
+  bool is_master() const { return replica_ == 0; }
   distributed::DeviceLoaderOptions device_loader_options() const;
   // Appends `entry` with its step and epoch to the log history (and TensorBoard).
   void log(nlohmann::json entry, int64_t step, double epoch);
@@ -176,6 +191,7 @@ class Trainer {
   mutable std::optional<uint32_t> train_data_crc32c_;  // of the in-memory training set's token ids (data_state)
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
+  int replicas_ = 1, replica_ = 0;  // distributed::world_size() and ordinal() when the Trainer was made
 };
 
 // Parameters split as the Trainer does: weight decay for all but biases and

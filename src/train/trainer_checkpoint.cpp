@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/json_file.h"
 #include "train/model_io.h"
+#include "runtime/collectives.h"
 #include "train/trainer.h"
 #include "train/trainer_optimization.h"
 
@@ -63,6 +64,7 @@ nlohmann::json Trainer::data_state() const {
           {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
           {"dataloader_drop_last", args_.dataloader_drop_last},
           {"seed", args_.seed},
+          {"world_size", replicas_},
           {"micro_batches_per_epoch", micro_batches_per_epoch()},
           {"epoch", state_.global_step / updates_per_epoch()},
           {"micro_batches_done_in_epoch", (state_.global_step % updates_per_epoch()) * args_.gradient_accumulation_steps}};
@@ -82,6 +84,12 @@ nlohmann::json Trainer::data_state() const {
 }
 
 void Trainer::save_checkpoint(TrainerOptimization& opt) {
+  // The master writes (every replica holds the same parameters and optimizer
+  // state); the others wait, so none runs ahead of a checkpoint being written.
+  if (!is_master()) {
+    runtime::host_rendezvous("Trainer.save_checkpoint");
+    return;
+  }
   write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
     save_pretrained(model_, model_config_.is_null() ? nlohmann::json::object() : model_config_, dir);
     save_optimization(opt, model_, dir);
@@ -95,6 +103,7 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
     const std::string keep = args_.load_best_model_at_end ? state_.best_model_checkpoint : "";
     rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "");
   }
+  if (replicas_ > 1) runtime::host_rendezvous("Trainer.save_checkpoint");
 }
 
 void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) {
@@ -110,8 +119,10 @@ void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) 
   const nlohmann::json saved_data = read_json_file(dir + "/data_state.json");
   const nlohmann::json current = data_state();
   for (const char* key : {"train_samples", "train_data_crc32c", "per_device_train_batch_size", "gradient_accumulation_steps",
-                          "dataloader_drop_last", "seed"}) {
-    const nlohmann::json saved_value = saved_data.value(key, nlohmann::json()), value = current.value(key, nlohmann::json());
+                          "dataloader_drop_last", "seed", "world_size"}) {
+    // (Checkpoints from before replicas have no world_size: they were made by one.)
+    const nlohmann::json absent = std::string(key) == "world_size" ? nlohmann::json(1) : nlohmann::json();
+    const nlohmann::json saved_value = saved_data.value(key, absent), value = current.value(key, nlohmann::json());
     if (saved_value != value) {
       throw Error(what + "it was made with " + key + " " + saved_value.dump() + ", this run has " + value.dump() +
                   "; resuming exactly needs the same training data and order");
@@ -133,7 +144,7 @@ void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) 
   state_.best_metric = saved_state.best_metric;
   state_.best_model_checkpoint = saved_state.best_model_checkpoint;
   state_.log_history = saved_state.log_history;
-  std::fprintf(stderr, "Resuming training from %s at step %lld (epoch %.4f)\n", dir.c_str(), static_cast<long long>(state_.global_step),
+  if (is_master()) std::fprintf(stderr, "Resuming training from %s at step %lld (epoch %.4f)\n", dir.c_str(), static_cast<long long>(state_.global_step),
                state_.epoch);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "runtime/collectives.h"
 #include "tensor/ops.h"
 #include "train/trainer.h"
 
@@ -60,6 +61,21 @@ std::map<std::string, double> Trainer::evaluate() {
       pending = Pending{sums, batch->num_examples};
     }  // the last next() launched the last batch
     if (pending) read(*pending);
+  }
+  if (replicas_ > 1) {
+    // Every replica evaluated its part of the set: the sums over all of them.
+    const std::vector<double> all = runtime::host_all_gather(
+        "Trainer.evaluate", {weighted_loss, static_cast<double>(counted_examples), right, masked, static_cast<double>(batches), have_logits ? 1.0 : 0.0});
+    weighted_loss = right = masked = 0.0;
+    counted_examples = batches = 0;
+    for (size_t r = 0; r < all.size(); r += 6) {
+      weighted_loss += all[r];
+      counted_examples += static_cast<int64_t>(all[r + 1]);
+      right += all[r + 2];
+      masked += all[r + 3];
+      batches = std::max(batches, static_cast<int64_t>(all[r + 4]));  // the replicas ran side by side
+      have_logits = have_logits || all[r + 5] > 0;
+    }
   }
   if (counted_examples == 0) {
     throw Error("[Trainer] no evaluation batch has a masked token; use larger batches or a larger --mlm_probability");

@@ -1,5 +1,7 @@
 #include "train/training_arguments.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <ctime>
 #include <unistd.h>
@@ -39,6 +41,8 @@ void TrainingArguments::validate() const {
           "--gradient_accumulation_steps must be between 1 and 1000000, got " + std::to_string(gradient_accumulation_steps));
   require(dataloader_num_workers >= 0 && dataloader_num_workers <= 64, "--dataloader_num_workers must be between 0 and 64");
   require(loader_prefetch_size >= 1 && device_prefetch_size >= 1, "--loader_prefetch_size and --device_prefetch_size must be at least 1");
+  require(num_cores >= 1 && num_cores <= 256, "--num_cores must be between 1 and 256");
+  require(collective_timeout > 0 && std::isfinite(collective_timeout), "--collective_timeout must be a positive number of seconds");
   require(learning_rate >= 0, "--learning_rate must be non-negative");
   require(weight_decay >= 0, "--weight_decay must be non-negative");
   require(max_grad_norm >= 0, "--max_grad_norm must be non-negative");
@@ -130,7 +134,9 @@ nlohmann::json TrainingArguments::to_json() const {
           {"bf16", bf16},
           {"dataloader_num_workers", dataloader_num_workers},
           {"loader_prefetch_size", loader_prefetch_size},
-          {"device_prefetch_size", device_prefetch_size}};
+          {"device_prefetch_size", device_prefetch_size},
+          {"num_cores", num_cores},
+          {"collective_timeout", collective_timeout}};
 }
 
 }  // namespace lazytrain::train

@@ -59,6 +59,13 @@ struct TrainingArguments {
   // DeviceLoader queues (PyTorch/XLA's MpDeviceLoader arguments).
   int64_t loader_prefetch_size = 8;
   int64_t device_prefetch_size = 4;
+  // Data parallelism (xla_spawn.py's --num_cores): replicas in this process,
+  // one device and thread each (distributed::spawn); under mpirun every
+  // process runs as many. Threads are divided among them.
+  int64_t num_cores = 1;
+  // Seconds a replica waits at a collective or rendezvous for the others
+  // before failing with the missing replica's name.
+  double collective_timeout = 300.0;
 
   // Throws Error "[TrainingArguments] --name ..." naming the argument for a
   // value out of range or arguments that disagree (as HF's __post_init__:

@@ -46,8 +46,11 @@ TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
             (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kNot, O::kConvert}));
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
             (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
-  EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple}));
-  EXPECT_EQ(with([](O o) { return never_merged(o); }), (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple}));
+  EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple,
+                                                                     O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+  EXPECT_EQ(with([](O o) { return never_merged(o); }),
+            (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+  EXPECT_EQ(with([](O o) { return is_collective(o); }), (std::set<O>{O::kAllReduce, O::kAllGather, O::kReduceScatter}));
   EXPECT_EQ(with([](O o) { return is_splat_preserving(o); }), (std::set<O>{O::kReshape, O::kTranspose, O::kBroadcast, O::kSlice}));
 }
 
