@@ -21,6 +21,8 @@ struct MpiState {
   std::mutex mutex;  // every MPI call
   MPI_Comm device_comm = MPI_COMM_NULL;
   MPI_Comm host_comm = MPI_COMM_NULL;
+  MPI_Comm roll_call_comm = MPI_COMM_NULL;  // who is still here, after a timeout
+  int64_t operations = 0;                  // MPI operations this process started
   bool aborted = false;
 };
 MpiState& state() {
@@ -41,6 +43,51 @@ void check_mpi(int code, const std::string& what, const std::string& call) {
   if (code != MPI_SUCCESS) throw Error("[" + what + "] " + call + " failed: " + mpi_error_text(code));
 }
 
+// After a timeout: which other ranks are alive and waiting too. Each waiting
+// rank tells every other one (point to point, beside the stuck operation) and
+// listens; a rank waiting as well times out within `listen_seconds` of this
+// one (it started waiting no later than now), so the ranks not heard from by
+// then are the ones that died, raised or never came. Returns their list.
+std::string silent_ranks(int rank, int size, double listen_seconds) {
+  MpiState& s = state();
+  int64_t mine = 0;
+  std::vector<int64_t> heard(static_cast<size_t>(size), -1);
+  std::vector<MPI_Request> sends, receives(static_cast<size_t>(size), MPI_REQUEST_NULL);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    mine = s.operations;
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      sends.emplace_back();
+      MPI_Isend(&mine, 1, MPI_INT64_T, r, 0, s.roll_call_comm, &sends.back());
+      MPI_Irecv(&heard[static_cast<size_t>(r)], 1, MPI_INT64_T, r, 0, s.roll_call_comm, &receives[static_cast<size_t>(r)]);
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(listen_seconds);
+  std::vector<bool> answered(static_cast<size_t>(size), false);
+  answered[static_cast<size_t>(rank)] = true;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      for (int r = 0; r < size; ++r) {
+        if (answered[static_cast<size_t>(r)]) continue;
+        int done = 0;
+        MPI_Test(&receives[static_cast<size_t>(r)], &done, MPI_STATUS_IGNORE);
+        answered[static_cast<size_t>(r)] = done != 0;
+        all = all && done != 0;
+      }
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string silent;
+  for (int r = 0; r < size; ++r) {
+    if (!answered[static_cast<size_t>(r)]) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return silent;  // (requests left pending: the job is ending)
+}
+
 // Starts an MPI operation with `start` (under the MPI mutex), then polls it
 // until done, an abort, or the timeout.
 template <typename Start>
@@ -50,6 +97,7 @@ void run_nonblocking(Start start, double timeout_seconds, const std::string& wha
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     check_mpi(start(&request), what, call);
+    ++s.operations;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   auto pause = std::chrono::microseconds(1);
@@ -62,9 +110,11 @@ void run_nonblocking(Start start, double timeout_seconds, const std::string& wha
     if (done) return;
     throw_if_collective_aborted(what);
     if (std::chrono::steady_clock::now() >= deadline) {
+      const std::string silent = silent_ranks(rank, size, timeout_seconds);
       std::string message = "process rank " + std::to_string(rank) + " of " + std::to_string(size) + " waited " +
-                            std::to_string(static_cast<int64_t>(timeout_seconds)) +
-                            " s (collective_timeout) in " + call + " for the other processes: one died, raised or never arrived";
+                            std::to_string(static_cast<int64_t>(timeout_seconds)) + " s (collective_timeout) in " + call + " for " +
+                            (silent.empty() ? std::string("the other processes (all of them answered a roll call: they are stuck elsewhere)")
+                                            : "process rank " + silent + ": it died, raised or never arrived");
       set_collective_abort(message);
       throw Error("[" + what + "] " + message);
     }
@@ -109,6 +159,7 @@ MpiWorld::MpiWorld() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   MPI_Comm_dup(MPI_COMM_WORLD, &s.device_comm);
   MPI_Comm_dup(MPI_COMM_WORLD, &s.host_comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &s.roll_call_comm);
   MPI_Comm_set_errhandler(s.device_comm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(s.host_comm, MPI_ERRORS_RETURN);
   std::atexit([] {

@@ -24,56 +24,23 @@
 #include "runtime/metrics.h"
 #include "tensor/ops.h"
 #include "train/safetensors.h"
+#include "../support/tiny_data_parallel.h"
 
 namespace lazytrain::distributed {
 namespace {
 
-constexpr int64_t kVocab = 40;
-constexpr int64_t kSeqLen = 8;
-constexpr int64_t kGlobalBatch = 8;
+using testing_support::parameter_values;
+using testing_support::TinyRunOptions;
 
-models::BertConfig tiny_config() {
-  models::BertConfig c;
-  c.update_from_string("vocab_size=40,hidden_size=16,num_hidden_layers=1,num_attention_heads=2,intermediate_size=24,max_position_embeddings=16");
-  c.hidden_dropout_prob = 0;
-  c.attention_probs_dropout_prob = 0;
-  return c;
-}
-
-// Rows [begin, end) of step `step`'s global batch of token ids (every token is
-// also a label, so each replica's mean loss has equally many terms and the mean
-// of the replicas' gradients is the gradient of the whole batch).
-std::vector<int64_t> batch_rows(int step, int64_t begin, int64_t end, uint64_t salt = 0) {
-  std::mt19937_64 rng(1000 + static_cast<uint64_t>(step) + salt * 7919);
-  std::vector<int64_t> ids;
-  for (int64_t r = 0; r < kGlobalBatch; ++r) {
-    for (int64_t t = 0; t < kSeqLen; ++t) {
-      const int64_t id = 5 + static_cast<int64_t>(rng() % (kVocab - 5));
-      if (r >= begin && r < end) ids.push_back(id);
-    }
-  }
-  return ids;
-}
-
-struct RunOptions {
+struct RunOptions : TinyRunOptions {
   int replicas = 1;
-  int steps = 20;
-  double max_grad_norm = 0;     // > 0: reduce_gradients, clip, step
-  bool different_data = false;  // each replica its own rows of its own batch (whole batches)
   bool check_every_step = false;
-  std::function<void(int step, models::MaskedLMModel& model)> after_step;
 };
 
 struct RunResult {
   std::vector<std::vector<std::vector<float>>> parameters;  // [replica][parameter][value]
   std::vector<std::string> mismatches;                      // steps where replicas differed
 };
-
-std::vector<std::vector<float>> parameter_values(models::MaskedLMModel& model) {
-  std::vector<std::vector<float>> out;
-  for (const Tensor& p : model.parameters()) out.push_back(p.to_vector<float>());
-  return out;
-}
 
 RunResult train(const RunOptions& o) {
   RunResult result;
@@ -82,36 +49,15 @@ RunResult train(const RunOptions& o) {
   std::vector<std::vector<std::vector<std::vector<float>>>> per_step(static_cast<size_t>(o.steps));  // [step][replica]
   for (auto& s : per_step) s.resize(static_cast<size_t>(o.replicas));
   spawn([&](int index) {
-    manual_seed(42);
-    auto model = models::AutoModelForMaskedLM::from_config(tiny_config());
-    optim::AdamWOptions adam;
-    adam.lr = 1e-2;
-    optim::AdamW optimizer({optim::ParamGroup{model->parameters(), 0.01}}, adam);
-    const int64_t rows = o.different_data ? kGlobalBatch : kGlobalBatch / o.replicas;
-    for (int step = 0; step < o.steps; ++step) {
-      const int64_t begin = o.different_data ? 0 : rows * index;
-      std::vector<int64_t> ids = batch_rows(step, begin, begin + rows, o.different_data ? static_cast<uint64_t>(index) : 0);
-      Tensor input_ids = from_vector(ids, {rows, kSeqLen});
-      Tensor attention = ones({rows, kSeqLen}, DType::kInt64);
-      models::MaskedLMOutput out = model->forward(input_ids, attention, input_ids);
-      out.loss.backward();
-      if (o.max_grad_norm > 0) {
-        reduce_gradients(optimizer);
-        optim::clip_grad_norm_(model->parameters(), o.max_grad_norm);
-        optimizer.step();
-      } else {
-        optimizer_step(optimizer);
-      }
-      optimizer.zero_grad();
-      lazy::mark_step();
-      if (o.after_step) o.after_step(step, *model);
-      if (o.check_every_step) {
-        auto values = parameter_values(*model);
-        std::lock_guard<std::mutex> lock(mutex);
-        per_step[static_cast<size_t>(step)][static_cast<size_t>(index)] = std::move(values);
-      }
-    }
-    auto values = parameter_values(*model);
+    TinyRunOptions tiny = o;
+    tiny.after_step = [&](int step, models::MaskedLMModel& model) {
+      if (o.after_step) o.after_step(step, model);
+      if (!o.check_every_step) return;
+      auto values = parameter_values(model);
+      std::lock_guard<std::mutex> lock(mutex);
+      per_step[static_cast<size_t>(step)][static_cast<size_t>(index)] = std::move(values);
+    };
+    auto values = testing_support::train_tiny_replica(tiny);
     std::lock_guard<std::mutex> lock(mutex);
     result.parameters[static_cast<size_t>(index)] = std::move(values);
   }, o.replicas);
@@ -125,15 +71,8 @@ RunResult train(const RunOptions& o) {
   return result;
 }
 
-// The largest |a - b| over all parameters, relative to max(1, |b|).
 double max_difference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  double worst = 0;
-  for (size_t p = 0; p < a.size(); ++p) {
-    for (size_t k = 0; k < a[p].size(); ++k) {
-      worst = std::max(worst, std::abs(static_cast<double>(a[p][k]) - b[p][k]) / std::max(1.0, std::abs(static_cast<double>(b[p][k]))));
-    }
-  }
-  return worst;
+  return testing_support::max_parameter_difference(a, b);
 }
 
 const std::vector<std::vector<float>>& single_replica_reference() {

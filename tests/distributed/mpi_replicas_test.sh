@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Data parallelism across processes (CTest distributed.mpi_replicas): Open MPI
+# runs the processes on this host over TCP on the loopback interface, as it
+# would over a network between hosts.
+#   1. 2 processes x 1 replica and 2 processes x 2 replicas, each replica at
+#      batch 8/W, match one replica at batch 8 after 20 steps, and all replicas
+#      hold the same bits after every step;
+#   2. a rank that never reaches an all-reduce is named by the others within
+#      the timeout, and the job ends non-zero (bounded to a minute).
+# Usage: mpi_replicas_test.sh MPI_REPLICAS_TEST_BINARY
+set -euo pipefail
+bin="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+mpi=(mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo -np 2)
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+"$bin" reference "$tmp/reference.bin"
+for local in 1 2; do
+  if out="$(timeout 300 "${mpi[@]}" "$bin" replicas "$tmp/reference.bin" "$local" 2>&1)"; then
+    echo "$out" | grep "world"
+    echo "$out" | grep -q "replicas differ at 0 step(s)" || fail "replicas differ ($local per process): $out"
+  else
+    fail "2 processes x $local replicas: $out"
+  fi
+done
+
+start=$(date +%s)
+set +e
+out="$(timeout 60 "${mpi[@]}" "$bin" hang 3 2>&1)"
+status=$?
+set -e
+elapsed=$(( $(date +%s) - start ))
+echo "hang: exit $status after ${elapsed}s"
+[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "a job with a rank that never arrives must end non-zero before the test's bound (exit $status)"
+echo "$out" | grep -q "process rank 1: it died, raised or never arrived" || fail "the error must name rank 1: $out"
+[ "$elapsed" -lt 60 ] || fail "took ${elapsed}s"
+
+[ "$failures" -eq 0 ] && echo "all MPI checks passed"
+exit "$failures"
