@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# run_mlm on data-parallel replicas (CTest cli.replicas):
+#   --num_cores 2 (threads) and mpirun -np 2 (processes, TCP over loopback)
+#   train the same model bit for bit; their loss is close to one replica's at
+#   the same global batch; the master alone writes checkpoints and outputs; a
+#   checkpoint resumes on as many replicas and is refused on another count;
+#   killing one MPI rank ends the job non-zero within a minute, naming it; bad
+#   flags get one error.
+# Usage: replicas_cli_test.sh LAZYTRAIN_BINARY DATA_DIR
+set -uo pipefail
+bin="$1"
+data="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+mpi=(mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo -np 2)
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+common=(run_mlm --model_type bert --config_name "$data/bert-base-uncased/config.json"
+        --config_overrides "hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=64"
+        --tokenizer_name "$data/bert-base-uncased/vocab.txt" --train_file "$data/wikitext-2/valid.txt"
+        --validation_file "$data/wikitext-2/test.txt" --max_seq_length 32 --max_train_samples 256 --max_eval_samples 61
+        --per_device_eval_batch_size 8 --learning_rate 1e-3 --seed 7 --logging_steps 2 --disable_tqdm --do_train --do_eval)
+json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d$2)" "$1"; }
+
+# 1. Two replicas in one process, two processes, one replica at the same global batch.
+"$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --max_steps 6 --save_steps 3 --output_dir "$tmp/threads" > "$tmp/threads.log" 2>&1 \
+  || fail "--num_cores 2: $(tail -3 "$tmp/threads.log")"
+timeout 300 "${mpi[@]}" "$bin" "${common[@]}" --per_device_train_batch_size 4 --max_steps 6 --save_steps 3 --output_dir "$tmp/processes" \
+  > "$tmp/processes.log" 2>&1 || fail "mpirun -np 2: $(tail -3 "$tmp/processes.log")"
+"$bin" "${common[@]}" --per_device_train_batch_size 8 --max_steps 6 --save_steps 3 --output_dir "$tmp/one" > "$tmp/one.log" 2>&1 \
+  || fail "one replica: $(tail -3 "$tmp/one.log")"
+cmp -s "$tmp/threads/model.safetensors" "$tmp/processes/model.safetensors" \
+  || fail "--num_cores 2 and mpirun -np 2 trained different models"
+for run in threads processes; do
+  [ -d "$tmp/$run/checkpoint-3" ] && [ -d "$tmp/$run/checkpoint-6" ] || fail "$run: checkpoints 3 and 6 missing"
+  [ "$(grep -c '^\*\*\*\*\* train metrics' "$tmp/$run.log")" = 1 ] || fail "$run: the metrics must be printed once (by the master)"
+  [ "$(grep -c '"loss"' "$tmp/$run.log")" = 3 ] || fail "$run: 3 loss lines expected (steps 2, 4, 6) from the master alone"
+  [ "$(json "$tmp/$run/checkpoint-3/data_state.json" '["world_size"]')" = 2 ] || fail "$run: data_state.json must record world_size 2"
+  [ "$(json "$tmp/$run/eval_results.json" '["eval_samples"]')" = 61 ] || fail "$run: every evaluation example counted once"
+done
+# The global batch is the same 8 examples a step: the losses are close (the masks differ).
+/usr/bin/python3 - "$tmp/threads/train_results.json" "$tmp/one/train_results.json" <<'PY' || fail "the 2-replica loss is not close to one replica's"
+import json, sys
+a, b = (json.load(open(p))["train_loss"] for p in sys.argv[1:3])
+print(f"train_loss: 2 replicas x 4 = {a:.4f}, 1 replica x 8 = {b:.4f}")
+sys.exit(0 if abs(a - b) / b < 0.02 else 1)
+PY
+
+# 2. Resuming: on two replicas it continues; on one it is refused (another data order).
+"$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --max_steps 6 --save_steps 3 --output_dir "$tmp/resumed" \
+  --resume_from_checkpoint "$tmp/threads/checkpoint-3" > "$tmp/resumed.log" 2>&1 || fail "resume on 2 replicas: $(tail -3 "$tmp/resumed.log")"
+cmp -s "$tmp/threads/model.safetensors" "$tmp/resumed/model.safetensors" || fail "a resumed 2-replica run must reach the same model"
+out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --max_steps 6 --output_dir "$tmp/one_resumed" \
+  --resume_from_checkpoint "$tmp/threads/checkpoint-3" 2>&1)" && fail "resuming a 2-replica checkpoint on 1 must fail"
+echo "$out" | grep -q 'it was made with world_size 2, this run has 1' || fail "the refusal must name world_size: $out"
+
+# 3. A killed rank ends the job non-zero, named, within a minute.
+("${mpi[@]}" "$bin" "${common[@]}" --per_device_train_batch_size 4 --max_steps 100000 --output_dir "$tmp/killed" > "$tmp/killed.log" 2>&1
+ echo "exit $?" >> "$tmp/killed.log") &
+for _ in $(seq 1 120); do grep -q '"loss"' "$tmp/killed.log" 2>/dev/null && break; sleep 0.5; done
+start=$(date +%s)
+for p in $(pgrep -f "output_dir $tmp/killed"); do
+  if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=1$'; then kill -9 "$p"; fi
+done
+for _ in $(seq 1 120); do grep -q '^exit ' "$tmp/killed.log" && break; sleep 0.5; done
+elapsed=$(( $(date +%s) - start ))
+grep -q '^exit 0$' "$tmp/killed.log" && fail "the job must end non-zero after a rank is killed"
+grep -q '^exit ' "$tmp/killed.log" || fail "the job did not end within a minute of the kill"
+grep -q 'process rank 1 .*exited on signal 9' "$tmp/killed.log" || fail "the end must name rank 1: $(tail -5 "$tmp/killed.log")"
+echo "killed rank 1: the job ended after ${elapsed}s"
+
+# 4. Bad flags: one error each.
+out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 0 --output_dir "$tmp/bad" 2>&1)" && fail "--num_cores 0 must fail"
+echo "$out" | grep -q -- '--num_cores must be between 1 and 256' || fail "--num_cores 0: $out"
+out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --collective_timeout 0 --output_dir "$tmp/bad" 2>&1)" && fail "--collective_timeout 0 must fail"
+echo "$out" | grep -q -- '--collective_timeout must be a positive number' || fail "--collective_timeout 0: $out"
+
+[ "$failures" -eq 0 ] && echo "all replica CLI checks passed"
+exit "$failures"
