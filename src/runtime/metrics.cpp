@@ -71,6 +71,13 @@ void emit_metric(const MetricData& data, std::ostream& os) {
     os << (kPercentiles[i] * 100.0) << "%=" << (samples.empty() ? repr(0.0) : repr(samples[index].value));
   }
   os << "\n";
+  if (data.per_device.size() > 1) {  // replicas: each device's share of the aggregate above
+    for (const MetricData::DeviceTotals& d : data.per_device) {
+      os << "Metric: " << data.name << " (" << d.device << ")\n";
+      os << "  TotalSamples: " << d.total_samples << "\n";
+      os << "  Accumulator: " << repr(d.accumulator) << "\n";
+    }
+  }
 }
 
 void emit_counter(const std::string& name, int64_t value, std::ostream& os) {
@@ -90,6 +97,9 @@ void Metric::add_sample(int64_t timestamp_ns, double value) {
   window_[static_cast<size_t>(count_) % window_.size()] = MetricSample{timestamp_ns, value};
   ++count_;
   accumulator_ += value;
+  auto& device = per_device_[current_device()];
+  ++device.first;
+  device.second += value;
 }
 
 int64_t Metric::total_samples() const {
@@ -109,6 +119,7 @@ MetricData Metric::data() const {
   std::lock_guard<std::mutex> lock(mutex_);
   out.total_samples = count_;
   out.accumulator = accumulator_;
+  for (const auto& [device, totals] : per_device_) out.per_device.push_back({device.to_string(), totals.first, totals.second});
   const size_t size = window_.size();
   const size_t count = static_cast<size_t>(count_);
   if (count <= size) {
@@ -125,6 +136,7 @@ void Metric::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   count_ = 0;
   accumulator_ = 0.0;
+  per_device_.clear();
   std::fill(window_.begin(), window_.end(), MetricSample{});
 }
 

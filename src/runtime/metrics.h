@@ -15,6 +15,11 @@
 //   Counter: CachedCompile
 //     Value: 14
 //
+// Each metric also keeps its count and sum per device (the thread's current
+// device when the sample was taken: a replica's). When samples came from more
+// than one device, the report follows the aggregated entry with one per
+// device, "Metric: ExecuteTime (cpu:1)", holding TotalSamples and Accumulator.
+//
 // Registered objects live until the process ends, so a `Metric&` or
 // `Counter&` may be cached (e.g. in a function-local static) on hot paths.
 #pragma once
@@ -26,6 +31,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <map>
+
+#include "runtime/device.h"
 
 namespace lazytrain::runtime {
 
@@ -46,6 +54,13 @@ struct MetricData {
   int64_t total_samples = 0;           // every sample ever added since the last reset
   double accumulator = 0.0;            // sum of every sample's value
   std::vector<MetricSample> samples;   // the recent window, oldest first
+  // Count and sum per device ("cpu:0"), in device order.
+  struct DeviceTotals {
+    std::string device;
+    int64_t total_samples = 0;
+    double accumulator = 0.0;
+  };
+  std::vector<DeviceTotals> per_device;
 };
 
 // A named series of samples. Keeps the total count and sum of all samples and
@@ -81,6 +96,7 @@ class Metric {
   std::vector<MetricSample> window_;  // ring buffer, size max_samples
   int64_t count_ = 0;
   double accumulator_ = 0.0;
+  std::map<Device, std::pair<int64_t, double>> per_device_;  // count and sum
 };
 
 // A named int64 value, lock-free.

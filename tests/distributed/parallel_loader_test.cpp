@@ -57,6 +57,19 @@ TEST(DeviceLoader, DeliversEveryBatchInOrderAndMarksAStepPerBatch) {
   EXPECT_FALSE(loader.next());  // stays exhausted
 }
 
+TEST(DeviceLoader, FeedsTheDeviceCurrentWhereItWasMade) {
+  // A replica's loader (made on its thread, cpu:1 current) delivers cpu:1 tensors,
+  // though its threads were not started with a device of their own.
+  runtime::DeviceGuard guard(runtime::Device{"cpu", 1});
+  std::atomic<int> calls{0};
+  Loader loader(counting_source(2, calls), [](Batch&& b) { return to_device(b); });
+  while (auto batch = loader.next()) {
+    EXPECT_EQ(batch->input_ids.device(), (runtime::Device{"cpu", 1}));
+    EXPECT_EQ(batch->labels.device(), (runtime::Device{"cpu", 1}));
+  }
+  EXPECT_EQ(calls.load(), 3);
+}
+
 TEST(DeviceLoader, AnEmptyDatasetEndsAtOnce) {
   Loader loader([]() -> std::optional<Batch> { return std::nullopt; }, [](Batch&& b) { return to_device(b); });
   EXPECT_FALSE(loader.next());

@@ -167,4 +167,27 @@ TEST(MetricsTest, ScopedTimerAddsElapsedNanoseconds) {
 }
 
 }  // namespace
+TEST(MetricsTest, SamplesFromSeveralDevicesAreAlsoReportedPerDevice) {
+  Metric& m = metric("PerReplicaTestTime");
+  m.clear();
+  {
+    DeviceGuard guard(Device{"cpu", 1});
+    m.add_sample(3e6);
+    m.add_sample(1e6);
+  }
+  m.add_sample(2e6);  // cpu:0
+  const MetricData data = m.data();
+  ASSERT_EQ(data.per_device.size(), 2u);
+  EXPECT_EQ(data.per_device[1].device, "cpu:1");
+  EXPECT_EQ(data.per_device[1].total_samples, 2);
+  EXPECT_DOUBLE_EQ(data.per_device[1].accumulator, 4e6);
+  const std::string report = metrics_report();
+  EXPECT_NE(report.find("Metric: PerReplicaTestTime\n  TotalSamples: 3\n  Accumulator: 006ms000.000us\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("Metric: PerReplicaTestTime (cpu:0)\n  TotalSamples: 1\n  Accumulator: 002ms000.000us\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("Metric: PerReplicaTestTime (cpu:1)\n  TotalSamples: 2\n  Accumulator: 004ms000.000us\n"), std::string::npos) << report;
+  m.clear();
+  m.add_sample(1e6);
+  EXPECT_EQ(metrics_report().find("PerReplicaTestTime (cpu:"), std::string::npos);  // one device: the aggregate alone
+}
+
 }  // namespace lazytrain::runtime
