@@ -28,20 +28,32 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std
   }
 }
 
-void AdamW::step() {
-  NoGradGuard no_grad;
-  ++step_;
+AdamW::StepScalars AdamW::step_scalars(const runtime::Device& device) const {
   const double t = static_cast<double>(step_);
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
-  // Values that change between steps: device data, so the graph hash is stable,
-  // on the parameters' device.
+  // Values that change between steps: device data, so the graph hash is stable.
+  runtime::DeviceGuard on_device(device);
+  return {scalar_tensor(options_.lr / bias_correction1), scalar_tensor(bias_correction2_sqrt)};
+}
+
+AdamW::Updated AdamW::update(const Tensor& param, const Tensor& grad, const State& state, double weight_decay, const Tensor& decay,
+                             const StepScalars& scalars) const {
+  Tensor decayed = weight_decay != 0.0 ? mul(param, decay) : param;
+  Tensor m = add(mul(state.exp_avg, options_.beta1), grad, 1.0 - options_.beta1);
+  Tensor v = add(mul(state.exp_avg_sq, options_.beta2), mul(grad, grad), 1.0 - options_.beta2);
+  Tensor denom = add(div(sqrt(v), scalars.bias_correction2_sqrt), options_.eps);
+  return {sub(decayed, mul(div(m, denom), scalars.step_size)), m, v};
+}
+
+void AdamW::step() {
+  NoGradGuard no_grad;
+  ++step_;
   std::optional<runtime::DeviceGuard> on_parameter_device;
   for (const auto& group : groups_) {
     if (!group.params.empty() && !on_parameter_device) on_parameter_device.emplace(group.params[0].device());
   }
-  Tensor step_size = scalar_tensor(options_.lr / bias_correction1);
-  Tensor bc2_sqrt = scalar_tensor(bias_correction2_sqrt);
+  const StepScalars scalars = step_scalars(runtime::current_device());
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const ParamGroup& group = groups_[gi];
     Tensor decay = scalar_tensor(1.0 - options_.lr * group.weight_decay);
@@ -50,15 +62,20 @@ void AdamW::step() {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       State& s = state_[gi][i];
-      Tensor param = group.weight_decay != 0.0 ? mul(p.detach(), decay) : p.detach();
-      Tensor m = add(mul(s.exp_avg, options_.beta1), g, 1.0 - options_.beta1);
-      Tensor v = add(mul(s.exp_avg_sq, options_.beta2), mul(g, g), 1.0 - options_.beta2);
-      Tensor denom = add(div(sqrt(v), bc2_sqrt), options_.eps);
-      p.set_data(sub(param, mul(div(m, denom), step_size)));
-      s.exp_avg.set_data(m);
-      s.exp_avg_sq.set_data(v);
+      Updated u = update(p.detach(), g, s, group.weight_decay, decay, scalars);
+      p.set_data(u.param);
+      s.exp_avg.set_data(u.exp_avg);
+      s.exp_avg_sq.set_data(u.exp_avg_sq);
     }
   }
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& group : state_) {
+    for (const State& s : group) bytes += (s.exp_avg.numel() + s.exp_avg_sq.numel()) * itemsize(s.exp_avg.dtype());
+  }
+  return bytes;
 }
 
 void AdamW::zero_grad() {

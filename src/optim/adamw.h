@@ -39,10 +39,11 @@ class AdamW {
  public:
   // Throws Error for lr < 0, eps < 0, betas outside [0, 1).
   AdamW(std::vector<ParamGroup> groups, AdamWOptions options);
+  virtual ~AdamW() = default;
 
   // One update of every parameter that has a grad(); parameters without one are
   // skipped (their state is untouched), as PyTorch does.
-  void step();
+  virtual void step();
   // Drops every gradient (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
   void set_lr(double lr) { options_.lr = lr; }
@@ -53,6 +54,8 @@ class AdamW {
   Tensor exp_avg(size_t group, size_t index) const { return state_[group][index].exp_avg; }
   Tensor exp_avg_sq(size_t group, size_t index) const { return state_[group][index].exp_avg_sq; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  // Bytes of optimizer state this replica holds (the moments).
+  int64_t state_bytes() const;
 
   // ---- checkpoints (optim/adamw_state.h; implemented in adamw_state.cpp) ----
   // The state to save: the step count, each group's hyper-parameters with its
@@ -62,7 +65,7 @@ class AdamW {
   // moments from the device: call after lazy::mark_step(); pending moments are
   // synced first (one graph per device). Throws Error when a parameter has no
   // name in `names` (naming its group, index and shape) or a name is listed twice.
-  AdamWStateDict state_dict(const NamedTensors& names) const;
+  virtual AdamWStateDict state_dict(const NamedTensors& names) const;
   // Restores a state_dict() (torch.optim.Optimizer.load_state_dict): the step
   // count, lr, betas, eps and each group's weight_decay, and the moments as
   // device data on each parameter's device, so that training continues exactly
@@ -73,12 +76,27 @@ class AdamW {
   // here has one of each) or are invalid (as the constructor checks); a moment
   // is missing, has another dtype or shape than its parameter, or a tensor is
   // not one of this optimizer's moments.
-  void load_state_dict(const AdamWStateDict& state_dict, const NamedTensors& names);
+  virtual void load_state_dict(const AdamWStateDict& state_dict, const NamedTensors& names);
 
- private:
+ protected:
   struct State {
     Tensor exp_avg, exp_avg_sq;
   };
+  // The step's changing numbers as device data on `device`: lr / (1 - beta1^t)
+  // and sqrt(1 - beta2^t), for the step count after ++step_.
+  struct StepScalars {
+    Tensor step_size, bias_correction2_sqrt;
+  };
+  StepScalars step_scalars(const runtime::Device& device) const;
+  // One AdamW update of `param` (detached) with gradient `grad` and moments
+  // `state`, for a group of weight decay `weight_decay` (`decay` = 1 - lr * wd
+  // as device data, unused when wd is 0): the new parameter and moments.
+  struct Updated {
+    Tensor param, exp_avg, exp_avg_sq;
+  };
+  Updated update(const Tensor& param, const Tensor& grad, const State& state, double weight_decay, const Tensor& decay,
+                 const StepScalars& scalars) const;
+
   std::vector<ParamGroup> groups_;
   AdamWOptions options_;
   std::vector<std::vector<State>> state_;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "distributed/xla_model.h"
+#include "distributed/zero_redundancy_optimizer.h"
 #include "lazy/graph_executor.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
@@ -280,6 +281,10 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   const int64_t k = args_.gradient_accumulation_steps;
   state_.num_train_epochs = std::ceil(static_cast<double>(state_.max_steps) / static_cast<double>(updates_per_epoch()));
   TrainerOptimization opt = make_optimization(model_, args_, state_.max_steps);
+  if (replicas_ > 1 && is_master()) {
+    std::fprintf(stderr, "[Trainer] %d replicas; AdamW state on each: %.2f MB%s\n", replicas_,
+                 static_cast<double>(opt.optimizer->state_bytes()) / 1e6, opt.sharded ? " (sharded, ZeRO stage 1)" : "");
+  }
   if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
   model_.train();
   run_ = RunTotals{};
@@ -313,10 +318,16 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       step.tokens += batch->num_examples * batch->seq_len;
       step.examples += batch->num_examples;
       if (micro + 1 - first < in_step_count) continue;  // accumulate: the gradients stay, nothing else is traced
-      // The replicas' mean gradients (nothing with one replica), so clipping sees the global norm.
-      distributed::reduce_gradients(*opt.optimizer);
-      if (args_.max_grad_norm > 0) step.grad_norm = optim::clip_grad_norm_(opt.params, args_.max_grad_norm);
-      opt.optimizer->step();
+      if (opt.sharded) {
+        // Reduce-scatter, clip by the global norm, update the shard, all-gather: the optimizer's own.
+        opt.optimizer->step();
+        if (args_.max_grad_norm > 0) step.grad_norm = static_cast<distributed::ZeroRedundancyAdamW&>(*opt.optimizer).grad_norm();
+      } else {
+        // The replicas' mean gradients (nothing with one replica), so clipping sees the global norm.
+        distributed::reduce_gradients(*opt.optimizer);
+        if (args_.max_grad_norm > 0) step.grad_norm = optim::clip_grad_norm_(opt.params, args_.max_grad_norm);
+        opt.optimizer->step();
+      }
       opt.scheduler->step();
       opt.optimizer->zero_grad();
       if (pending) finish_step(*std::exchange(pending, std::nullopt), bar);  // the step running since next()

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "core/crc32c.h"
 #include "core/error.h"
@@ -84,6 +85,9 @@ nlohmann::json Trainer::data_state() const {
 }
 
 void Trainer::save_checkpoint(TrainerOptimization& opt) {
+  // A sharded optimizer's state is gathered by every replica (collectives).
+  std::optional<optim::AdamWStateDict> optimizer_state;
+  if (opt.sharded) optimizer_state = opt.optimizer->state_dict(model_.named_parameters());
   // The master writes (every replica holds the same parameters and optimizer
   // state); the others wait, so none runs ahead of a checkpoint being written.
   if (!is_master()) {
@@ -92,7 +96,7 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
   }
   write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
     save_pretrained(model_, model_config_.is_null() ? nlohmann::json::object() : model_config_, dir);
-    save_optimization(opt, model_, dir);
+    save_optimization(opt, optimizer_state ? *optimizer_state : opt.optimizer->state_dict(model_.named_parameters()), dir);
     write_json_file(dir + "/rng_state.json", rng_state_json());
     write_json_file(dir + "/data_state.json", data_state());
     write_json_file(dir + "/trainer_state.json", state_.to_json());

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "distributed/xla_model.h"
+#include "distributed/zero_redundancy_optimizer.h"
 #include "optim/adamw_state.h"
 #include "train/json_file.h"
 #include "train/model_io.h"
@@ -14,16 +16,21 @@ TrainerOptimization make_optimization(nn::Module& model, const TrainingArguments
   TrainerOptimization opt;
   DecayGroups groups = split_weight_decay(model);
   opt.params = model.parameters();
-  opt.optimizer = std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{{groups.decay, args.weight_decay}, {groups.no_decay, 0.0}},
-                                                 optim::AdamWOptions{args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, 0.0});
+  std::vector<optim::ParamGroup> param_groups{{groups.decay, args.weight_decay}, {groups.no_decay, 0.0}};
+  const optim::AdamWOptions options{args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, 0.0};
+  opt.sharded = args.sharded_optimizer && distributed::world_size() > 1;
+  if (opt.sharded) {
+    opt.optimizer = std::make_unique<distributed::ZeroRedundancyAdamW>(std::move(param_groups), options, args.max_grad_norm);
+  } else {
+    opt.optimizer = std::make_unique<optim::AdamW>(std::move(param_groups), options);
+  }
   const int64_t warmup =
       args.warmup_steps > 0 ? args.warmup_steps : static_cast<int64_t>(std::ceil(args.warmup_ratio * static_cast<double>(max_steps)));
   opt.scheduler = std::make_unique<optim::LambdaLR>(optim::get_scheduler(args.lr_scheduler_type, *opt.optimizer, warmup, max_steps));
   return opt;
 }
 
-void save_optimization(const TrainerOptimization& opt, const nn::Module& model, const std::string& dir) {
-  const optim::AdamWStateDict state = opt.optimizer->state_dict(model.named_parameters());
+void save_optimization(const TrainerOptimization& opt, const optim::AdamWStateDict& state, const std::string& dir) {
   std::map<std::string, TensorRecord> records;
   for (const auto& [name, literal] : state.tensors) records.emplace(name, to_tensor_record(literal));
   save_safetensors(dir + "/optimizer.safetensors", records, {{"format", "pt"}, {"optimizer_state", dump_json(state.state.to_json())}});

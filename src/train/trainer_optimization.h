@@ -19,18 +19,21 @@ namespace lazytrain::train {
 
 struct TrainerOptimization {
   std::vector<Tensor> params;
-  std::unique_ptr<optim::AdamW> optimizer;
+  std::unique_ptr<optim::AdamW> optimizer;  // a distributed::ZeroRedundancyAdamW when `sharded`
   std::unique_ptr<optim::LambdaLR> scheduler;
+  bool sharded = false;  // the optimizer exchanges the gradients and clips them itself
 };
 
-// AdamW over the decay / no-decay groups (split_weight_decay) and
+// AdamW over the decay / no-decay groups (split_weight_decay) — sharded over
+// the replicas (distributed::ZeroRedundancyAdamW, clipping at
+// args.max_grad_norm) with args.sharded_optimizer and more than one — and
 // get_scheduler(args.lr_scheduler_type) with warmup_steps, or
 // ceil(warmup_ratio * max_steps) when warmup_steps is 0 (TrainingArguments.get_warmup_steps).
 TrainerOptimization make_optimization(nn::Module& model, const TrainingArguments& args, int64_t max_steps);
 
-// Writes <dir>/optimizer.safetensors and <dir>/scheduler.json. The moments are
-// read from the device (call after the step's mark_step).
-void save_optimization(const TrainerOptimization& opt, const nn::Module& model, const std::string& dir);
+// Writes <dir>/optimizer.safetensors (from `state`: opt.optimizer->state_dict(),
+// which every replica computes when the optimizer is sharded) and <dir>/scheduler.json.
+void save_optimization(const TrainerOptimization& opt, const optim::AdamWStateDict& state, const std::string& dir);
 // Restores both files (checked in full before anything is assigned). Throws
 // Error naming the file and tensor or key for a missing file, a moment of
 // another name or shape, or other hyper-parameters than this run's.

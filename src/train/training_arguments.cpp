@@ -136,7 +136,8 @@ nlohmann::json TrainingArguments::to_json() const {
           {"loader_prefetch_size", loader_prefetch_size},
           {"device_prefetch_size", device_prefetch_size},
           {"num_cores", num_cores},
-          {"collective_timeout", collective_timeout}};
+          {"collective_timeout", collective_timeout},
+          {"sharded_optimizer", sharded_optimizer}};
 }
 
 }  // namespace lazytrain::train

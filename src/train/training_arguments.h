@@ -66,6 +66,9 @@ struct TrainingArguments {
   // Seconds a replica waits at a collective or rendezvous for the others
   // before failing with the missing replica's name.
   double collective_timeout = 300.0;
+  // ZeRO stage 1 with several replicas: each keeps the AdamW state of 1/N of
+  // every parameter (distributed::ZeroRedundancyAdamW); the same updates.
+  bool sharded_optimizer = false;
 
   // Throws Error "[TrainingArguments] --name ..." naming the argument for a
   // value out of range or arguments that disagree (as HF's __post_init__:

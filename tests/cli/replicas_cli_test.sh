@@ -47,6 +47,34 @@ print(f"train_loss: 2 replicas x 4 = {a:.4f}, 1 replica x 8 = {b:.4f}")
 sys.exit(0 if abs(a - b) / b < 0.02 else 1)
 PY
 
+# 1b. The sharded optimizer (ZeRO stage 1): half the AdamW state on each replica, the same
+#     model up to the order of the clipping norm's sum, and its checkpoints resume exactly.
+"$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --sharded_optimizer --max_steps 6 --save_steps 3 \
+  --output_dir "$tmp/sharded" > "$tmp/sharded.log" 2>&1 || fail "--sharded_optimizer: $(tail -3 "$tmp/sharded.log")"
+full_mb="$(sed -n 's/.*AdamW state on each: \([0-9.]*\) MB$/\1/p' "$tmp/threads.log")"
+shard_mb="$(sed -n 's/.*AdamW state on each: \([0-9.]*\) MB (sharded, ZeRO stage 1)$/\1/p' "$tmp/sharded.log")"
+echo "AdamW state per replica: ${full_mb} MB unsharded, ${shard_mb} MB sharded"
+/usr/bin/python3 -c "import sys; f, s = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 0.49 * f <= s <= 0.51 * f else 1)" "$full_mb" "$shard_mb" \
+  || fail "the sharded state must be half the unsharded one (${shard_mb} vs ${full_mb} MB)"
+/usr/bin/python3 - "$tmp/threads/model.safetensors" "$tmp/sharded/model.safetensors" <<'PY' || fail "the sharded optimizer trained another model"
+import json, struct, sys
+import numpy as np
+def load(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: np.frombuffer(data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+print(f"sharded vs unsharded model: max difference {worst:.2e}")
+sys.exit(0 if a.keys() == b.keys() and worst < 1e-4 else 1)
+PY
+"$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --sharded_optimizer --max_steps 6 --save_steps 3 \
+  --output_dir "$tmp/sharded_resumed" --resume_from_checkpoint "$tmp/sharded/checkpoint-3" > "$tmp/sharded_resumed.log" 2>&1 \
+  || fail "resume sharded: $(tail -3 "$tmp/sharded_resumed.log")"
+cmp -s "$tmp/sharded/model.safetensors" "$tmp/sharded_resumed/model.safetensors" || fail "a resumed sharded run must reach the same model"
+
 # 2. Resuming: on two replicas it continues; on one it is refused (another data order).
 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --max_steps 6 --save_steps 3 --output_dir "$tmp/resumed" \
   --resume_from_checkpoint "$tmp/threads/checkpoint-3" > "$tmp/resumed.log" 2>&1 || fail "resume on 2 replicas: $(tail -3 "$tmp/resumed.log")"

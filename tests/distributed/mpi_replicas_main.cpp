@@ -1,10 +1,11 @@
 // The data-parallel golden test across processes, run by
 // tests/distributed/mpi_replicas_test.sh:
 //   mpi_replicas_test reference FILE            one replica at batch 8, 20 steps; writes its parameters
-//   mpirun -np P mpi_replicas_test replicas FILE [L]
+//   mpirun -np P mpi_replicas_test replicas FILE [L [sharded]]
 //                                               P processes x L replicas at batch 8/(P*L): every replica
 //                                               holds the same bits after every step, and the parameters
 //                                               after 20 steps match FILE within f32 reduction-order tolerance
+//                                               (sharded: with distributed::ZeroRedundancyAdamW)
 //   mpirun -np 2 mpi_replicas_test hang SECONDS  rank 1 never reaches the all-reduce: rank 0 fails within
 //                                               the timeout naming it (exit 1 from MPI_Abort)
 // Prints one line per check; exits non-zero on a failed check.
@@ -60,11 +61,12 @@ double fingerprint(const Parameters& parameters) {
   return d;
 }
 
-int replicas(const std::string& reference_path, int local_replicas) {
+int replicas(const std::string& reference_path, int local_replicas, bool sharded) {
   const Parameters reference = read_parameters(reference_path);
   int failures = 0;
   distributed::spawn([&](int) {
     testing_support::TinyRunOptions o;
+    o.sharded = sharded;
     int mismatched_steps = 0;
     o.after_step = [&](int step, models::MaskedLMModel& model) {
       const double mine = fingerprint(testing_support::parameter_values(model));
@@ -74,8 +76,9 @@ int replicas(const std::string& reference_path, int local_replicas) {
     const Parameters final_parameters = testing_support::train_tiny_replica(o);
     if (distributed::ordinal() != 0) return;
     const double difference = testing_support::max_parameter_difference(final_parameters, reference);
-    std::printf("world %d (%d processes x %d replicas): replicas differ at %d step(s); max difference to one replica at batch 8: %.3g\n",
-                distributed::world_size(), runtime::replica_world().num_processes, local_replicas, mismatched_steps, difference);
+    std::printf("world %d (%d processes x %d replicas%s): replicas differ at %d step(s); max difference to one replica at batch 8: %.3g\n",
+                distributed::world_size(), runtime::replica_world().num_processes, local_replicas, sharded ? ", sharded optimizer" : "",
+                mismatched_steps, difference);
     if (mismatched_steps != 0 || !(difference < 2e-4)) ++failures;
   }, local_replicas);
   if (failures) std::printf("FAILED\n");
@@ -104,9 +107,11 @@ int main(int argc, char** argv) {
       write_parameters(argv[2], parameters);
       return 0;
     }
-    if (mode == "replicas" && (argc == 3 || argc == 4)) return replicas(argv[2], argc == 4 ? std::stoi(argv[3]) : 1);
+    if (mode == "replicas" && argc >= 3 && argc <= 5) {
+      return replicas(argv[2], argc >= 4 ? std::stoi(argv[3]) : 1, argc == 5 && std::string(argv[4]) == "sharded");
+    }
     if (mode == "hang" && argc == 3) return hang(std::stod(argv[2]));
-    std::fprintf(stderr, "usage: mpi_replicas_test reference FILE | replicas FILE [LOCAL_REPLICAS] | hang SECONDS\n");
+    std::fprintf(stderr, "usage: mpi_replicas_test reference FILE | replicas FILE [LOCAL_REPLICAS [sharded]] | hang SECONDS\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -2,7 +2,8 @@
 # Data parallelism across processes (CTest distributed.mpi_replicas): Open MPI
 # runs the processes on this host over TCP on the loopback interface, as it
 # would over a network between hosts.
-#   1. 2 processes x 1 replica and 2 processes x 2 replicas, each replica at
+#   1. 2 processes x 1 replica and 2 processes x 2 replicas (with AdamW and with
+#      the sharded ZeroRedundancyAdamW), each replica at
 #      batch 8/W, match one replica at batch 8 after 20 steps, and all replicas
 #      hold the same bits after every step;
 #   2. a rank that never reaches an all-reduce is named by the others within
@@ -18,12 +19,13 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 "$bin" reference "$tmp/reference.bin"
-for local in 1 2; do
-  if out="$(timeout 300 "${mpi[@]}" "$bin" replicas "$tmp/reference.bin" "$local" 2>&1)"; then
+for run in "1" "2" "1 sharded" "2 sharded"; do
+  # shellcheck disable=SC2086
+  if out="$(timeout 300 "${mpi[@]}" "$bin" replicas "$tmp/reference.bin" $run 2>&1)"; then
     echo "$out" | grep "world"
-    echo "$out" | grep -q "replicas differ at 0 step(s)" || fail "replicas differ ($local per process): $out"
+    echo "$out" | grep -q "replicas differ at 0 step(s)" || fail "replicas differ ($run per process): $out"
   else
-    fail "2 processes x $local replicas: $out"
+    fail "2 processes x $run replicas: $out"
   fi
 done
 

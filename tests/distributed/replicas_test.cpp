@@ -20,6 +20,7 @@
 #include "lazy/graph_executor.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"
+#include "distributed/zero_redundancy_optimizer.h"
 #include "optim/clip_grad.h"
 #include "runtime/metrics.h"
 #include "tensor/ops.h"
@@ -159,6 +160,110 @@ TEST_P(MasterOnly, ASaveAndAPrintOnTheMasterAloneCompleteWithoutHangingTheOthers
 }
 
 INSTANTIATE_TEST_SUITE_P(Replicas, MasterOnly, ::testing::Values(2, 4));
+
+class ShardedOptimizer : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShardedOptimizer, EqualsTheUnshardedRunBitForBitWithOneNthOfTheState) {
+  const int n = GetParam();
+  RunOptions o;
+  o.replicas = n;
+  o.check_every_step = true;
+  const RunResult unsharded = train(o);
+  o.sharded = true;
+  std::vector<int64_t> state_bytes(static_cast<size_t>(n)), full_bytes(static_cast<size_t>(n));
+  o.after_step_optimizer = [&](int step, models::MaskedLMModel& model, optim::AdamW& optimizer) {
+    if (step != 0) return;
+    state_bytes[static_cast<size_t>(ordinal())] = optimizer.state_bytes();
+    full_bytes[static_cast<size_t>(ordinal())] = optim::AdamW({{model.parameters(), 0.0}}, {}).state_bytes();
+  };
+  const RunResult sharded = train(o);
+  EXPECT_TRUE(sharded.mismatches.empty()) << "replicas differ at " << sharded.mismatches.front();
+  // The reduce-scatter sums as the all-reduce does, and AdamW's arithmetic is the same.
+  EXPECT_EQ(sharded.parameters[0], unsharded.parameters[0]);
+  EXPECT_LT(max_difference(sharded.parameters[0], single_replica_reference()), 2e-4);
+  // Each replica keeps about 1/N of the moments (each parameter padded to a multiple of N).
+  for (int r = 0; r < n; ++r) {
+    EXPECT_LE(static_cast<double>(state_bytes[static_cast<size_t>(r)]), static_cast<double>(full_bytes[0]) / n * 1.02 + 64 * n) << r;
+    EXPECT_GE(static_cast<double>(state_bytes[static_cast<size_t>(r)]), static_cast<double>(full_bytes[0]) / n) << r;
+  }
+}
+
+TEST_P(ShardedOptimizer, WithClippingStaysWithinReductionOrderOfTheUnshardedRun) {
+  RunOptions o;
+  o.replicas = GetParam();
+  o.steps = 8;
+  o.max_grad_norm = 0.05;  // active at every step: the global norm must be the same on every replica
+  o.check_every_step = true;
+  const RunResult unsharded = train(o);
+  o.sharded = true;
+  const RunResult sharded = train(o);
+  EXPECT_TRUE(sharded.mismatches.empty()) << "replicas differ at " << sharded.mismatches.front();
+  EXPECT_LT(max_difference(sharded.parameters[0], unsharded.parameters[0]), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Replicas, ShardedOptimizer, ::testing::Values(2, 4));
+
+TEST(ShardedOptimizerCheckpoint, TheStateDictHoldsTheFullMomentsAndLoadsBackIntoShards) {
+  // 3 steps unsharded and sharded: the same full moments; then each continues
+  // for 2 steps from the other's state dict and reaches the same parameters.
+  std::mutex mutex;
+  std::vector<optim::AdamWStateDict> dicts(2);
+  std::vector<std::vector<std::vector<float>>> continued(2);
+  for (int sharded = 0; sharded < 2; ++sharded) {
+    spawn([&](int index) {
+      testing_support::TinyRunOptions o;
+      o.steps = 3;
+      o.sharded = sharded == 1;
+      o.after_step_optimizer = [&](int step, models::MaskedLMModel& model, optim::AdamW& optimizer) {
+        if (step != 2) return;
+        optim::AdamWStateDict d = optimizer.state_dict(model.named_parameters());  // every replica: collectives when sharded
+        if (index == 0) {
+          std::lock_guard<std::mutex> lock(mutex);
+          dicts[static_cast<size_t>(sharded)] = std::move(d);
+        }
+      };
+      testing_support::train_tiny_replica(o);
+    }, 2);
+  }
+  ASSERT_EQ(dicts[0].tensors.size(), dicts[1].tensors.size());
+  for (const auto& [name, literal] : dicts[0].tensors) {
+    const Literal& other = dicts[1].tensors.at(name);
+    ASSERT_EQ(other.shape(), literal.shape()) << name;
+    EXPECT_EQ(std::memcmp(other.raw(), literal.raw(), static_cast<size_t>(literal.nbytes())), 0) << name;
+  }
+  EXPECT_EQ(dicts[1].state.step, 3);
+  // Loading the unsharded state into a sharded optimizer (and back) continues alike.
+  for (int sharded = 0; sharded < 2; ++sharded) {
+    spawn([&](int index) {
+      manual_seed(42);
+      auto model = models::AutoModelForMaskedLM::from_config(testing_support::tiny_bert_config());
+      optim::AdamWOptions adam;
+      adam.lr = 1e-2;
+      std::unique_ptr<optim::AdamW> optimizer =
+          sharded ? std::make_unique<ZeroRedundancyAdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam)
+                  : std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam);
+      optimizer->load_state_dict(dicts[static_cast<size_t>(1 - sharded)], model->named_parameters());
+      for (int step = 3; step < 5; ++step) {
+        const int64_t rows = testing_support::kTinyGlobalBatch / 2;
+        Tensor ids = from_vector(testing_support::tiny_batch_rows(step, rows * index, rows * (index + 1)), {rows, testing_support::kTinySeqLen});
+        model->forward(ids, ones({rows, testing_support::kTinySeqLen}, DType::kInt64), ids).loss.backward();
+        if (sharded) {
+          optimizer->step();
+        } else {
+          optimizer_step(*optimizer);
+        }
+        optimizer->zero_grad();
+        lazy::mark_step();
+      }
+      auto values = parameter_values(*model);
+      if (index == 0) {
+        std::lock_guard<std::mutex> lock(mutex);
+        continued[static_cast<size_t>(sharded)] = std::move(values);
+      }
+    }, 2);
+  }
+  EXPECT_EQ(continued[0], continued[1]);
+}
 
 TEST(ReplicaHelpers, OrdinalsWorldSizeMeshReduceAndCollectivesOnTensors) {
   std::mutex mutex;

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "distributed/xla_model.h"
+#include "distributed/zero_redundancy_optimizer.h"
 #include "lazy/graph_executor.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"
@@ -69,7 +71,9 @@ struct TinyRunOptions {
   int steps = 20;
   double max_grad_norm = 0;     // > 0: reduce_gradients, clip, step
   bool different_data = false;  // each replica the whole batch of its own stream
+  bool sharded = false;         // distributed::ZeroRedundancyAdamW (it clips itself)
   std::function<void(int step, models::MaskedLMModel& model)> after_step;
+  std::function<void(int step, models::MaskedLMModel& model, optim::AdamW& optimizer)> after_step_optimizer;
 };
 
 // Trains this thread's replica (its current device) for `o.steps` steps and
@@ -80,14 +84,19 @@ inline std::vector<std::vector<float>> train_tiny_replica(const TinyRunOptions& 
   auto model = models::AutoModelForMaskedLM::from_config(tiny_bert_config());
   optim::AdamWOptions adam;
   adam.lr = 1e-2;
-  optim::AdamW optimizer({optim::ParamGroup{model->parameters(), 0.01}}, adam);
+  std::unique_ptr<optim::AdamW> owned =
+      o.sharded ? std::make_unique<distributed::ZeroRedundancyAdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam, o.max_grad_norm)
+                : std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam);
+  optim::AdamW& optimizer = *owned;
   const int64_t rows = o.different_data ? kTinyGlobalBatch : kTinyGlobalBatch / world;
   for (int step = 0; step < o.steps; ++step) {
     const int64_t begin = o.different_data ? 0 : rows * me;
     Tensor input_ids = from_vector(tiny_batch_rows(step, begin, begin + rows, o.different_data ? static_cast<uint64_t>(me) : 0), {rows, kTinySeqLen});
     Tensor attention = ones({rows, kTinySeqLen}, DType::kInt64);
     model->forward(input_ids, attention, input_ids).loss.backward();
-    if (o.max_grad_norm > 0) {
+    if (o.sharded) {
+      optimizer.step();
+    } else if (o.max_grad_norm > 0) {
       distributed::reduce_gradients(optimizer);
       optim::clip_grad_norm_(model->parameters(), o.max_grad_norm);
       optimizer.step();
@@ -97,6 +106,7 @@ inline std::vector<std::vector<float>> train_tiny_replica(const TinyRunOptions& 
     optimizer.zero_grad();
     lazy::mark_step();
     if (o.after_step) o.after_step(step, *model);
+    if (o.after_step_optimizer) o.after_step_optimizer(step, *model, optimizer);
   }
   return parameter_values(*model);
 }
