@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -88,24 +89,27 @@ std::string silent_ranks(int rank, int size, double listen_seconds) {
   return silent;  // (requests left pending: the job is ending)
 }
 
-// Starts an MPI operation with `start` (under the MPI mutex), then polls it
-// until done, an abort, or the timeout.
+// Starts MPI operations with `start` (under the MPI mutex; it appends their
+// requests), then polls them until all are done, an abort, or the timeout.
 template <typename Start>
 void run_nonblocking(Start start, double timeout_seconds, const std::string& what, const std::string& call, int rank, int size) {
   MpiState& s = state();
-  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> requests;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    check_mpi(start(&request), what, call);
+    check_mpi(start(requests), what, call);
     ++s.operations;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  auto pause = std::chrono::microseconds(1);
+  // MPI moves data only inside MPI calls: test continuously (yielding the core
+  // to this process's other threads) for a second, then every 100 us, so a
+  // long wait for a slow peer costs no core but a transfer in flight is not stalled.
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (true) {
     int done = 0;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what, call);
+      check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), what, call);
     }
     if (done) return;
     throw_if_collective_aborted(what);
@@ -118,8 +122,11 @@ void run_nonblocking(Start start, double timeout_seconds, const std::string& wha
       set_collective_abort(message);
       throw Error("[" + what + "] " + message);
     }
-    std::this_thread::sleep_for(pause);  // back off to 1 ms: a long wait costs no core
-    if (pause < std::chrono::microseconds(1000)) pause *= 2;
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
 }
 
@@ -132,14 +139,29 @@ MPI_Datatype mpi_type(DType dtype, const std::string& what) {
   }
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+template <typename T, typename Op>
+void reduce_loop(T* __restrict acc, const T* __restrict in, int64_t n, Op f) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = f(acc[i], in[i]);  // (one op per loop: it vectorises)
+}
+
+template <typename T>
+void reduce_typed(ReduceOp op, T* acc, const T* in, int64_t n) {
   switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
-    case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kSum: return reduce_loop(acc, in, n, [](T a, T b) { return a + b; });
+    case ReduceOp::kProduct: return reduce_loop(acc, in, n, [](T a, T b) { return a * b; });
+    case ReduceOp::kMax: return reduce_loop(acc, in, n, [](T a, T b) { return std::max(a, b); });
+    case ReduceOp::kMin: return reduce_loop(acc, in, n, [](T a, T b) { return std::min(a, b); });
   }
-  return MPI_SUM;
+}
+
+// acc[i] = acc[i] op in[i] for n elements of dtype (f32, s32, s64: mpi_type checked it).
+void reduce_into(DType dtype, ReduceOp op, void* acc, const void* in, int64_t n) {
+  switch (dtype) {
+    case DType::kFloat32: return reduce_typed(op, static_cast<float*>(acc), static_cast<const float*>(in), n);
+    case DType::kInt32: return reduce_typed(op, static_cast<int32_t*>(acc), static_cast<const int32_t*>(in), n);
+    case DType::kInt64: return reduce_typed(op, static_cast<int64_t*>(acc), static_cast<const int64_t*>(in), n);
+    default: return;
+  }
 }
 
 }  // namespace
@@ -175,20 +197,39 @@ void MpiWorld::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, d
   if (size_ == 1 || count == 0) return;
   MPI_Datatype type = mpi_type(dtype, what);
   const int64_t item = itemsize(dtype);
-  // Each rank reduces one block (padded to a multiple of size_), then every
-  // rank gathers every block: one reduction per element, the same bits everywhere.
-  const int64_t block = (count + size_ - 1) / size_;
-  check(block <= INT32_MAX, what, "a block of " + std::to_string(block) + " elements is more than MPI's int count");
-  std::vector<char> padded(static_cast<size_t>(block * size_ * item), 0);
-  std::memcpy(padded.data(), data, static_cast<size_t>(count * item));
-  std::vector<char> mine(static_cast<size_t>(block * item));
+  // A ring (reduce-scatter, then all-gather) of point-to-point messages, which
+  // Open MPI moves at its full bandwidth: chunk k (elements [count*k/P,
+  // count*(k+1)/P)) is reduced once, on one rank, and copied to the others, so
+  // every rank holds the same bits.
+  const int P = size_;
+  auto wrap = [&](int k) { return static_cast<int64_t>((k % P + P) % P); };
+  auto begin = [&](int k) { return count * wrap(k) / P; };
+  auto length = [&](int k) { return count * (wrap(k) + 1) / P - begin(k); };
+  int64_t largest = 0;
+  for (int k = 0; k < P; ++k) largest = std::max(largest, length(k));
+  check(largest <= INT32_MAX, what, "a chunk of " + std::to_string(largest) + " elements is more than MPI's int count");
+  std::vector<char> received(static_cast<size_t>(largest * item));
+  char* bytes = static_cast<char*>(data);
   MPI_Comm comm = state().device_comm;
-  MPI_Op mop = mpi_op(op);
-  run_nonblocking([&](MPI_Request* r) { return MPI_Ireduce_scatter_block(padded.data(), mine.data(), static_cast<int>(block), type, mop, comm, r); },
-                  timeout_seconds, what, "MPI_Ireduce_scatter_block", rank_, size_);
-  run_nonblocking([&](MPI_Request* r) { return MPI_Iallgather(mine.data(), static_cast<int>(block), type, padded.data(), static_cast<int>(block), type, comm, r); },
-                  timeout_seconds, what, "MPI_Iallgather", rank_, size_);
-  std::memcpy(data, padded.data(), static_cast<size_t>(count * item));
+  const int right = (rank_ + 1) % P, left = (rank_ + P - 1) % P;
+  auto exchange = [&](int send_chunk, void* receive_into, int receive_chunk) {
+    run_nonblocking(
+        [&](std::vector<MPI_Request>& r) {
+          int code = MPI_Irecv(receive_into, static_cast<int>(length(receive_chunk)), type, left, 0, comm, &r.emplace_back());
+          if (code != MPI_SUCCESS) return code;
+          return MPI_Isend(bytes + begin(send_chunk) * item, static_cast<int>(length(send_chunk)), type, right, 0, comm, &r.emplace_back());
+        },
+        timeout_seconds, what, "the all-reduce ring", rank_, size_);
+  };
+  for (int step = 0; step < P - 1; ++step) {  // reduce-scatter: rank r ends with chunk r + 1 reduced
+    const int send_chunk = rank_ - step, receive_chunk = rank_ - step - 1;
+    exchange(send_chunk, received.data(), receive_chunk);
+    reduce_into(dtype, op, bytes + begin(receive_chunk) * item, received.data(), length(receive_chunk));
+  }
+  for (int step = 0; step < P - 1; ++step) {  // all-gather of the reduced chunks
+    const int send_chunk = rank_ + 1 - step, receive_chunk = rank_ - step;
+    exchange(send_chunk, bytes + begin(receive_chunk) * item, receive_chunk);
+  }
 }
 
 void MpiWorld::all_gather(const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what) {
@@ -198,7 +239,7 @@ void MpiWorld::all_gather(const void* in, void* out, int64_t bytes, double timeo
   }
   check(bytes <= INT32_MAX, what, "all-gather of " + std::to_string(bytes) + " bytes per process is more than MPI's int count");
   MPI_Comm comm = state().device_comm;
-  run_nonblocking([&](MPI_Request* r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, r); },
+  run_nonblocking([&](std::vector<MPI_Request>& r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, &r.emplace_back()); },
                   timeout_seconds, what, "MPI_Iallgather", rank_, size_);
 }
 
@@ -209,7 +250,7 @@ void MpiWorld::host_all_gather(const void* in, void* out, int64_t bytes, double 
   }
   check(bytes <= INT32_MAX, what, "host all-gather of " + std::to_string(bytes) + " bytes per process is more than MPI's int count");
   MPI_Comm comm = state().host_comm;
-  run_nonblocking([&](MPI_Request* r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, r); },
+  run_nonblocking([&](std::vector<MPI_Request>& r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, &r.emplace_back()); },
                   timeout_seconds, what, "MPI_Iallgather", rank_, size_);
 }
 

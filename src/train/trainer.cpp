@@ -134,7 +134,8 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
     for (int64_t i = 0; i < start_batch * batch_size; ++i) {
       if (!stream->next()) break;
     }
-    return [stream, batch_size, drop_last, pad_id, end, training]() -> std::optional<data::Batch> {
+    const uint64_t replicas = static_cast<uint64_t>(replicas_), replica = static_cast<uint64_t>(replica_);
+    return [stream, batch_size, drop_last, pad_id, end, training, replicas, replica]() -> std::optional<data::Batch> {
       if (training && stream->number >= end) return std::nullopt;
       std::vector<data::Example> examples;
       while (static_cast<int64_t>(examples.size()) < batch_size) {
@@ -143,7 +144,8 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
         examples.push_back(std::move(*ex));
       }
       if (examples.empty() || (drop_last && static_cast<int64_t>(examples.size()) < batch_size)) return std::nullopt;
-      data::Batch batch = stream->collator(examples, stream->number++);
+      // Each replica masks with its own draws: batch n of replica r is the collator's batch n*W + r.
+      data::Batch batch = stream->collator(examples, stream->number++ * replicas + replica);
       data::pad_batch_rows(batch, batch_size, pad_id);
       return batch;
     };
@@ -164,11 +166,14 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
   const size_t stride = training ? 1 : static_cast<size_t>(replicas_), offset = training ? 0 : static_cast<size_t>(replica_);
   const size_t size = training ? dataset.size() : static_cast<size_t>(replica_examples(false));
   auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
-  data::DataLoader<data::Batch> loader(size, options, [&dataset, collator, batch_size, pad_id, stride, offset](const std::vector<size_t>& indices, uint64_t number) {
+  const uint64_t replicas = static_cast<uint64_t>(replicas_), replica = static_cast<uint64_t>(replica_);
+  data::DataLoader<data::Batch> loader(size, options, [&dataset, collator, batch_size, pad_id, stride, offset, replicas, replica](
+                                                          const std::vector<size_t>& indices, uint64_t number) {
     std::vector<data::Example> examples;
     examples.reserve(indices.size());
     for (size_t i : indices) examples.push_back(dataset[offset + i * stride]);
-    data::Batch batch = (*collator)(examples, number);
+    // Each replica masks with its own draws: batch n of replica r is the collator's batch n*W + r.
+    data::Batch batch = (*collator)(examples, number * replicas + replica);
     data::pad_batch_rows(batch, batch_size, pad_id);  // static shapes: one compiled step
     return batch;
   });

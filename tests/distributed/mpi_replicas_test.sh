@@ -2,7 +2,7 @@
 # Data parallelism across processes (CTest distributed.mpi_replicas): Open MPI
 # runs the processes on this host over TCP on the loopback interface, as it
 # would over a network between hosts.
-#   1. 2 processes x 1 replica and 2 processes x 2 replicas (with AdamW and with
+#   1. 2 processes x 1 replica, 2 processes x 2 replicas and 4 processes (with AdamW and with
 #      the sharded ZeroRedundancyAdamW), each replica at
 #      batch 8/W, match one replica at batch 8 after 20 steps, and all replicas
 #      hold the same bits after every step;
@@ -15,6 +15,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpi=(mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo -np 2)
+mpi4=(mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo -np 4)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -28,6 +29,14 @@ for run in "1" "2" "1 sharded" "2 sharded"; do
     fail "2 processes x $run replicas: $out"
   fi
 done
+
+# 4 processes: the all-reduce ring of more than two ranks (chunks of uneven sizes).
+if out="$(timeout 300 "${mpi4[@]}" "$bin" replicas "$tmp/reference.bin" 1 2>&1)"; then
+  echo "$out" | grep "world"
+  echo "$out" | grep -q "replicas differ at 0 step(s)" || fail "replicas differ (4 processes): $out"
+else
+  fail "4 processes: $out"
+fi
 
 start=$(date +%s)
 set +e
