@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -30,24 +31,32 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
   runtime::set_local_replicas(num_replicas);
   runtime::set_threads_per_execution(threads);
 
-  std::mutex mutex;
-  std::condition_variable ended;
-  int running = num_replicas;
-  std::exception_ptr first_error;
+  // Shared with the replica threads by ownership: a thread left behind (below)
+  // may outlive this call.
+  struct Shared {
+    std::function<void(int)> fn;
+    std::mutex mutex;
+    std::condition_variable ended;
+    int running = 0;
+    std::exception_ptr first_error;
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->fn = fn;
+  shared->running = num_replicas;
   std::vector<std::thread> replicas;
   for (int i = 0; i < num_replicas; ++i) {
-    replicas.emplace_back([&, i] {
-      runtime::DeviceGuard guard(runtime::Device{"cpu", i});
-      omp_set_num_threads(threads);
+    replicas.emplace_back([shared, threads, i] {
       const runtime::Device device{"cpu", i};
+      runtime::DeviceGuard guard(device);
+      omp_set_num_threads(threads);
       try {
-        fn(i);
+        shared->fn(i);
         lazy::GraphExecutor::get().wait_device_ops(device);
       } catch (const std::exception& e) {
         {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (!first_error) first_error = std::current_exception();
-          ended.notify_all();
+          std::lock_guard<std::mutex> lock(shared->mutex);
+          if (!shared->first_error) shared->first_error = std::current_exception();
+          shared->ended.notify_all();
         }
         runtime::abort_collectives("replica " + std::to_string(runtime::global_ordinal(device)) + " raised: " + e.what());
         try {
@@ -55,32 +64,42 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
         } catch (const std::exception&) {
         }
       }
-      std::lock_guard<std::mutex> lock(mutex);
-      --running;
-      ended.notify_all();
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      --shared->running;
+      shared->ended.notify_all();
     });
   }
+  auto restore = [&] {
+    try {  // back to one replica (unless a thread left behind is inside a collective still)
+      runtime::set_local_replicas(1);
+    } catch (const Error&) {
+    }
+    runtime::set_threads_per_execution(previous_threads);
+    runtime::set_collective_timeout(previous_timeout);
+  };
   {
     // After a failure the others get collective_timeout to notice it (the abort
     // fails their next collective); a replica stuck outside collectives is left
     // behind (detached) rather than hanging the caller.
-    std::unique_lock<std::mutex> lock(mutex);
-    ended.wait(lock, [&] { return running == 0 || first_error != nullptr; });
-    if (running > 0) {
-      ended.wait_for(lock, std::chrono::duration<double>(options.collective_timeout), [&] { return running == 0; });
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    shared->ended.wait(lock, [&] { return shared->running == 0 || shared->first_error != nullptr; });
+    if (shared->running > 0) {
+      shared->ended.wait_for(lock, std::chrono::duration<double>(options.collective_timeout), [&] { return shared->running == 0; });
     }
-    if (running > 0) {
+    if (shared->running > 0) {
+      const int left_behind = shared->running;
+      const std::exception_ptr error = shared->first_error;
       lock.unlock();
       for (auto& t : replicas) t.detach();
-      std::fprintf(stderr, "[spawn] %d replica thread(s) did not end within collective_timeout after replica failure; left behind\n", running);
-      std::rethrow_exception(first_error);
+      std::fprintf(stderr, "[spawn] %d replica thread(s) did not end within collective_timeout after a replica failed; left behind\n",
+                   left_behind);
+      restore();
+      std::rethrow_exception(error);
     }
   }
   for (auto& t : replicas) t.join();
-  runtime::set_local_replicas(1);
-  runtime::set_threads_per_execution(previous_threads);
-  runtime::set_collective_timeout(previous_timeout);
-  if (first_error) std::rethrow_exception(first_error);
+  restore();
+  if (shared->first_error) std::rethrow_exception(shared->first_error);
 }
 
 }  // namespace lazytrain::distributed

@@ -232,26 +232,29 @@ void MpiWorld::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, d
   }
 }
 
-void MpiWorld::all_gather(const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what) {
-  if (size_ == 1) {
+namespace {
+// `bytes` of every rank into `out`, in rank order, on communicator `comm`.
+void all_gather_on(MPI_Comm comm, const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what, int rank,
+                   int size) {
+  if (size == 1) {
     std::memcpy(out, in, static_cast<size_t>(bytes));
     return;
   }
-  check(bytes <= INT32_MAX, what, "all-gather of " + std::to_string(bytes) + " bytes per process is more than MPI's int count");
-  MPI_Comm comm = state().device_comm;
-  run_nonblocking([&](std::vector<MPI_Request>& r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, &r.emplace_back()); },
-                  timeout_seconds, what, "MPI_Iallgather", rank_, size_);
+  check(bytes <= INT32_MAX, what, "an all-gather of " + std::to_string(bytes) + " bytes per process is more than MPI's int count");
+  run_nonblocking(
+      [&](std::vector<MPI_Request>& r) {
+        return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, &r.emplace_back());
+      },
+      timeout_seconds, what, "MPI_Iallgather", rank, size);
+}
+}  // namespace
+
+void MpiWorld::all_gather(const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what) {
+  all_gather_on(state().device_comm, in, out, bytes, timeout_seconds, what, rank_, size_);
 }
 
 void MpiWorld::host_all_gather(const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what) {
-  if (size_ == 1) {
-    std::memcpy(out, in, static_cast<size_t>(bytes));
-    return;
-  }
-  check(bytes <= INT32_MAX, what, "host all-gather of " + std::to_string(bytes) + " bytes per process is more than MPI's int count");
-  MPI_Comm comm = state().host_comm;
-  run_nonblocking([&](std::vector<MPI_Request>& r) { return MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm, &r.emplace_back()); },
-                  timeout_seconds, what, "MPI_Iallgather", rank_, size_);
+  all_gather_on(state().host_comm, in, out, bytes, timeout_seconds, what, rank_, size_);
 }
 
 void MpiWorld::abort(int exit_code) {

@@ -44,8 +44,11 @@ Tensor randn(const Shape& shape, DType dtype = DType::kFloat32);
 // torch.manual_seed: resets the current device's generator, and is the seed of
 // every device's generator made later. Each device has its own (PyTorch/XLA's
 // per-device RNG state), so replica threads seed and draw independently: each
-// replica calls manual_seed(seed) and, seeded alike, draws alike. Random ops
-// take their seed as device data, so reseeding never recompiles.
+// replica calls manual_seed(seed) and, seeded alike, draws alike on the host
+// (parameter initialisation); rand/randn/dropout on replicas of a job with
+// several mix the replica's ordinal into their device seeds, so replicas drop
+// out differently, as the rows of one large batch would. Random ops take their
+// seed as device data, so reseeding never recompiles.
 void manual_seed(uint64_t seed);
 // The current device's generator's whole state, as torch.get_rng_state() /
 // torch.set_rng_state() save and restore it (checkpoints resume exactly): the

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/literal.h"
+#include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "runtime/transfer.h"
 #include "tensor/lowering.h"
@@ -150,6 +151,14 @@ Generator& generator() {
 Tensor next_seed() {
   Generator& g = generator();
   uint64_t s = g.seed.load() * 0x9E3779B97F4A7C15ull + (g.offset++) * 0xBF58476D1CE4E5B9ull + 1;
+  // Data-parallel replicas, seeded alike, draw different dropout masks for their
+  // different rows, as the rows of one large batch would: the replica's ordinal
+  // enters each device seed (nothing changes with one replica). Their generator
+  // states stay equal, so one checkpointed state resumes every replica.
+  const runtime::ReplicaWorld& world = runtime::replica_world();
+  if (world.world_size() > 1 && runtime::current_device().ordinal < world.local_replicas) {
+    s += static_cast<uint64_t>(runtime::global_ordinal(runtime::current_device())) * 0x94D049BB133111EBull;
+  }
   int64_t value = static_cast<int64_t>(s >> 1);
   return from_buffer(&value, {}, DType::kInt64);
 }

@@ -265,6 +265,31 @@ TEST(ShardedOptimizerCheckpoint, TheStateDictHoldsTheFullMomentsAndLoadsBackInto
   EXPECT_EQ(continued[0], continued[1]);
 }
 
+TEST(ReplicaRandomness, ReplicasSeededAlikeInitialiseAlikeButDropOutDifferently) {
+  std::mutex mutex;
+  std::vector<std::vector<float>> host(2), device(2);
+  spawn([&](int index) {
+    manual_seed(5);
+    std::vector<float> h = host_randn(8);
+    std::vector<float> d = rand({8}).to_vector<float>();
+    std::lock_guard<std::mutex> lock(mutex);
+    host[static_cast<size_t>(index)] = h;
+    device[static_cast<size_t>(index)] = d;
+  }, 2);
+  EXPECT_EQ(host[0], host[1]);    // parameter initialisation: the same model on every replica
+  EXPECT_NE(device[0], device[1]);  // dropout masks: each replica its own
+  // One replica draws as a process without replicas does.
+  manual_seed(5);
+  const std::vector<float> alone = rand({8}).to_vector<float>();
+  spawn([&](int) {
+    manual_seed(5);
+    std::vector<float> d = rand({8}).to_vector<float>();
+    std::lock_guard<std::mutex> lock(mutex);
+    device[0] = d;
+  }, 1);
+  EXPECT_EQ(device[0], alone);
+}
+
 TEST(ReplicaHelpers, OrdinalsWorldSizeMeshReduceAndCollectivesOnTensors) {
   std::mutex mutex;
   std::vector<std::string> seen(3);
