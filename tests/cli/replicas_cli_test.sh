@@ -98,7 +98,30 @@ grep -q '^exit ' "$tmp/killed.log" || fail "the job did not end within a minute 
 grep -q 'process rank 1 .*exited on signal 9' "$tmp/killed.log" || fail "the end must name rank 1: $(tail -5 "$tmp/killed.log")"
 echo "killed rank 1: the job ended after ${elapsed}s"
 
-# 4. Bad flags: one error each.
+# 4. TFRecord shards are split by replica (file f to replica f mod 2): every shard
+#    of the evaluation is counted once; fewer shards than replicas is an error.
+head -n 600 "$data/wikitext-2/valid.txt" > "$tmp/train.txt"
+head -n 300 "$data/wikitext-2/test.txt" > "$tmp/valid.txt"
+"$bin" train_tokenizer --model_type unigram --vocab_size 600 --input "$tmp/train.txt" --output_dir "$tmp/tok" > /dev/null 2>&1 \
+  || fail "train_tokenizer"
+for split in train valid; do
+  "$bin" make_tfrecords --tokenizer "$tmp/tok" --max_seq_length 32 --shard_size 120 --input "$tmp/$split.txt" \
+    --output_dir "$tmp/shards" --prefix "$split" > /dev/null 2>&1 || fail "make_tfrecords $split"
+done
+roberta=(run_mlm --model_type roberta --tokenizer_name "$tmp/tok"
+         --config_overrides "vocab_size=600,hidden_size=32,num_hidden_layers=1,num_attention_heads=2,intermediate_size=37,max_position_embeddings=34"
+         --per_device_train_batch_size 4 --per_device_eval_batch_size 4 --max_steps 4 --logging_steps 2 --disable_tqdm --do_train --do_eval)
+"$bin" "${roberta[@]}" --num_cores 2 --train_tfrecords "$tmp/shards/train-*.tfrecord" --validation_tfrecords "$tmp/shards/valid-*.tfrecord" \
+  --output_dir "$tmp/tfrecords" > "$tmp/tfrecords.log" 2>&1 || fail "TFRecords on 2 replicas: $(tail -3 "$tmp/tfrecords.log")"
+valid_examples="$(json "$tmp/shards/valid.json" '["num_examples"]')"
+[ "$(json "$tmp/tfrecords/eval_results.json" '["eval_samples"]')" = "$valid_examples" ] \
+  || fail "the replicas' evaluation must count all $valid_examples examples of the shards once"
+[ "$(ls "$tmp/shards"/valid-*.tfrecord | wc -l)" -ge 2 ] || fail "the test needs at least 2 evaluation shards"
+out="$("$bin" "${roberta[@]}" --num_cores 2 --train_tfrecords "$tmp/shards/train-00000-of-*.tfrecord" \
+  --validation_tfrecords "$tmp/shards/valid-*.tfrecord" --output_dir "$tmp/one_shard" 2>&1)" && fail "one shard for 2 replicas must fail"
+echo "$out" | grep -q 'matches 1 shards, fewer than the 2 replicas' || fail "one shard for 2 replicas: $out"
+
+# 5. Bad flags: one error each.
 out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 0 --output_dir "$tmp/bad" 2>&1)" && fail "--num_cores 0 must fail"
 echo "$out" | grep -q -- '--num_cores must be between 1 and 256' || fail "--num_cores 0: $out"
 out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --collective_timeout 0 --output_dir "$tmp/bad" 2>&1)" && fail "--collective_timeout 0 must fail"
