@@ -94,7 +94,12 @@ int64_t Trainer::dataset_size(bool training) const {
 int64_t Trainer::replica_examples(bool training) const {
   const int64_t n = dataset_size(training);
   if (replicas_ == 1 || (training ? train_stream_ : eval_stream_)) return n;  // a stream's size is already this replica's
-  if (!training) return (n - replica_ + replicas_ - 1) / replicas_;          // examples replica_, replica_ + W, ...
+  if (!training) {  // the examples of batches replica_, replica_ + W, ... of the one-replica evaluation
+    const int64_t b = args_.per_device_eval_batch_size;
+    int64_t mine = 0;
+    for (int64_t k = replica_; k * b < n; k += replicas_) mine += std::min(b, n - k * b);
+    return mine;
+  }
   data::DataLoaderOptions options;
   options.num_replicas = replicas_;
   options.rank = replica_;
@@ -157,22 +162,34 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
   options.seed = args_.seed;
   options.drop_last = drop_last;
   options.num_workers = static_cast<int>(args_.dataloader_num_workers);
-  // Training: this replica's DistributedSampler share. Evaluation: examples
-  // replica_, replica_ + W, ... (each counted once, none repeated).
-  if (training) {
-    options.num_replicas = replicas_;
-    options.rank = replica_;
-  }
-  const size_t stride = training ? 1 : static_cast<size_t>(replicas_), offset = training ? 0 : static_cast<size_t>(replica_);
-  const size_t size = training ? dataset.size() : static_cast<size_t>(replica_examples(false));
   auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
-  const uint64_t replicas = static_cast<uint64_t>(replicas_), replica = static_cast<uint64_t>(replica_);
-  data::DataLoader<data::Batch> loader(size, options, [&dataset, collator, batch_size, pad_id, stride, offset, replicas, replica](
-                                                          const std::vector<size_t>& indices, uint64_t number) {
+  if (!training && replicas_ > 1) {
+    // Evaluation: batch k of the one-replica evaluation to replica k mod W,
+    // collated as that batch (the same examples and masks: the replicas'
+    // evaluation equals one replica's), each example counted once.
+    auto next = std::make_shared<size_t>(static_cast<size_t>(replica_));
+    const size_t n = dataset.size(), b = static_cast<size_t>(batch_size), stride = static_cast<size_t>(replicas_);
+    return [&dataset, collator, next, n, b, stride, pad_id]() -> std::optional<data::Batch> {
+      const size_t k = *next;
+      if (k * b >= n) return std::nullopt;
+      *next += stride;
+      std::vector<data::Example> examples(dataset.begin() + static_cast<std::ptrdiff_t>(k * b),
+                                          dataset.begin() + static_cast<std::ptrdiff_t>(std::min(n, (k + 1) * b)));
+      data::Batch batch = (*collator)(examples, k);
+      data::pad_batch_rows(batch, static_cast<int64_t>(b), pad_id);
+      return batch;
+    };
+  }
+  // Training: this replica's DistributedSampler share; each replica masks with
+  // its own draws (its batch n is the collator's batch n*W + r).
+  options.num_replicas = training ? replicas_ : 1;
+  options.rank = training ? replica_ : 0;
+  const uint64_t replicas = static_cast<uint64_t>(options.num_replicas), replica = static_cast<uint64_t>(options.rank);
+  data::DataLoader<data::Batch> loader(dataset.size(), options, [&dataset, collator, batch_size, pad_id, replicas, replica](
+                                                                   const std::vector<size_t>& indices, uint64_t number) {
     std::vector<data::Example> examples;
     examples.reserve(indices.size());
-    for (size_t i : indices) examples.push_back(dataset[offset + i * stride]);
-    // Each replica masks with its own draws: batch n of replica r is the collator's batch n*W + r.
+    for (size_t i : indices) examples.push_back(dataset[i]);
     data::Batch batch = (*collator)(examples, number * replicas + replica);
     data::pad_batch_rows(batch, batch_size, pad_id);  // static shapes: one compiled step
     return batch;

@@ -16,9 +16,9 @@
 // shortest replica's share); the gradients are averaged over the replicas
 // inside the step's graph (distributed::reduce_gradients) before clipping and
 // the update, so every replica holds the same parameters. The logged loss is
-// the mean over every replica's micro-batches; evaluation splits the
-// evaluation set among the replicas (example i to replica i % world_size) and
-// sums their counts. Only the master ordinal writes files and logs; the others
+// the mean over every replica's micro-batches; evaluation gives batch k of the
+// one-replica evaluation (the same examples and masks) to replica k % world_size
+// and sums their counts, so it equals one replica's evaluation. Only the master ordinal writes files and logs; the others
 // wait for each checkpoint at a rendezvous.
 #pragma once
 

@@ -47,6 +47,20 @@ print(f"train_loss: 2 replicas x 4 = {a:.4f}, 1 replica x 8 = {b:.4f}")
 sys.exit(0 if abs(a - b) / b < 0.02 else 1)
 PY
 
+# 1a. The replicas' evaluation is one replica's (batch k to replica k mod 2: the same
+#     batches and masks; only the order of the final sums differs).
+evaluate=(run_mlm --model_name_or_path "$tmp/one" --validation_file "$data/wikitext-2/test.txt" --max_seq_length 32
+          --max_eval_samples 61 --per_device_eval_batch_size 8 --seed 7 --do_eval --disable_tqdm)
+"$bin" "${evaluate[@]}" --output_dir "$tmp/eval1" > "$tmp/eval1.log" 2>&1 || fail "evaluate on 1: $(tail -3 "$tmp/eval1.log")"
+"$bin" "${evaluate[@]}" --num_cores 2 --output_dir "$tmp/eval2" > "$tmp/eval2.log" 2>&1 || fail "evaluate on 2: $(tail -3 "$tmp/eval2.log")"
+/usr/bin/python3 - "$tmp/eval1/eval_results.json" "$tmp/eval2/eval_results.json" <<'PY' || fail "2 replicas must evaluate as one does"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"eval_loss: 1 replica {a['eval_loss']:.9f}, 2 replicas {b['eval_loss']:.9f}; accuracy {a['eval_accuracy']:.6f} / {b['eval_accuracy']:.6f}")
+sys.exit(0 if abs(a["eval_loss"] - b["eval_loss"]) < 1e-6 * a["eval_loss"] and a["eval_accuracy"] == b["eval_accuracy"]
+         and a["eval_samples"] == b["eval_samples"] == 61 else 1)
+PY
+
 # 1b. The sharded optimizer (ZeRO stage 1): half the AdamW state on each replica, the same
 #     model up to the order of the clipping norm's sum, and its checkpoints resume exactly.
 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --sharded_optimizer --max_steps 6 --save_steps 3 \
