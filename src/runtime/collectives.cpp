@@ -229,18 +229,21 @@ Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
   const double timeout = collective_timeout();
   Buffer out(x.shape(), x.dtype(), current_device());
   Round round(v, what);
-  const auto& slots = v.rendezvous->arrive(v.local_index, {x.raw(), out.raw(), nullptr, 0}, what, timeout);
+  LocalRendezvous::Slot mine;
+  mine.in = x;
+  mine.out = out;
+  const auto& slots = v.rendezvous->arrive(v.local_index, mine, what, timeout);
   // This member reduces its chunk of the elements; then it copies the others' chunks.
   const int64_t n = x.numel(), item = itemsize(x.dtype());
   const int64_t L = v.rendezvous->size();
   auto chunk_begin = [&](int64_t k) { return n * k / L; };
   std::vector<const void*> inputs;
-  for (const auto& slot : slots) inputs.push_back(slot.in);
+  for (const auto& slot : slots) inputs.push_back(slot.in.raw());
   reduce_range(x.dtype(), op, inputs, out.raw(), chunk_begin(v.local_index), chunk_begin(v.local_index + 1), what);
   v.rendezvous->sync(v.local_index, what, timeout);
   for (int64_t k = 0; k < L; ++k) {
     if (k == v.local_index) continue;
-    std::memcpy(static_cast<char*>(out.raw()) + chunk_begin(k) * item, static_cast<const char*>(slots[static_cast<size_t>(k)].out) + chunk_begin(k) * item,
+    std::memcpy(static_cast<char*>(out.raw()) + chunk_begin(k) * item, static_cast<const char*>(slots[static_cast<size_t>(k)].out.raw()) + chunk_begin(k) * item,
                 static_cast<size_t>((chunk_begin(k + 1) - chunk_begin(k)) * item));
   }
   if (v.spans_processes) {
@@ -248,7 +251,7 @@ Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
     v.rendezvous->sync(v.local_index, what, timeout);
     if (v.local_index == 0) MpiWorld::get()->all_reduce(out.raw(), n, x.dtype(), op, timeout, what);
     v.rendezvous->sync(v.local_index, what, timeout);
-    if (v.local_index != 0) std::memcpy(out.raw(), slots[0].out, static_cast<size_t>(n * item));
+    if (v.local_index != 0) std::memcpy(out.raw(), slots[0].out.raw(), static_cast<size_t>(n * item));
   }
   return out;
 }
@@ -264,22 +267,24 @@ Buffer all_gather(const Buffer& x, int64_t dimension, const ReplicaGroups& group
   Buffer out(shape, x.dtype(), current_device());
   const int64_t bytes = x.nbytes();
   // Across processes, the leader gathers every member's input into one block, member-major.
-  std::vector<char> gathered;
-  if (v.spans_processes && v.local_index == 0) gathered.resize(static_cast<size_t>(bytes * G));
+  LocalRendezvous::Slot mine;
+  mine.in = x;
+  mine.out = out;
+  if (v.spans_processes && v.local_index == 0) mine.scratch = std::make_shared<std::vector<char>>(static_cast<size_t>(bytes * G));
   Round round(v, what);
-  const auto& slots = v.rendezvous->arrive(v.local_index, {x.raw(), out.raw(), gathered.data(), 0}, what, collective_timeout());
+  const auto& slots = v.rendezvous->arrive(v.local_index, mine, what, collective_timeout());
   std::vector<const char*> sources(static_cast<size_t>(G));
   if (v.spans_processes) {
     const int64_t L = v.rendezvous->size();
     if (v.local_index == 0) {
       std::vector<char> local(static_cast<size_t>(bytes * L));
-      for (int64_t k = 0; k < L; ++k) std::memcpy(local.data() + k * bytes, slots[static_cast<size_t>(k)].in, static_cast<size_t>(bytes));
-      MpiWorld::get()->all_gather(local.data(), gathered.data(), bytes * L, collective_timeout(), what);
+      for (int64_t k = 0; k < L; ++k) std::memcpy(local.data() + k * bytes, slots[static_cast<size_t>(k)].in.raw(), static_cast<size_t>(bytes));
+      MpiWorld::get()->all_gather(local.data(), mine.scratch->data(), bytes * L, collective_timeout(), what);
     }
     v.rendezvous->sync(v.local_index, what, collective_timeout());
-    for (int64_t g = 0; g < G; ++g) sources[static_cast<size_t>(g)] = static_cast<const char*>(slots[0].scratch) + g * bytes;
+    for (int64_t g = 0; g < G; ++g) sources[static_cast<size_t>(g)] = slots[0].scratch->data() + g * bytes;
   } else {
-    for (int64_t g = 0; g < G; ++g) sources[static_cast<size_t>(g)] = static_cast<const char*>(slots[static_cast<size_t>(g)].in);
+    for (int64_t g = 0; g < G; ++g) sources[static_cast<size_t>(g)] = static_cast<const char*>(slots[static_cast<size_t>(g)].in.raw());
   }
   // out[outer][g][inner] = source g's [outer][inner].
   int64_t outer = 1;
@@ -320,42 +325,48 @@ std::vector<double> host_all_gather(const std::string& tag, const std::vector<do
   const double timeout = collective_timeout();
   const int64_t L = v.rendezvous->size();
   const int64_t count = static_cast<int64_t>(values.size());
-  // The leader's block: each local replica's values; then every process's block.
-  std::vector<double> gathered;
-  if (v.local_index == 0) gathered.resize(static_cast<size_t>(count * static_cast<int64_t>(v.members.size())));
+  const int64_t total = count * static_cast<int64_t>(v.members.size());
+  LocalRendezvous::Slot mine;
+  mine.label = tag;
+  mine.tag = tag_hash;
+  mine.values = std::make_shared<const std::vector<double>>(values);
+  // The leader's block: every replica's values, in ordinal order.
+  if (v.local_index == 0) mine.scratch = std::make_shared<std::vector<char>>(static_cast<size_t>(total) * sizeof(double));
   Round round(v, what);
-  const auto& slots = v.rendezvous->arrive(v.local_index, {&tag, const_cast<double*>(values.data()), gathered.data(), tag_hash}, what, timeout);
+  const auto& slots = v.rendezvous->arrive(v.local_index, mine, what, timeout);
   std::string differ;
   for (size_t k = 0; k < slots.size(); ++k) {
-    if (slots[k].tag != tag_hash) differ += (differ.empty() ? "" : ", ") + std::to_string(v.local[k]) + " at '" + *static_cast<const std::string*>(slots[k].in) + "'";
+    if (slots[k].tag != tag_hash) differ += (differ.empty() ? "" : ", ") + std::to_string(v.local[k]) + " at '" + slots[k].label + "'";
   }
   if (!differ.empty()) throw Error("[" + what + "] replicas reached a different rendezvous (or passed another number of values): " + differ);
   if (v.local_index == 0) {
-    std::vector<double> local(static_cast<size_t>(count * L));
-    for (int64_t k = 0; k < L; ++k) std::memcpy(local.data() + k * count, slots[static_cast<size_t>(k)].out, static_cast<size_t>(count) * sizeof(double));
+    std::vector<double> local;
+    for (const auto& slot : slots) local.insert(local.end(), slot.values->begin(), slot.values->end());
+    double* gathered = reinterpret_cast<double*>(mine.scratch->data());
     if (v.spans_processes) {
       // Each process's block starts with its tag, so the processes check theirs too.
       const int64_t block = 1 + count * L;
-      std::vector<double> mine(static_cast<size_t>(block));
-      std::memcpy(mine.data(), &tag_hash, sizeof(double));
-      std::copy(local.begin(), local.end(), mine.begin() + 1);
+      std::vector<double> ours(static_cast<size_t>(block));
+      std::memcpy(ours.data(), &tag_hash, sizeof(double));
+      std::copy(local.begin(), local.end(), ours.begin() + 1);
       const int64_t P = static_cast<int64_t>(v.members.size()) / L;
       std::vector<double> all(static_cast<size_t>(block * P));
-      MpiWorld::get()->host_all_gather(mine.data(), all.data(), block * static_cast<int64_t>(sizeof(double)), timeout, what);
+      MpiWorld::get()->host_all_gather(ours.data(), all.data(), block * static_cast<int64_t>(sizeof(double)), timeout, what);
       std::string ranks;
       for (int64_t p = 0; p < P; ++p) {
         uint64_t theirs = 0;
         std::memcpy(&theirs, all.data() + p * block, sizeof(double));
         if (theirs != tag_hash) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
-        std::copy(all.begin() + p * block + 1, all.begin() + (p + 1) * block, gathered.begin() + p * count * L);
+        std::copy(all.begin() + p * block + 1, all.begin() + (p + 1) * block, gathered + p * count * L);
       }
       if (!ranks.empty()) throw Error("[" + what + "] process ranks " + ranks + " reached a different rendezvous (or passed another number of values)");
     } else {
-      std::copy(local.begin(), local.end(), gathered.begin());  // (gathered's storage is published)
+      std::copy(local.begin(), local.end(), gathered);
     }
   }
   v.rendezvous->sync(v.local_index, what, timeout);
-  return std::vector<double>(static_cast<const double*>(slots[0].scratch), static_cast<const double*>(slots[0].scratch) + count * static_cast<int64_t>(v.members.size()));
+  const double* result = reinterpret_cast<const double*>(slots[0].scratch->data());
+  return std::vector<double>(result, result + total);
 }
 
 void host_rendezvous(const std::string& tag) { host_all_gather(tag, {}); }

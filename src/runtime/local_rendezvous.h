@@ -13,18 +13,24 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "runtime/buffer.h"
 
 namespace lazytrain::runtime {
 
 class LocalRendezvous {
  public:
+  // What a member shares, owned by the slot (until the member's next round):
+  // a member that fails may leave a round while the others still read it.
   struct Slot {
-    const void* in = nullptr;
-    void* out = nullptr;
-    void* scratch = nullptr;  // what the leader (member 0) shares with the others
+    Buffer in, out;                          // a collective's input and output
+    std::shared_ptr<std::vector<char>> scratch;  // what the leader (member 0) shares with the others
+    std::shared_ptr<const std::vector<double>> values;  // a host exchange's values
+    std::string label;                       // a rendezvous' tag, for errors
     uint64_t tag = 0;
   };
 

@@ -121,8 +121,8 @@ TEST(Collectives, HostAllGatherReturnsEveryReplicasValuesAndChecksTheTag) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
   EXPECT_EQ(got[2], (std::vector<double>{0, -0.0, 1, -1, 2, -2}));
   errors = on_replicas(2, [&](int i) { host_rendezvous(i == 0 ? "save" : "print"); });
-  EXPECT_NE(errors[0].find("replicas reached a different rendezvous"), std::string::npos) << errors[0];
-  EXPECT_NE(errors[0].find("1 at 'print'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("replicas reached a different rendezvous"), std::string::npos) << errors[0] << " | " << errors[1];
+  EXPECT_NE(errors[0].find("1 at 'print'"), std::string::npos) << errors[0] << " | " << errors[1];
 }
 
 TEST(Collectives, AReplicaThatNeverArrivesIsNamedWithinTheTimeout) {
