@@ -100,6 +100,18 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const RunMlmOptions& o, const mo
   return tokenizer;
 }
 
+// Under mpirun: every process runs as many replicas (the world is processes x --num_cores).
+void check_same_num_cores(const train::TrainingArguments& t) {
+  const std::vector<double> cores = runtime::host_all_gather("run_mlm.num_cores", {static_cast<double>(t.num_cores)});
+  for (size_t rank = 0; rank < cores.size(); ++rank) {
+    if (cores[rank] != static_cast<double>(t.num_cores)) {
+      throw Error("[run_mlm] process rank " + std::to_string(rank) + " has --num_cores " + std::to_string(static_cast<int64_t>(cores[rank])) +
+                  ", this one (rank " + std::to_string(runtime::replica_world().process_rank) + ") " + std::to_string(t.num_cores) +
+                  "; every process must run as many replicas");
+    }
+  }
+}
+
 }  // namespace
 
 int run_mlm(const RunMlmOptions& options) {
@@ -108,6 +120,7 @@ int run_mlm(const RunMlmOptions& options) {
   const train::TrainingArguments& t = o.training;
   // Everything is validated before --output_dir is touched.
   check_flags(o);
+  check_same_num_cores(t);
   const std::string resume_from = check_output_dir("run_mlm", t);
   const models::BertConfig config = load_config(o);
   const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);

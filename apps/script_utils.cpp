@@ -8,6 +8,7 @@
 #include "backend/registry.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "train/checkpoint.h"
@@ -40,6 +41,7 @@ bool is_empty_but_for_staging(const fs::path& dir) {
 
 std::string check_output_dir(const std::string& command, const train::TrainingArguments& t) {
   const fs::path dir(t.output_dir);
+  const bool master = distributed::is_master_ordinal(false);  // under mpirun every process checks; one tells
   std::string resume;
   if (fs::exists(dir)) {
     if (!fs::is_directory(dir)) throw Error("[" + command + "] --output_dir '" + t.output_dir + "' exists and is not a directory");
@@ -53,7 +55,7 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
       for (auto it = checkpoints.rbegin(); it != checkpoints.rend() && (!last || it->path != *last); ++it) {
         const train::CheckpointDir& c = *it;
         const std::string problem = train::checkpoint_problem(c.path);
-        std::fprintf(stderr, "warning: skipping checkpoint '%s': %s\n", c.path.c_str(), problem.c_str());
+        if (master) std::fprintf(stderr, "warning: skipping checkpoint '%s': %s\n", c.path.c_str(), problem.c_str());
         damaged += (damaged.empty() ? "" : "; ") + c.path + ": " + problem;
       }
       if (!last && !damaged.empty()) {
@@ -62,8 +64,10 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
       }
       if (last) {
         resume = *last;
-        std::fprintf(stderr, "Checkpoint detected, resuming training at %s. To avoid this behavior, change the `--output_dir` or add "
-                             "`--overwrite_output_dir` to train from scratch.\n", last->c_str());
+        if (master) {
+          std::fprintf(stderr, "Checkpoint detected, resuming training at %s. To avoid this behavior, change the `--output_dir` or add "
+                               "`--overwrite_output_dir` to train from scratch.\n", last->c_str());
+        }
       } else if (!is_empty_but_for_staging(dir)) {
         throw Error("[" + command + "] Output directory (" + t.output_dir +
                     ") already exists and is not empty. Use --overwrite_output_dir to overcome.");

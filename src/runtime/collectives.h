@@ -7,14 +7,15 @@
 // p * L + l (PyTorch/XLA's ordinal), world size P * L.
 //
 // Transport: replicas of one process meet in shared memory (each reduces a
-// 1/L chunk of the inputs in place of the others, then copies the others'
-// chunks); between processes the local result goes through MPI
-// (runtime/mpi_world.h). Every replica gets a bit-identical result: each
-// element is reduced once, in ordinal order, and copied to the others.
+// 1/L chunk of the inputs, then copies the others' chunks); between processes
+// the process's result goes through MPI (runtime/mpi_world.h: a ring of
+// point-to-point messages). Every replica gets a bit-identical result: each
+// element is reduced once and copied to the others.
 //
 // Failure: a replica that never arrives makes the others throw Error naming
-// it within collective_timeout() seconds; abort_collectives() (a replica
-// raised) makes every waiting and later collective throw at once.
+// it within collective_timeout() seconds (across processes, the silent rank,
+// within twice that: mpi_world.h); abort_collectives() (a replica raised)
+// makes every waiting and later collective throw at once.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,14 @@
 // call (MPI_THREAD_SERIALIZED is enough). Device collectives and host
 // rendezvous use separate communicators, so neither blocks the other.
 //
-// Sums are made deterministic across ranks: reduce-scatter (each block reduced
-// on one rank) then all-gather, so every rank holds the same bits.
+// all_reduce is a ring of point-to-point messages (reduce-scatter, then
+// all-gather): each chunk is reduced once, on one rank, and copied to the
+// others, so every rank holds the same bits (Open MPI's MPI_Allreduce does not
+// promise that), at about its speed (bench/bench_allreduce).
+//
+// A timeout names the silent ranks: the waiting ranks tell each other they
+// are there (point to point, on a communicator of their own) and listen for
+// up to the timeout again; whoever did not answer died, raised or never came.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +38,8 @@ class MpiWorld {
   int size() const { return size_; }
 
   // In place: `data` (count elements of dtype: f32, s32 or s64) reduced over
-  // every process; Error for other dtypes, on timeout, or on an MPI error.
+  // every process; Error for other dtypes, on timeout (naming the silent
+  // ranks), or on an MPI error (with MPI's message).
   void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, double timeout_seconds, const std::string& what);
   // `in` (bytes of each process) gathered into `out` (size() * bytes), in rank order.
   void all_gather(const void* in, void* out, int64_t bytes, double timeout_seconds, const std::string& what);

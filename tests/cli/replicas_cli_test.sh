@@ -141,5 +141,11 @@ echo "$out" | grep -q -- '--num_cores must be between 1 and 256' || fail "--num_
 out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --collective_timeout 0 --output_dir "$tmp/bad" 2>&1)" && fail "--collective_timeout 0 must fail"
 echo "$out" | grep -q -- '--collective_timeout must be a positive number' || fail "--collective_timeout 0: $out"
 
+out="$(timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 1 --output_dir "$tmp/mismatch" : \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --output_dir "$tmp/mismatch" 2>&1)" \
+  && fail "processes with different --num_cores must fail"
+echo "$out" | grep -q 'every process must run as many replicas' || fail "--num_cores mismatch: $out"
+
 [ "$failures" -eq 0 ] && echo "all replica CLI checks passed"
 exit "$failures"
