@@ -135,6 +135,11 @@ out="$("$bin" "${roberta[@]}" --num_cores 2 --train_tfrecords "$tmp/shards/train
   --validation_tfrecords "$tmp/shards/valid-*.tfrecord" --output_dir "$tmp/one_shard" 2>&1)" && fail "one shard for 2 replicas must fail"
 echo "$out" | grep -q 'matches 1 shards, fewer than the 2 replicas' || fail "one shard for 2 replicas: $out"
 
+# 4b. --line_by_line on replicas: one padded example per line, every evaluation line counted once.
+"$bin" "${common[@]}" --line_by_line --per_device_train_batch_size 4 --num_cores 2 --max_steps 2 --output_dir "$tmp/lines" \
+  > "$tmp/lines.log" 2>&1 || fail "--line_by_line on 2 replicas: $(tail -3 "$tmp/lines.log")"
+[ "$(json "$tmp/lines/eval_results.json" '["eval_samples"]')" = 61 ] || fail "--line_by_line on 2 replicas: eval_samples must be 61"
+
 # 5. Bad flags: one error each.
 out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 0 --output_dir "$tmp/bad" 2>&1)" && fail "--num_cores 0 must fail"
 echo "$out" | grep -q -- '--num_cores must be between 1 and 256' || fail "--num_cores 0: $out"
