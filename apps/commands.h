@@ -20,6 +20,9 @@ struct RunMlmOptions {
   std::optional<int64_t> max_seq_length;  // unset: min(512, max_position_embeddings)
   bool pad_to_max_length = false;
   bool line_by_line = false;
+  // --line_by_line without --pad_to_max_length: batches padded to their longest
+  // line rounded up to a multiple of this (0: every line padded to max_seq_length).
+  int64_t pad_to_multiple_of = 0;
   double mlm_probability = 0.15;
   std::optional<int64_t> max_train_samples, max_eval_samples;  // unset: every example
   std::string backend;  // empty: $LAZYTRAIN_BACKEND, else the default
@@ -66,6 +69,7 @@ struct FillMaskOptions {
   int64_t batch_size = 8;
   bool json = false;
   std::string backend;
+  std::string execution_mode = "lazy";  // lazy/execution_mode.h
 };
 
 void add_fill_mask_command(CLI::App& app, FillMaskOptions& options);

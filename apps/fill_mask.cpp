@@ -26,6 +26,8 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& o) {
   c->add_option("--top_k", o.top_k, "Predictions per mask");
   c->add_option("--batch_size", o.batch_size, "Inputs per forward pass (padded to the longest of the batch, rounded up to a multiple of 8)");
   c->add_flag("--json", o.json, "Print the pipeline's output as JSON (score, token, token_str, sequence)");
+  c->add_option("--execution_mode", o.execution_mode, "How ops run: lazy, fused_eager, strict_eager or debug_eager")
+      ->check(CLI::IsMember({"lazy", "debug_eager", "strict_eager", "fused_eager"}));
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember(backend::backend_names()));
 }
@@ -70,6 +72,7 @@ int fill_mask(const FillMaskOptions& o) {
   if (!fs::is_directory(o.model, ec)) throw Error("[fill_mask] --model '" + o.model + "' does not exist or is not a directory");
   const std::vector<std::string> texts = o.file.empty() ? std::vector<std::string>{o.text} : read_inputs(o.file);
   configure_backend(o.backend, "", "");
+  configure_execution(o.execution_mode, false, false, false);
   const pipelines::FillMaskPipeline pipeline = pipelines::FillMaskPipeline::from_pretrained(o.model);
   const int64_t vocab = pipeline.model().config().vocab_size;
   if (o.top_k > vocab) {

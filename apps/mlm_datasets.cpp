@@ -74,13 +74,18 @@ std::vector<data::Example> load_dataset(const std::string& path, const data::Tok
   std::vector<data::Example> examples;
   if (o.line_by_line) {
     const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kSkip);
-    if (!o.pad_to_max_length) {
-      // Static shapes: the lazy pipeline compiles one graph per shape, so pad anyway.
+    // Bounded shapes: the lazy pipeline compiles one graph per shape, so lines are
+    // padded to max_seq_length, or by the collator to a multiple of --pad_to_multiple_of.
+    const bool bucketed = !o.pad_to_max_length && o.pad_to_multiple_of > 0;
+    if (!o.pad_to_max_length && !bucketed) {
       static bool noted = false;
-      if (!noted) std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static\n");
+      if (!noted) {
+        std::fprintf(stderr, "note: --line_by_line without --pad_to_max_length: padding to max_seq_length to keep shapes static "
+                             "(--pad_to_multiple_of N pads each batch to its longest line rounded up to N instead)\n");
+      }
       noted = true;
     }
-    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, /*pad_to_max_length=*/true);
+    examples = data::tokenize_line_by_line(lines, tokenizer, max_seq_length, /*pad_to_max_length=*/!bucketed);
   } else {
     const std::vector<std::string> lines = data::read_text_lines(path, data::BlankLines::kKeep);
     examples = data::group_texts(data::tokenize_lines(lines, tokenizer), max_seq_length);
@@ -115,6 +120,15 @@ int64_t mlm_max_seq_length(const RunMlmOptions& o, const models::BertConfig& con
                 (max_positions == config.max_position_embeddings
                      ? std::string()
                      : " allows (RoBERTa's positions start after pad_token_id: at most " + std::to_string(max_positions) + ")"));
+  }
+  if (o.pad_to_multiple_of > 0) {
+    // The longest line, rounded up, must still fit the model's positions.
+    const int64_t padded = (max_seq_length + o.pad_to_multiple_of - 1) / o.pad_to_multiple_of * o.pad_to_multiple_of;
+    if (padded > max_positions) {
+      throw Error("[run_mlm] --pad_to_multiple_of " + std::to_string(o.pad_to_multiple_of) + " rounds a " + std::to_string(max_seq_length) +
+                  "-token line up to " + std::to_string(padded) + ", more than the model's " + std::to_string(max_positions) +
+                  " positions; pick a multiple that divides --max_seq_length");
+    }
   }
   return max_seq_length;
 }

@@ -44,6 +44,10 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--max_seq_length", o.max_seq_length, "Sequence length after tokenization (default: min(512, max_position_embeddings))");
   c->add_flag("--pad_to_max_length", o.pad_to_max_length, "Pad every line to max_seq_length (with --line_by_line)");
   c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
+  c->add_option("--pad_to_multiple_of", o.pad_to_multiple_of,
+                "With --line_by_line and no --pad_to_max_length: pad each batch to its longest line rounded up to a multiple of "
+                "this (bounded dynamic shapes: at most max_seq_length / N graphs)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask")->check(CLI::Range(0.0, 1.0));
   c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many examples (for debugging or quicker runs)");
   c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many examples");
@@ -126,6 +130,7 @@ int run_mlm(const RunMlmOptions& options) {
   const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);
   MlmDatasets datasets = load_mlm_datasets(o, *tokenizer, config);
   configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
+  configure_execution(t.execution_mode, t.detect_anomaly, t.debug_recompiles, t.debug_graphs);
 
   // Everything on disk is settled by the master before any replica starts.
   if (distributed::is_master_ordinal(false)) remove_old_checkpoints(t);
@@ -144,6 +149,8 @@ int run_mlm(const RunMlmOptions& options) {
     data::DataCollatorOptions collator_options;
     collator_options.mlm_probability = o.mlm_probability;
     collator_options.seed = t.seed;
+    // Only unpadded lines (--line_by_line without --pad_to_max_length) vary in length.
+    collator_options.pad_to_multiple_of = o.pad_to_multiple_of;
     const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
     train::Trainer trainer(*model, t, loss_fn, datasets.train, datasets.eval,
                            [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });

@@ -9,7 +9,10 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "distributed/xla_model.h"
+#include "lazy/execution_mode.h"
 #include "lazy/graph_executor.h"
+#include "lazy/recompile_reasons.h"
+#include "lazy/step_analysis.h"
 #include "runtime/metrics.h"
 #include "train/checkpoint.h"
 #include "train/model_io.h"
@@ -96,6 +99,13 @@ void configure_backend(const std::string& backend, const std::string& compile_ca
   if (!compile_cache_dir.empty()) options.cache_dir = compile_cache_dir;
   if (!dump_hlo.empty()) options.dump_dir = dump_hlo;
   lazy::GraphExecutor::get().set_compiler(backend::make_compiler(backend.empty() ? backend::default_backend_name() : backend, options));
+}
+
+void configure_execution(const std::string& execution_mode, bool detect_anomaly, bool debug_recompiles, bool debug_graphs) {
+  lazy::set_execution_mode(lazy::parse_execution_mode(execution_mode, "--execution_mode"));
+  lazy::set_detect_anomaly(detect_anomaly);
+  lazy::RecompileTracker::get().set_debug(debug_recompiles);
+  lazy::set_step_analysis(debug_graphs);
 }
 
 void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train) {

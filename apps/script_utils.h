@@ -37,6 +37,10 @@ void remove_old_checkpoints(const train::TrainingArguments& args);
 // with --compile_cache_dir and --dump_hlo over the environment's defaults. Does
 // nothing when no flag is given. Error for an unknown backend name.
 void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo);
+// --execution_mode, --detect_anomaly, --debug_recompiles, --debug_graphs: the
+// process-wide settings of lazy/execution_mode.h, recompile_reasons.h and
+// step_analysis.h. Throws lazytrain::Error for an unknown mode.
+void configure_execution(const std::string& execution_mode, bool detect_anomaly, bool debug_recompiles, bool debug_graphs);
 
 // Loads <model_name_or_path>/model.safetensors into `model` (Hugging Face's
 // names; see train::load_safetensors_into), printing one warning line for

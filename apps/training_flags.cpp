@@ -44,6 +44,13 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
              "Drop the last incomplete training batch (default: pad it to the batch size; padding rows carry no loss)");
   c.add_option("--seed", t.seed, "Random seed (initialisation, shuffling, masking, dropout)")->check(CLI::NonNegativeNumber);
   c.add_flag("--metrics_debug,--tpu_metrics_debug", t.metrics_debug, "Print the metrics report (compile and execute times) at the end");
+  c.add_option("--execution_mode", t.execution_mode,
+               "How ops run: lazy (one graph a step), fused_eager (chunks compiled fused), strict_eager (each op alone, "
+               "asynchronous) or debug_eager (each op alone, waited for: errors at the op)")
+      ->check(CLI::IsMember({"lazy", "debug_eager", "strict_eager", "fused_eager"}));
+  c.add_flag("--detect_anomaly", t.detect_anomaly, "Check every op's result for NaN/Inf and name the op's file and line (slow: ops run one by one)");
+  c.add_flag("--debug_recompiles", t.debug_recompiles, "Print why each graph compiled after the first step (the input or op that changed)");
+  c.add_flag("--debug_graphs", t.debug_graphs, "Print one line a step: compiles, executions, host transfers and the reads that forced them");
   c.add_flag("--disable_tqdm", t.disable_tqdm, "Do not print the progress bar");
   c.add_option("--dataloader_num_workers", t.dataloader_num_workers, "Threads that collate batches (0: the loader thread)");
   c.add_option("--loader_prefetch_size", t.loader_prefetch_size, "Host batches the DeviceLoader prepares ahead");

@@ -55,6 +55,10 @@ class Compiler {
     (void)graph_key;
     return compile(std::move(module));
   }
+  // Compiles a graph of one op for the eager modes (lazy/execution_mode.h),
+  // where compiling must cost far less than the op runs: no generated code, no
+  // disk cache. Same results as compile() within floating-point rounding.
+  virtual std::unique_ptr<Executable> compile_quick(hlo::HloModule module) { return compile(std::move(module)); }
   // The executable an earlier compile stored under `graph_key`, or nullptr (no
   // persistent cache, a miss, or an unusable entry).
   virtual std::unique_ptr<Executable> load_cached(const std::string& graph_key) {

@@ -1,13 +1,14 @@
 #include "core/error.h"
 
-#include <filesystem>
+#include "core/op_location.h"
 
 namespace lazytrain {
 
 std::string format_error(const std::string& op, const std::string& message,
                          const std::source_location& where) {
-  std::string file = std::filesystem::path(where.file_name()).filename().string();
-  return "[" + op + "] " + message + " (called from " + file + ":" + std::to_string(where.line()) + ")";
+  // Inside a composite op, the user's call of the outermost op (core/op_location.h).
+  const std::source_location* user = current_op_location();
+  return "[" + op + "] " + message + " (called from " + location_text(user ? *user : where) + ")";
 }
 
 void throw_error(const std::string& op, const std::string& message, const std::source_location& where) {

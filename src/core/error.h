@@ -17,7 +17,8 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
-// Builds "[op] message (called from file:line)". `where` is the user's call site.
+// Builds "[op] message (called from file:line)". `where` is the call site; inside
+// a tensor op the outermost op's caller wins (core/op_location.h).
 std::string format_error(const std::string& op, const std::string& message,
                          const std::source_location& where);
 

@@ -11,7 +11,12 @@
 #include "backend/registry.h"
 #include "core/env_vars.h"
 #include "core/error.h"
+#include "core/op_location.h"
+#include "hlo/cost_analysis.h"
+#include "lazy/execution_mode.h"
 #include "lazy/lowering_context.h"
+#include "lazy/recompile_reasons.h"
+#include "lazy/step_analysis.h"
 #include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
 #include "runtime/transfer.h"
@@ -177,7 +182,7 @@ std::string GraphExecutor::last_compiled_hlo() const {
   return last_compiled_hlo_;
 }
 
-std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig) {
+std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig, const SyncCause& cause) {
   // One compile per graph, whichever devices (threads) ask at the same time:
   // the first asker compiles, the others wait for its result.
   std::promise<std::shared_ptr<backend::Executable>> promise;
@@ -202,20 +207,27 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
   try {
     char key[17];
     std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
-    std::shared_ptr<backend::Executable> executable = compiler->load_cached(key);
+    // An eager op is one instruction: nothing to gain from the disk cache or generated kernels.
+    const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
+    std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : compiler->load_cached(key);
     if (!executable) {  // not in the persistent compile cache either: compile
       {
         runtime::ScopedTimer timer("CompileTime");
         std::ostringstream name;
         name << "SyncTensorsGraph." << sig.post_order.size();
         hlo::HloModule module = lower_graph(sig, name.str());
-        std::string text = module.to_string();
-        executable = compiler->compile(std::move(module), key);
+        std::string text = eager_op ? std::string() : module.to_string();
+        executable = eager_op ? compiler->compile_quick(std::move(module)) : compiler->compile(std::move(module), key);
         std::lock_guard<std::mutex> lock(mutex_);
-        last_compiled_hlo_ = std::move(text);
+        if (!eager_op) last_compiled_hlo_ = std::move(text);
       }
       runtime::counter("UncachedCompile").add(1);
       runtime::counter("CreateCompileHandles").add(1);
+    }
+    if (!eager_op) {
+      // Past the device's first step, a new graph is a recompile: say why.
+      const runtime::Device device = sig.post_order.empty() ? runtime::current_device() : sig.post_order.back()->device();
+      RecompileTracker::get().on_compile(sig, !recent_steps(device).empty());
     }
     promise.set_value(executable);  // an entry counts only once it compiled
     return executable;
@@ -231,7 +243,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
   }
 }
 
-void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
+void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
   std::vector<LazyTensor*> pending;
   std::vector<const Node*> outputs;
   std::unordered_map<const Node*, size_t> output_index;
@@ -252,7 +264,12 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   }
   GraphSignature sig = graph_signature(outputs);
   warn_if_large(sig);
-  std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig);
+  const int64_t compiles_before = runtime::counter_value("UncachedCompile");
+  std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig, cause);
+  const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
+  note_execution(device, runtime::counter_value("UncachedCompile") != compiles_before, eager_op,
+                 static_cast<int64_t>(sig.post_order.size()));
+  runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(executable->module()));
   std::vector<bool> donated = donatable_parameters(sig);
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
   arguments.reserve(sig.parameters.size());
@@ -265,13 +282,29 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
   }
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
+  std::string what = std::string("graph ") + hash + ", " + executable->module().name;
+  // A single op names the user's line: strict eager reports its failure later, elsewhere.
+  if (outputs.size() == 1 && !outputs[0]->is_device_data()) {
+    const std::string where = location_text(outputs[0]->location());
+    if (eager_op) what += ", " + outputs[0]->op() + (where.empty() ? "" : " called from " + where);
+  }
+  if (!eager_op) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    devices_[device].last_graph = sig.hash;
+  }
+  launch(executable, std::move(arguments), std::move(donated), results, device, what);
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
+}
+
+void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+                           std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
+                           const runtime::Device& device, const std::string& description) {
   int64_t number;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     number = ++devices_[device].executions;
   }
-  const std::string what = "execution " + std::to_string(number) + " on " + device.to_string() + " (graph " + hash + ", " +
-                           executable->module().name + ")";
+  const std::string what = "execution " + std::to_string(number) + " on " + device.to_string() + " (" + description + ")";
   // The device is free once its previous execution ended; report that one's failure first.
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
@@ -312,7 +345,41 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors) {
       for (auto& r : results) r->set_error(error);
     }
   });
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
+}
+
+std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const std::shared_ptr<backend::Executable>& executable,
+                                                                          std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+                                                                          const runtime::Device& device, const std::string& what) {
+  const hlo::HloModule& module = executable->module();
+  const hlo::HloInstruction& root = module.at(module.root);
+  std::vector<std::shared_ptr<runtime::AsyncBuffer>> results;
+  for (int o : root.operands) results.push_back(std::make_shared<runtime::AsyncBuffer>(module.at(o).shape, module.at(o).dtype, device));
+  note_execution(device, false, false, static_cast<int64_t>(module.instructions.size()));
+  runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(module));
+  launch(executable, std::move(arguments), {}, results, device, what);
+  return results;
+}
+
+int64_t GraphExecutor::execution_count(const runtime::Device& device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = devices_.find(device);
+  return it == devices_.end() ? 0 : it->second.executions;
+}
+
+uint64_t GraphExecutor::last_graph_hash(const runtime::Device& device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = devices_.find(device);
+  return it == devices_.end() ? 0 : it->second.last_graph;
+}
+
+void GraphExecutor::sync_live(const runtime::Device& device, const SyncCause& cause, LazyTensor* also) {
+  std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir(device);
+  std::vector<LazyTensor*> raw;
+  raw.reserve(live.size() + 1);
+  for (auto& t : live) raw.push_back(t.get());
+  if (also && std::find(raw.begin(), raw.end(), also) == raw.end()) raw.push_back(also);
+  note_graph_cut();
+  sync(raw, cause);
 }
 
 void GraphExecutor::wait_device_ops() {
@@ -346,10 +413,8 @@ void GraphExecutor::rethrow_execution_failure(const runtime::Device& device) {
 
 void GraphExecutor::mark_step(const runtime::Device& device) {
   runtime::counter("MarkStep").add(1);
-  std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir(device);
-  std::vector<LazyTensor*> raw;
-  for (auto& t : live) raw.push_back(t.get());
-  sync(raw);
+  sync_live(device, SyncCause{SyncCause::Kind::kMarkStep, {}});
+  end_step(device);
 }
 
 }  // namespace lazytrain::lazy

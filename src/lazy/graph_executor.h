@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +58,14 @@ class ExecutionError : public Error {
   using Error::Error;
 };
 
+// Why a graph runs: the step analysis (lazy/step_analysis.h) and error
+// messages say it; an eager op's graph compiles quickly (Compiler::compile_quick).
+struct SyncCause {
+  enum class Kind { kOther, kMarkStep, kRead, kEagerOp, kFusedChunk, kGraphBreak, kCompiledFunction };
+  Kind kind = Kind::kOther;
+  std::source_location where;  // the user's line: the read, the op; empty when unknown
+};
+
 class GraphExecutor {
  public:
   static GraphExecutor& get();
@@ -74,7 +83,27 @@ class GraphExecutor {
   // what later executions compute from them) rethrow the error when read, and
   // the next sync/mark_step throws it once; values from earlier executions stay
   // good. Throws Error for graphs that cannot be lowered or compiled.
-  void sync(const std::vector<LazyTensor*>& tensors);
+  void sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause = {});
+  // Syncs every live tensor of `device` with a pending value (mark_step's
+  // graph, without ending the step), and `also` when it is not registered.
+  // A value read does this (LazyTensor::sync), so the activations a pending
+  // backward needs are computed once, by the read's graph, and kept as device
+  // data: a loss.item() before mark_step() costs no second forward.
+  void sync_live(const runtime::Device& device, const SyncCause& cause, LazyTensor* also = nullptr);
+  // Compiles `signature`'s graph or finds it in the cache (the memory cache,
+  // then the backend's disk cache). An eager op's graph compiles quickly.
+  // Throws Error when the graph cannot be lowered or compiled.
+  std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature, const SyncCause& cause = {});
+  // Runs `executable` on `arguments` on `device`'s queue, as sync() does
+  // (asynchronously, one execution in flight), and returns its pending results.
+  // `what` names it in errors ("compiled function f"). Nothing is donated.
+  std::vector<std::shared_ptr<runtime::AsyncBuffer>> execute(const std::shared_ptr<backend::Executable>& executable,
+                                                             std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+                                                             const runtime::Device& device, const std::string& what);
+  // How many executions `device` has launched (numbered from 1).
+  int64_t execution_count(const runtime::Device& device) const;
+  // The hash of the last graph (not a single eager op) `device` executed; 0 before the first.
+  uint64_t last_graph_hash(const runtime::Device& device) const;
   // Waits until no device has an execution in flight, then throws the error of
   // a failed execution not reported yet (torch_xla's xm.wait_device_ops()).
   void wait_device_ops();
@@ -103,7 +132,10 @@ class GraphExecutor {
 
  private:
   GraphExecutor();
-  std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature);
+  // Enqueues one execution; fills `results` (pending) and numbers it for errors.
+  void launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+              std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
+              const runtime::Device& device, const std::string& what);
 
   // Rethrows (once) the error of an execution of `device` that failed since the last call.
   void rethrow_execution_failure(const runtime::Device& device);
@@ -116,6 +148,7 @@ class GraphExecutor {
   struct DeviceState {
     int64_t executions = 0;
     std::exception_ptr failure;
+    uint64_t last_graph = 0;
   };
 
   mutable std::mutex mutex_;

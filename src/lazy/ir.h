@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <variant>
 #include <vector>
@@ -69,6 +70,9 @@ class Node {
   uint64_t local_hash() const { return local_hash_; }
   // Process-unique id, for IR dumps.
   int64_t id() const { return id_; }
+  // Where the user called the op that recorded this node (the outermost tensor
+  // op, core/op_location.h); an empty file name when unknown. Not hashed.
+  const std::source_location& location() const { return location_; }
 
   // Attribute lookup; throws Error when the attribute is absent or of another type.
   int64_t int_attr(const std::string& name) const;
@@ -92,6 +96,7 @@ class Node {
   std::shared_ptr<runtime::AsyncBuffer> data_;
   uint64_t local_hash_ = 0;
   int64_t id_ = 0;
+  std::source_location location_;
 };
 
 // Throws Error "[op] expected all tensors to be on the same device, but found at

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "lazy/graph_executor.h"
 
 namespace lazytrain::lazy {
@@ -34,11 +36,36 @@ void LazyTensor::set_ir_value(NodePtr value) {
         "in-place update must keep shape " + shape_str(shape()) + " and dtype " + torch_name(dtype()));
   check(value->device() == device() || value->device_neutral(), "LazyTensor",
         "in-place update must stay on " + device().to_string() + ", got a value on " + value->device().to_string());
+  // An update of a pending value by a pending value makes the graph deeper.
+  pending_updates_ = has_pending_ir() && !value->is_device_data() ? pending_updates_ + 1 : 0;
+  if (pending_updates_ == kUpdatesWarning) warn_growth(*value);
   value_ = std::move(value);
 }
 
+void LazyTensor::warn_growth(const Node& value) const {
+  static std::atomic<bool> warned{false};
+  const std::string where = location_text(value.location());
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr,
+                 "warning: [mark_step] a tensor (%s%s on %s) was updated in place %d times with no mark_step() between%s: its "
+                 "graph grows with every update (every step's ops are traced into one graph that never runs); call "
+                 "mark_step() once per step\n",
+                 xla_name(dtype()).c_str(), shape_str(shape()).c_str(), device_.to_string().c_str(), pending_updates_,
+                 where.empty() ? "" : (" (the latest update from " + where + ")").c_str());
+  }
+  growth_warnings().fetch_add(1);
+}
+
+std::atomic<int64_t>& LazyTensor::growth_warnings() {
+  static std::atomic<int64_t> count{0};
+  return count;
+}
+
 void LazyTensor::sync() {
-  if (has_pending_ir()) GraphExecutor::get().sync({this});
+  if (!has_pending_ir()) return;
+  // A read runs everything pending on the device (lazy/graph_executor.h, sync_live).
+  const std::source_location* where = current_op_location();
+  GraphExecutor::get().sync_live(device_, SyncCause{SyncCause::Kind::kRead, where ? *where : std::source_location{}}, this);
 }
 
 const runtime::Buffer& LazyTensor::buffer() {
@@ -62,17 +89,25 @@ void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor) {
   }
 }
 
-std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runtime::Device& device) {
+namespace {
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_of(const runtime::Device& device, bool pending_only) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::shared_ptr<LazyTensor>> out;
   for (const auto& w : r.tensors) {
     // The device first: another device's tensors are being updated by their own threads.
-    if (auto t = w.lock(); t && t->device() == device && t->has_pending_ir()) out.push_back(std::move(t));
+    if (auto t = w.lock(); t && t->device() == device && (!pending_only || t->has_pending_ir())) out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->unique_id() < b->unique_id(); });
   return out;
 }
+}  // namespace
+
+std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runtime::Device& device) {
+  return live_tensors_of(device, true);
+}
+
+std::vector<std::shared_ptr<LazyTensor>> live_tensors(const runtime::Device& device) { return live_tensors_of(device, false); }
 
 size_t live_tensor_count() {
   Registry& r = registry();

@@ -6,6 +6,7 @@
 // mark_step() walks to find the graph's outputs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -25,10 +26,17 @@ class LazyTensor {
   const runtime::Device& device() const { return device_; }
   const NodePtr& ir_value() const { return value_; }
   // Replaces the value (functional in-place update: x.add_(y), optimizer steps).
+  // The kUpdatesWarning-th update in a row of a pending value by a pending
+  // value (a loop of updates without mark_step) prints a one-line warning
+  // (once a process) naming the tensor and the update's line.
   void set_ir_value(NodePtr value);
+  static constexpr int kUpdatesWarning = 64;
+  // How many growth warnings were due (printed or not), for tests.
+  static std::atomic<int64_t>& growth_warnings();
   // True when the value still has to be computed.
   bool has_pending_ir() const { return !value_->is_device_data(); }
-  // Launches this tensor's pending graph, if any (returns without waiting).
+  // Launches the pending graph, if any (returns without waiting): as a value
+  // read, it runs every pending value of the device (GraphExecutor::sync_live).
   void sync();
   // The materialised buffer: syncs, then waits for the execution.
   const runtime::Buffer& buffer();
@@ -36,15 +44,19 @@ class LazyTensor {
   int64_t unique_id() const { return unique_id_; }
 
  private:
+  void warn_growth(const Node& value) const;
   NodePtr value_;
   runtime::Device device_;
   int64_t unique_id_;
+  int pending_updates_ = 0;
 };
 
 // Adds `tensor` to the live-tensor registry (held weakly).
 void register_live_tensor(const std::shared_ptr<LazyTensor>& tensor);
 // The live tensors of `device` with a pending value, in creation order.
 std::vector<std::shared_ptr<LazyTensor>> live_tensors_with_pending_ir(const runtime::Device& device);
+// Every live tensor of `device`, pending or not, in creation order.
+std::vector<std::shared_ptr<LazyTensor>> live_tensors(const runtime::Device& device);
 // Number of registered tensors still alive (for tests).
 size_t live_tensor_count();
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/iterative_release.h"
+#include "core/op_location.h"
 
 namespace lazytrain {
 
@@ -29,6 +30,7 @@ Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs
   if (!any) return output;
   auto fn = std::make_shared<GradFn>();
   fn->name = name;
+  if (const std::source_location* where = current_op_location()) fn->location = *where;
   for (const Tensor& t : inputs) {
     Edge e;
     if (t.defined()) e.dtype = t.dtype();
@@ -98,6 +100,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     if (auto it = grads.find(fn.get()); it != grads.end()) {
       Tensor grad = std::move(it->second);
       grads.erase(it);
+      OpLocationScope at(fn->location);
       input_grads = fn->backward(grad);
     }
     check(input_grads.size() == fn->next.size(), "backward", fn->name + " returned the wrong number of gradients");

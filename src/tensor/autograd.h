@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct GradFn {
   std::string name;  // PyTorch's: "MulBackward0", "MmBackward0", ...
   std::vector<Edge> next;
   BackwardFn backward;  // null once the graph was freed by backward()
+  // Where the user called the forward op (core/op_location.h): its gradient
+  // ops are recorded there, so backward's errors and IR name that line.
+  std::source_location location;
 
   GradFn() = default;
   // Releases `next` and `backward` (whose closure may hold tensors with GradFns

@@ -73,22 +73,22 @@ Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor add(const Tensor& a, double b);
-Tensor sub(const Tensor& a, double b);
-Tensor mul(const Tensor& a, double b);
-Tensor div(const Tensor& a, double b);
-Tensor pow(const Tensor& a, double exponent);
-Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor relu(const Tensor& x);
+Tensor add(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor sub(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor mul(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor div(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor pow(const Tensor& a, double exponent, Loc loc = Loc::current());
+Tensor neg(const Tensor& x, Loc loc = Loc::current());
+Tensor exp(const Tensor& x, Loc loc = Loc::current());
+Tensor log(const Tensor& x, Loc loc = Loc::current());
+Tensor sqrt(const Tensor& x, Loc loc = Loc::current());
+Tensor rsqrt(const Tensor& x, Loc loc = Loc::current());
+Tensor tanh(const Tensor& x, Loc loc = Loc::current());
+Tensor erf(const Tensor& x, Loc loc = Loc::current());
+Tensor abs(const Tensor& x, Loc loc = Loc::current());
+Tensor relu(const Tensor& x, Loc loc = Loc::current());
 // GELU, exact erf form: x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch approximate='none').
-Tensor gelu(const Tensor& x);
+Tensor gelu(const Tensor& x, Loc loc = Loc::current());
 // Comparisons return bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
@@ -96,18 +96,18 @@ Tensor lt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor eq(const Tensor& a, double b);
-Tensor ne(const Tensor& a, double b);
-Tensor lt(const Tensor& a, double b);
-Tensor gt(const Tensor& a, double b);
+Tensor eq(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor ne(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor lt(const Tensor& a, double b, Loc loc = Loc::current());
+Tensor gt(const Tensor& a, double b, Loc loc = Loc::current());
 Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor logical_not(const Tensor& x);
+Tensor logical_not(const Tensor& x, Loc loc = Loc::current());
 // condition ? a : b, broadcasting all three; condition must be bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 // x with `value` where mask (bool, broadcastable to x) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc = Loc::current());
-Tensor to_dtype(const Tensor& x, DType dtype);
+Tensor to_dtype(const Tensor& x, DType dtype, Loc loc = Loc::current());
 
 // ---- matrix multiply ----
 // torch.matmul: 1-D·1-D dot, 2-D mm, batched with broadcast batch dims.
@@ -136,6 +136,18 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = Loc::curren
 // Rows of x along dim selected by int32/int64 `index` (1-D).
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = Loc::current());
 
+// ---- data-dependent shapes (the eager modes, lazy/execution_mode.h) ----
+// Their result's shape depends on the input's values, which lazy tracing does
+// not know: in lazy mode they throw Error naming the op and the static
+// alternative (where/masked_fill keep the shape: a masked sum is
+// sum(where(mask, x, 0))); in the eager modes they read the input (a host
+// transfer) and build the result from it.
+// Indices of x's non-zero elements, int64 [n, x.dim()], in row-major order (torch.nonzero).
+Tensor nonzero(const Tensor& x, Loc loc = Loc::current());
+// The elements of x where mask (bool, broadcast with x) is true, 1-D in row-major
+// order (torch.masked_select); gradients flow back to x.
+Tensor masked_select(const Tensor& x, const Tensor& mask, Loc loc = Loc::current());
+
 // ---- neural-network functions (torch.nn.functional) ----
 // weight [num_embeddings, dim], indices int [...] → [..., dim]. An index out of
 // range raises Error when the graph runs. Lookups of padding_idx (>= 0) send no
@@ -149,7 +161,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   double eps = 1e-5, Loc loc = Loc::current());
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when
 // training; identity otherwise.
-Tensor dropout(const Tensor& x, double p, bool training);
+Tensor dropout(const Tensor& x, double p, bool training, Loc loc = Loc::current());
 // logits [N, C] (or [C]), target int [N] (or []): mean over targets != ignore_index
 // of -log_softmax(logits)[target] (torch.nn.functional.cross_entropy, reduction='mean').
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = Loc::current());
@@ -157,17 +169,26 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = Loc::current());
 
 // ---- operators ----
-Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator-(const Tensor& a, const Tensor& b);
-Tensor operator*(const Tensor& a, const Tensor& b);
-Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator-(const Tensor& x);
+// A Tensor operand of an operator. C++ operators take no std::source_location
+// argument, so this conversion captures where the user wrote the expression
+// (its errors and IR nodes name that line). Holds a reference: a temporary
+// lives until the expression ends.
+struct TensorOperand {
+  TensorOperand(const Tensor& tensor, Loc loc = Loc::current()) : tensor(tensor), loc(loc) {}  // NOLINT: implicit by design
+  const Tensor& tensor;
+  Loc loc;
+};
+Tensor operator+(TensorOperand a, const Tensor& b);
+Tensor operator-(TensorOperand a, const Tensor& b);
+Tensor operator*(TensorOperand a, const Tensor& b);
+Tensor operator/(TensorOperand a, const Tensor& b);
+Tensor operator+(TensorOperand a, double b);
+Tensor operator-(TensorOperand a, double b);
+Tensor operator*(TensorOperand a, double b);
+Tensor operator/(TensorOperand a, double b);
+Tensor operator+(double a, TensorOperand b);
+Tensor operator-(double a, TensorOperand b);
+Tensor operator*(double a, TensorOperand b);
+Tensor operator-(TensorOperand x);
 
 }  // namespace lazytrain

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -52,6 +53,7 @@ Tensor scalar_like(const Tensor& x, double value) { return scalar_operand(value,
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
+  OpLocationScope at(loc);
   Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
   Tensor out = binary("aten::add", a, bb, lower_binary<HloOpcode::kAdd>, loc);
   return record(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
@@ -60,6 +62,7 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
+  OpLocationScope at(loc);
   Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
   Tensor out = binary("aten::sub", a, bb, lower_binary<HloOpcode::kSubtract>, loc);
   return record(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
@@ -68,6 +71,7 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = binary("aten::mul", a, b, lower_binary<HloOpcode::kMultiply>, loc);
   return record(out, "MulBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     return std::vector<Tensor>{ra ? sum_to(mul(g, b), a.shape()) : Tensor(), rb ? sum_to(mul(g, a), b.shape()) : Tensor()};
@@ -75,6 +79,7 @@ Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = binary("aten::div", a, b, lower_binary<HloOpcode::kDivide>, loc);
   if (!is_floating_point(out.dtype())) {
     // PyTorch's true division: integer inputs give float32.
@@ -101,6 +106,7 @@ std::vector<Tensor> min_max_backward(const Tensor& g, const Tensor& a_wins, cons
 }  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = binary("aten::maximum", a, b, lower_binary<HloOpcode::kMaximum>, loc);
   return record(out, "MaximumBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     return min_max_backward(g, gt(a, b), gt(b, a), a.shape(), b.shape(), ra, rb);
@@ -108,20 +114,34 @@ Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = binary("aten::minimum", a, b, lower_binary<HloOpcode::kMinimum>, loc);
   return record(out, "MinimumBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     return min_max_backward(g, lt(a, b), lt(b, a), a.shape(), b.shape(), ra, rb);
   });
 }
 
-Tensor add(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
-Tensor sub(const Tensor& a, double b) { return sub(a, scalar_like(a, b)); }
-Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
-Tensor div(const Tensor& a, double b) { return div(a, scalar_like(a, b)); }
+Tensor add(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return add(a, scalar_like(a, b));
+}
+Tensor sub(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return sub(a, scalar_like(a, b));
+}
+Tensor mul(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return mul(a, scalar_like(a, b));
+}
+Tensor div(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return div(a, scalar_like(a, b));
+}
 
-Tensor pow(const Tensor& a, double exponent) {
+Tensor pow(const Tensor& a, double exponent, Loc loc) {
+  OpLocationScope at(loc);
   Tensor e = scalar_operand(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32, a.device());
-  Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, Loc::current());
+  Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, loc);
   return record(out, "PowBackward0", {a}, [a = a.detach(), exponent](const Tensor& g) {
     // x^0 is constant: its gradient is 0 even at x = 0, where 0 * x^-1 would be NaN.
     if (exponent == 0.0) return std::vector<Tensor>{zeros(g.shape(), g.dtype())};
@@ -129,55 +149,64 @@ Tensor pow(const Tensor& a, double exponent) {
   });
 }
 
-Tensor neg(const Tensor& x) {
+Tensor neg(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::neg", x, lower_unary<HloOpcode::kNegate>, false);
   return record(out, "NegBackward0", {x}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
 }
 
-Tensor exp(const Tensor& x) {
+Tensor exp(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::exp", x, lower_unary<HloOpcode::kExp>);
   return record(out, "ExpBackward0", {x}, [y = out.detach()](const Tensor& g) { return std::vector<Tensor>{mul(g, y)}; });
 }
 
-Tensor log(const Tensor& x) {
+Tensor log(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::log", x, lower_unary<HloOpcode::kLog>);
   return record(out, "LogBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{div(g, x)}; });
 }
 
-Tensor sqrt(const Tensor& x) {
+Tensor sqrt(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::sqrt", x, lower_unary<HloOpcode::kSqrt>);
   return record(out, "SqrtBackward0", {x}, [y = out.detach()](const Tensor& g) { return std::vector<Tensor>{div(g, mul(y, 2.0))}; });
 }
 
-Tensor rsqrt(const Tensor& x) {
+Tensor rsqrt(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::rsqrt", x, lower_unary<HloOpcode::kRsqrt>);
   return record(out, "RsqrtBackward0", {x}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, mul(pow(y, 3.0), -0.5))};
   });
 }
 
-Tensor tanh(const Tensor& x) {
+Tensor tanh(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::tanh", x, lower_unary<HloOpcode::kTanh>);
   return record(out, "TanhBackward0", {x}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, sub(constant(1.0, y.dtype()), mul(y, y)))};
   });
 }
 
-Tensor erf(const Tensor& x) {
+Tensor erf(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::erf", x, lower_unary<HloOpcode::kErf>);
   return record(out, "ErfBackward0", {x}, [x = x.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, mul(exp(neg(mul(x, x))), 2.0 / std::sqrt(M_PI)))};
   });
 }
 
-Tensor abs(const Tensor& x) {
+Tensor abs(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = unary("aten::abs", x, lower_unary<HloOpcode::kAbs>, false);
   return record(out, "AbsBackward0", {x}, [x = x.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, sub(to_dtype(gt(x, 0.0), g.dtype()), to_dtype(lt(x, 0.0), g.dtype())))};
   });
 }
 
-Tensor relu(const Tensor& x) {
+Tensor relu(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   Tensor out = make_op("aten::relu", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     return b.binary(HloOpcode::kMaximum, c.operand(n, 0), b.full(0.0, n.shape(), n.dtype()));
@@ -207,7 +236,8 @@ Tensor gelu_backward(const Tensor& g, const Tensor& x) {
 }
 }  // namespace
 
-Tensor gelu(const Tensor& x) {
+Tensor gelu(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   check(is_floating_point(x.dtype()), "aten::gelu", "expects a floating-point tensor, got " + torch_name(x.dtype()));
   Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", std::string("none")}},
                        +[](LoweringContext& c, const Node& n) {
@@ -222,29 +252,63 @@ Tensor gelu(const Tensor& x) {
   return record(out, "GeluBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{gelu_backward(g, x)}; });
 }
 
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::eq", a, b, lower_compare<ComparisonDirection::kEq>, loc, true); }
-Tensor ne(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::ne", a, b, lower_compare<ComparisonDirection::kNe>, loc, true); }
-Tensor lt(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::lt", a, b, lower_compare<ComparisonDirection::kLt>, loc, true); }
-Tensor le(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::le", a, b, lower_compare<ComparisonDirection::kLe>, loc, true); }
-Tensor gt(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::gt", a, b, lower_compare<ComparisonDirection::kGt>, loc, true); }
-Tensor ge(const Tensor& a, const Tensor& b, Loc loc) { return binary("aten::ge", a, b, lower_compare<ComparisonDirection::kGe>, loc, true); }
-Tensor eq(const Tensor& a, double b) { return eq(a, scalar_like(a, b)); }
-Tensor ne(const Tensor& a, double b) { return ne(a, scalar_like(a, b)); }
-Tensor lt(const Tensor& a, double b) { return lt(a, scalar_like(a, b)); }
-Tensor gt(const Tensor& a, double b) { return gt(a, scalar_like(a, b)); }
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::eq", a, b, lower_compare<ComparisonDirection::kEq>, loc, true);
+}
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::ne", a, b, lower_compare<ComparisonDirection::kNe>, loc, true);
+}
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::lt", a, b, lower_compare<ComparisonDirection::kLt>, loc, true);
+}
+Tensor le(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::le", a, b, lower_compare<ComparisonDirection::kLe>, loc, true);
+}
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::gt", a, b, lower_compare<ComparisonDirection::kGt>, loc, true);
+}
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return binary("aten::ge", a, b, lower_compare<ComparisonDirection::kGe>, loc, true);
+}
+Tensor eq(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return eq(a, scalar_like(a, b));
+}
+Tensor ne(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return ne(a, scalar_like(a, b));
+}
+Tensor lt(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return lt(a, scalar_like(a, b));
+}
+Tensor gt(const Tensor& a, double b, Loc loc) {
+  OpLocationScope at(loc);
+  return gt(a, scalar_like(a, b));
+}
 
 Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   return binary("aten::logical_and", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kAnd>, loc, true);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   return binary("aten::logical_or", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kOr>, loc, true);
 }
-Tensor logical_not(const Tensor& x) {
+Tensor logical_not(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
   return make_op("aten::logical_not", {to_dtype(x, DType::kBool)}, x.shape(), DType::kBool, {},
                  +[](LoweringContext& c, const Node& n) { return c.builder().unary(HloOpcode::kNot, c.operand(n, 0)); });
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
   if (condition.dtype() != DType::kBool) {
     throw_error("aten::where", "condition must be a bool tensor, got " + torch_name(condition.dtype()), loc);
   }
@@ -266,6 +330,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc)
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
+  OpLocationScope at(loc);
   if (mask.dtype() != DType::kBool) {
     throw_error("aten::masked_fill", "mask must be a bool tensor, got " + torch_name(mask.dtype()), loc);
   }
@@ -283,7 +348,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
   });
 }
 
-Tensor to_dtype(const Tensor& x, DType dtype) {
+Tensor to_dtype(const Tensor& x, DType dtype, Loc loc) {
+  OpLocationScope at(loc);
   if (x.dtype() == dtype) return x;
   Tensor out = make_op("aten::_to_copy", {x}, x.shape(), dtype, {{"dtype", torch_name(dtype)}},
                        +[](LoweringContext& c, const Node& n) { return c.builder().convert(c.operand(n, 0), n.dtype()); });
@@ -291,17 +357,17 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
   return record(out, "ToCopyBackward0", {x}, [from = x.dtype()](const Tensor& g) { return std::vector<Tensor>{to_dtype(g, from)}; });
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, b); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, double b) { return div(a, b); }
-Tensor operator+(double a, const Tensor& b) { return add(b, a); }
-Tensor operator-(double a, const Tensor& b) { return add(neg(b), a); }
-Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
-Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(TensorOperand a, const Tensor& b) { return add(a.tensor, b, 1.0, a.loc); }
+Tensor operator-(TensorOperand a, const Tensor& b) { return sub(a.tensor, b, 1.0, a.loc); }
+Tensor operator*(TensorOperand a, const Tensor& b) { return mul(a.tensor, b, a.loc); }
+Tensor operator/(TensorOperand a, const Tensor& b) { return div(a.tensor, b, a.loc); }
+Tensor operator+(TensorOperand a, double b) { return add(a.tensor, b, a.loc); }
+Tensor operator-(TensorOperand a, double b) { return sub(a.tensor, b, a.loc); }
+Tensor operator*(TensorOperand a, double b) { return mul(a.tensor, b, a.loc); }
+Tensor operator/(TensorOperand a, double b) { return div(a.tensor, b, a.loc); }
+Tensor operator+(double a, TensorOperand b) { return add(b.tensor, a, b.loc); }
+Tensor operator-(double a, TensorOperand b) { return add(neg(b.tensor, b.loc), a, b.loc); }
+Tensor operator*(double a, TensorOperand b) { return mul(b.tensor, a, b.loc); }
+Tensor operator-(TensorOperand x) { return neg(x.tensor, x.loc); }
 
 }  // namespace lazytrain

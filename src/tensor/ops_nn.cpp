@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "tensor/autocast.h"
 #include "tensor/lowering.h"
 
@@ -61,6 +62,7 @@ Tensor pick_along_dim1(const Tensor& x, const Tensor& index) {
 }  // namespace
 
 Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
   const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::softmax");
@@ -77,6 +79,7 @@ Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
 }
 
 Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
   const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::_log_softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::_log_softmax");
@@ -93,6 +96,7 @@ Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
 }
 
 Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, const Tensor& bias_in, double eps, Loc loc) {
+  OpLocationScope at(loc);
   const Tensor x = autocast_to_float(x_in), weight = autocast_to_float(weight_in), bias = autocast_to_float(bias_in);
   check_float(x, "aten::layer_norm", loc);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -115,7 +119,8 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   return y;
 }
 
-Tensor dropout(const Tensor& x, double p, bool training) {
+Tensor dropout(const Tensor& x, double p, bool training, Loc loc) {
+  OpLocationScope at(loc);
   check(p >= 0.0 && p <= 1.0, "aten::dropout", "dropout probability has to be between 0 and 1, but got " + std::to_string(p));
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
@@ -126,6 +131,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 }
 
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t ignore_index, Loc loc) {
+  OpLocationScope at(loc);
   const Tensor logits = autocast_to_float(logits_in);
   check_float(logits, "aten::cross_entropy", loc);
   if (logits.dim() == 1) return cross_entropy(unsqueeze(logits, 0), unsqueeze(target, 0), ignore_index, loc);
@@ -151,6 +157,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {
+  OpLocationScope at(loc);
   // Under autocast all three are cast, as torch's linear: the output is bf16.
   Tensor y = matmul(autocast_to_lower(x), transpose(autocast_to_lower(weight), 0, 1, loc), loc);
   return bias.defined() ? add(y, autocast_to_lower(bias), 1.0, loc) : y;

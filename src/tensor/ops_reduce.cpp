@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "tensor/autocast.h"
 #include "tensor/lowering.h"
 
@@ -49,6 +50,7 @@ int lower_reduce(LoweringContext& c, const Node& n) {
 }  // namespace
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
   (void)loc;
   std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::sum");
   DType t = is_floating_point(x.dtype()) ? x.dtype() : DType::kInt64;
@@ -60,6 +62,7 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
 }
 
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
   if (!is_floating_point(x.dtype())) {
     throw_error("aten::mean", "could not infer output dtype: input dtype should be floating point, got " + torch_name(x.dtype()), loc);
   }
@@ -70,6 +73,7 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
 }
 
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
   (void)loc;
   std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::amax");
   Tensor out = make_op("aten::amax", {x}, reduced_shape(x.shape(), d, keepdim), x.dtype(), {{"dims", d}, {"keepdim", int64_t{keepdim}}},
@@ -83,6 +87,7 @@ Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
 }
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
   (void)loc;
   int64_t d = normalize_dim(dim, x.dim(), "aten::argmax");
   return make_op("aten::argmax", {x}, reduced_shape(x.shape(), {d}, keepdim), DType::kInt64, {{"dim", d}, {"keepdim", int64_t{keepdim}}},
@@ -120,6 +125,7 @@ Tensor batched_mm(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  OpLocationScope at(loc);
   const Tensor a = autocast_to_lower(a_in), b = autocast_to_lower(b_in);
   if (a.dim() == 0 || b.dim() == 0) throw_error("aten::matmul", "both arguments to matmul need to be at least 1D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()), loc);
   if (a.dtype() != b.dtype() || !is_floating_point(a.dtype())) {

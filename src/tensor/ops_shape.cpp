@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -11,6 +12,7 @@ using autograd::record;
 using autograd::sum_to;
 
 Tensor reshape(const Tensor& x, Shape shape, Loc loc) {
+  OpLocationScope at(loc);
   int64_t infer = -1, known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -32,9 +34,13 @@ Tensor reshape(const Tensor& x, Shape shape, Loc loc) {
   return record(out, "ViewBackward0", {x}, [s = x.shape()](const Tensor& g) { return std::vector<Tensor>{reshape(g, s)}; });
 }
 
-Tensor view(const Tensor& x, Shape shape, Loc loc) { return reshape(x, std::move(shape), loc); }
+Tensor view(const Tensor& x, Shape shape, Loc loc) {
+  OpLocationScope at(loc);
+  return reshape(x, std::move(shape), loc);
+}
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc) {
+  OpLocationScope at(loc);
   const int64_t r = x.dim();
   if (static_cast<int64_t>(dims.size()) != r) {
     throw_error("aten::permute", "number of dims don't match: input has " + std::to_string(r) + " dims, got " + std::to_string(dims.size()), loc);
@@ -58,6 +64,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc) {
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc) {
+  OpLocationScope at(loc);
   const int64_t r = x.dim();
   if (r < 2 && dim0 == 0 && dim1 == 1) return x;  // Tensor.t() of a vector
   std::vector<int64_t> perm(static_cast<size_t>(r));
@@ -67,6 +74,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc) {
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
   int64_t d = normalize_dim(dim, x.dim() + 1, "aten::unsqueeze");
   Shape s = x.shape();
   s.insert(s.begin() + d, 1);
@@ -74,6 +82,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc) {
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::squeeze");
   if (x.dim() == 0 || x.shape()[d] != 1) return x;
   Shape s = x.shape();
@@ -82,6 +91,7 @@ Tensor squeeze(const Tensor& x, int64_t dim, Loc loc) {
 }
 
 Tensor expand(const Tensor& x, const Shape& shape, Loc loc) {
+  OpLocationScope at(loc);
   if (shape.size() < x.shape().size()) {
     throw_error("aten::expand", "the number of sizes provided (" + std::to_string(shape.size()) +
                                     ") must be greater or equal to the number of dimensions in the tensor (" + std::to_string(x.dim()) + ")", loc);
@@ -108,6 +118,7 @@ Tensor expand(const Tensor& x, const Shape& shape, Loc loc) {
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step, Loc loc) {
+  OpLocationScope at(loc);
   if (step <= 0) throw_error("aten::slice", "slice step must be positive, got " + std::to_string(step), loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::slice");
   int64_t size = x.shape()[d];
@@ -155,6 +166,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
   if (xs.empty()) throw_error("aten::cat", "expected a non-empty list of Tensors", loc);
   int64_t d = normalize_dim(dim, xs[0].dim(), "aten::cat");
   Shape shape = xs[0].shape();
@@ -197,6 +209,7 @@ Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& i
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, Loc loc) {
+  OpLocationScope at(loc);
   if (weight.dim() != 2) throw_error("aten::embedding", "weight must be 2-D [num_embeddings, embedding_dim], got " + shape_str(weight.shape()), loc);
   if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32) {
     throw_error("aten::embedding", "indices must be int64 or int32, got " + torch_name(indices.dtype()), loc);
@@ -212,6 +225,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
+  OpLocationScope at(loc);
   if (index.dim() != 1) throw_error("aten::index_select", "index must be 1-D, got " + shape_str(index.shape()), loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::index_select");
   if (d != 0) {

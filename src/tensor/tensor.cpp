@@ -4,6 +4,9 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/op_location.h"
+#include "lazy/execution_mode.h"
+#include "lazy/step_analysis.h"
 #include "runtime/metrics.h"
 #include "runtime/transfer.h"
 #include "tensor/autograd.h"
@@ -29,9 +32,14 @@ int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this
 
 runtime::Device Tensor::device() const { return deref(impl_).device(); }
 
-Literal Tensor::to_literal() const {
+Literal Tensor::to_literal(Loc loc) const { return read_literal("to_literal()", loc); }
+
+Literal Tensor::read_literal(const char* read, Loc loc) const {
   deref(impl_);
+  OpLocationScope at(loc);
+  const bool ran_graph = impl_->has_pending_ir();
   impl_->sync();  // compiles and launches a pending value (not part of the transfer)
+  lazy::note_host_transfer(device(), read, *current_op_location(), ran_graph);
   // A read, as PyTorch/XLA times it: waiting for the execution, then the copy.
   runtime::ScopedTimer timer("TransferFromDeviceTime");
   return runtime::transfer_from_device(impl_->buffer());
@@ -47,8 +55,12 @@ Tensor Tensor::to(const runtime::Device& device) const {
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
-  const Literal b = to_literal();
+std::vector<T> Tensor::to_vector(Loc loc) const {
+  return literal_values<T>(read_literal("to_vector()", loc));
+}
+
+template <typename T>
+std::vector<T> Tensor::literal_values(const Literal& b) {
   std::vector<T> out(static_cast<size_t>(b.numel()));
   const int64_t n = b.numel();
   auto copy = [&](auto* p) {
@@ -64,15 +76,15 @@ std::vector<T> Tensor::to_vector() const {
   }
   return out;
 }
-template std::vector<float> Tensor::to_vector<float>() const;
-template std::vector<double> Tensor::to_vector<double>() const;
-template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
-template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
-template std::vector<uint8_t> Tensor::to_vector<uint8_t>() const;
+template std::vector<float> Tensor::to_vector<float>(Loc) const;
+template std::vector<double> Tensor::to_vector<double>(Loc) const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>(Loc) const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>(Loc) const;
+template std::vector<uint8_t> Tensor::to_vector<uint8_t>(Loc) const;
 
-double Tensor::item() const {
+double Tensor::item(Loc loc) const {
   check(numel() == 1, "Tensor.item", "a Tensor with " + std::to_string(numel()) + " elements cannot be converted to Scalar");
-  return to_vector<double>()[0];
+  return literal_values<double>(read_literal("item()", loc))[0];
 }
 
 bool Tensor::requires_grad() const { return deref(impl_).requires_grad; }
@@ -143,7 +155,9 @@ Tensor make_op(std::string op, const std::vector<Tensor>& inputs, Shape shape, D
   std::vector<lazy::NodePtr> operands;
   operands.reserve(inputs.size());
   for (const Tensor& t : inputs) operands.push_back(t.ir_value());
-  return Tensor(lazy::make_node(std::move(op), std::move(operands), std::move(shape), dtype, std::move(attrs), lower));
+  Tensor out(lazy::make_node(std::move(op), std::move(operands), std::move(shape), dtype, std::move(attrs), lower));
+  lazy::on_op_recorded(*out.impl());  // runs it now in the eager modes (lazy/execution_mode.h)
+  return out;
 }
 
 Tensor constant(double value, DType dtype) {

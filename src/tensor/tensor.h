@@ -55,14 +55,17 @@ class Tensor {
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // ---- reading values (synchronises: runs the pending graph) ----
+  // A read runs every pending value of the tensor's device (lazy/graph_executor.h,
+  // sync_live) and is recorded as a host transfer at the caller's line
+  // (lazy/step_analysis.h).
   // The single value of a one-element tensor, as double.
-  double item() const;
+  double item(std::source_location loc = std::source_location::current()) const;
   // All values in row-major order, converted to T (float, double, int64_t, int32_t, uint8_t).
   template <typename T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
   // The values as a host Literal (shape and dtype kept), through the device
   // boundary (runtime::transfer_from_device); waits for a pending value.
-  Literal to_literal() const;
+  Literal to_literal(std::source_location loc = std::source_location::current()) const;
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -111,6 +114,9 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
 
  private:
+  Literal read_literal(const char* read, std::source_location loc) const;
+  template <typename T>
+  static std::vector<T> literal_values(const Literal& values);
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -289,6 +289,16 @@ void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
 
 namespace lazytrain::train {
 
+template <typename Launch>
+auto Trainer::counting_graph(Launch&& launch) {
+  lazy::GraphExecutor& executor = lazy::GraphExecutor::get();
+  const runtime::Device device = runtime::current_device();
+  const int64_t before = executor.execution_count(device);
+  auto result = launch();
+  if (executor.execution_count(device) > before) train_graphs_.insert(executor.last_graph_hash(device));
+  return result;
+}
+
 std::map<std::string, double> Trainer::train(const std::string& resume_from_checkpoint) {
   // A metric the evaluation cannot give is an error now, not at the first evaluation.
   static const std::vector<std::string> kEvalMetrics = {"eval_loss", "eval_accuracy", "eval_runtime", "eval_samples_per_second",
@@ -311,6 +321,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   model_.train();
   run_ = RunTotals{};
   trained_samples_ = 0;
+  train_graphs_.clear();
   ProgressBar bar(state_.max_steps, args_.disable_tqdm || !is_master());
   first_step_ = state_.global_step;
   train_start_ = std::chrono::steady_clock::now();
@@ -328,7 +339,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     StepLoss step{};
     for (int64_t micro = start_batch; state_.global_step < state_.max_steps; ++micro) {
       std::optional<distributed::DeviceBatch> batch =
-          in_step(pending ? pending->step : state_.global_step + 1, [&] { return device_loader.next(); });
+          in_step(pending ? pending->step : state_.global_step + 1, [&] { return counting_graph([&] { return device_loader.next(); }); });
       traced_unlaunched = false;
       if (!batch) break;
       // This micro-batch's optimizer step and how many micro-batches it has (fewer for an epoch's last).
@@ -366,12 +377,18 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     }
     start_batch = 0;
   }
-  if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
+  if (traced_unlaunched) {  // max_steps ended the loop before next() launched it
+    in_step(state_.global_step, [&] { return counting_graph([] { lazy::mark_step(); return 0; }); });
+  }
   if (pending) finish_step(*pending, bar);
   bar.finish();
   if (skipped_batches_ > 0 && is_master()) {
     std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
                  static_cast<long long>(skipped_batches_));
+  }
+  if (is_master()) {
+    std::fprintf(stderr, "[Trainer] training ran %zu distinct graph%s (one a shape of batch; --debug_recompiles says why each new one compiled)\n",
+                 train_graphs_.size(), train_graphs_.size() == 1 ? "" : "s");
   }
   if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
     if (is_master()) std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
@@ -387,7 +404,7 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& p
   const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) || (args_.save_strategy == "epoch" && epoch_end);
   if (!evaluate_now && !save_now) return;
   // Launch and finish the step first, so its loss is logged before the evaluation, as Hugging Face orders them.
-  in_step(step, [] { lazy::mark_step(); });
+  in_step(step, [&] { return counting_graph([] { lazy::mark_step(); return 0; }); });
   finish_step(*std::exchange(pending, std::nullopt), bar);
   if (evaluate_now) {
     std::map<std::string, double> metrics = evaluate();

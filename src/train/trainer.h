@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -186,7 +187,17 @@ class Trainer {
   TrainerState state_;
   std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;
+  // Hashes of the training graphs this train() call launched (bounded dynamic
+  // shapes: one per bucket of sequence lengths), reported at its end.
+  std::set<uint64_t> train_graphs_;
+  // Records the graph `launch` ran, if it ran one (a training step or micro-batch).
+  template <typename Launch>
+  auto counting_graph(Launch&& launch);
   int64_t trained_samples_ = 0;  // examples trained on by this train() call
+ public:
+  // Distinct training graphs the last train() ran.
+  size_t train_graph_count() const { return train_graphs_.size(); }
+ private:
   int64_t first_step_ = 0;       // global_step when this train() call began (> 0 when resumed)
   mutable std::optional<uint32_t> train_data_crc32c_;  // of the in-memory training set's token ids (data_state)
   std::chrono::steady_clock::time_point train_start_;

@@ -42,6 +42,8 @@ void TrainingArguments::validate() const {
   require(dataloader_num_workers >= 0 && dataloader_num_workers <= 64, "--dataloader_num_workers must be between 0 and 64");
   require(loader_prefetch_size >= 1 && device_prefetch_size >= 1, "--loader_prefetch_size and --device_prefetch_size must be at least 1");
   require(num_cores >= 1 && num_cores <= 256, "--num_cores must be between 1 and 256");
+  require(one_of(execution_mode, {"lazy", "debug_eager", "strict_eager", "fused_eager"}),
+          "--execution_mode '" + execution_mode + "' is not one of lazy, debug_eager, strict_eager, fused_eager");
   require(collective_timeout > 0 && std::isfinite(collective_timeout), "--collective_timeout must be a positive number of seconds");
   require(learning_rate >= 0, "--learning_rate must be non-negative");
   require(weight_decay >= 0, "--weight_decay must be non-negative");
@@ -130,6 +132,10 @@ nlohmann::json TrainingArguments::to_json() const {
           {"dataloader_drop_last", dataloader_drop_last},
           {"seed", seed},
           {"tpu_metrics_debug", metrics_debug},
+          {"execution_mode", execution_mode},
+          {"detect_anomaly", detect_anomaly},
+          {"debug_recompiles", debug_recompiles},
+          {"debug_graphs", debug_graphs},
           {"disable_tqdm", disable_tqdm},
           {"bf16", bf16},
           {"dataloader_num_workers", dataloader_num_workers},

@@ -49,6 +49,15 @@ struct TrainingArguments {
   bool dataloader_drop_last = false;
   uint64_t seed = 42;
   bool metrics_debug = false;  // alias --tpu_metrics_debug: print the metrics report
+  // How ops run (lazy/execution_mode.h): lazy, debug_eager, strict_eager or fused_eager.
+  std::string execution_mode = "lazy";
+  // torch.autograd.set_detect_anomaly: each op's result is checked, and the
+  // first NaN/Inf names the op and the line that called it (every op runs alone: slow).
+  bool detect_anomaly = false;
+  // Print why each graph compiled after the first step (lazy/recompile_reasons.h).
+  bool debug_recompiles = false;
+  // One line a step: compiles, executions, host transfers and the reads that forced them (lazy/step_analysis.h).
+  bool debug_graphs = false;
   bool disable_tqdm = false;
   // bf16 mixed precision: the forward and the loss run under
   // torch.autocast('cpu', dtype=torch.bfloat16) semantics (tensor/autocast.h);

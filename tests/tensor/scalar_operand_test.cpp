@@ -54,16 +54,16 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
        {[](double v) { return add(x_tensor(), y_tensor(), v); }, [](double v) { return each([v](double x, double y) { return x + v * y; }); }, {}}},
       {"sub(const Tensor&, const Tensor&, double, Loc)",
        {[](double v) { return sub(x_tensor(), y_tensor(), v); }, [](double v) { return each([v](double x, double y) { return x - v * y; }); }, {}}},
-      {"add(const Tensor&, double)", {[](double v) { return add(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
-      {"sub(const Tensor&, double)", {[](double v) { return sub(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
-      {"mul(const Tensor&, double)", {[](double v) { return mul(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
-      {"div(const Tensor&, double)", {[](double v) { return div(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
-      {"pow(const Tensor&, double)",
+      {"add(const Tensor&, double, Loc)", {[](double v) { return add(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
+      {"sub(const Tensor&, double, Loc)", {[](double v) { return sub(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
+      {"mul(const Tensor&, double, Loc)", {[](double v) { return mul(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
+      {"div(const Tensor&, double, Loc)", {[](double v) { return div(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
+      {"pow(const Tensor&, double, Loc)",
        {[](double v) { return pow(abs(x_tensor()), v); }, [](double v) { return each([v](double x, double) { return std::pow(std::fabs(x), v); }); }, {}}},
-      {"eq(const Tensor&, double)", {[](double v) { return eq(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x == v; }); }, {}}},
-      {"ne(const Tensor&, double)", {[](double v) { return ne(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x != v; }); }, {}}},
-      {"lt(const Tensor&, double)", {[](double v) { return lt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x < v; }); }, {}}},
-      {"gt(const Tensor&, double)", {[](double v) { return gt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x > v; }); }, {}}},
+      {"eq(const Tensor&, double, Loc)", {[](double v) { return eq(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x == v; }); }, {}}},
+      {"ne(const Tensor&, double, Loc)", {[](double v) { return ne(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x != v; }); }, {}}},
+      {"lt(const Tensor&, double, Loc)", {[](double v) { return lt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x < v; }); }, {}}},
+      {"gt(const Tensor&, double, Loc)", {[](double v) { return gt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x > v; }); }, {}}},
       {"masked_fill(const Tensor&, const Tensor&, double, Loc)",
        {[](double v) { return masked_fill(x_tensor(), mask_tensor(), v); },
         [](double v) { return std::vector<float>{static_cast<float>(v), kX[1], static_cast<float>(v), kX[3]}; }, {}}},
@@ -76,7 +76,7 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
           return each([&](double x, double y) { return (x - mean) / std::sqrt(var + eps) * y; });
         },
         {}}},
-      {"dropout(const Tensor&, double, bool)",
+      {"dropout(const Tensor&, double, bool, Loc)",
        {[](double p) { return dropout(full({4096}, 2.0), p, true); }, {},
         [](double p, const std::vector<float>& got) {
           // Every element is 0 or 2/(1-p), and about a fraction p are zero.
@@ -88,13 +88,13 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
           }
           EXPECT_NEAR(zeros / static_cast<double>(got.size()), p, 0.05);
         }}},
-      {"operator+(const Tensor&, double)", {[](double v) { return x_tensor() + v; }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
-      {"operator-(const Tensor&, double)", {[](double v) { return x_tensor() - v; }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
-      {"operator*(const Tensor&, double)", {[](double v) { return x_tensor() * v; }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
-      {"operator/(const Tensor&, double)", {[](double v) { return x_tensor() / v; }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
-      {"operator+(double, const Tensor&)", {[](double v) { return v + x_tensor(); }, [](double v) { return each([v](double x, double) { return v + x; }); }, {}}},
-      {"operator-(double, const Tensor&)", {[](double v) { return v - x_tensor(); }, [](double v) { return each([v](double x, double) { return v - x; }); }, {}}},
-      {"operator*(double, const Tensor&)", {[](double v) { return v * x_tensor(); }, [](double v) { return each([v](double x, double) { return v * x; }); }, {}}},
+      {"operator+(TensorOperand, double)", {[](double v) { return x_tensor() + v; }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
+      {"operator-(TensorOperand, double)", {[](double v) { return x_tensor() - v; }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
+      {"operator*(TensorOperand, double)", {[](double v) { return x_tensor() * v; }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
+      {"operator/(TensorOperand, double)", {[](double v) { return x_tensor() / v; }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
+      {"operator+(double, TensorOperand)", {[](double v) { return v + x_tensor(); }, [](double v) { return each([v](double x, double) { return v + x; }); }, {}}},
+      {"operator-(double, TensorOperand)", {[](double v) { return v - x_tensor(); }, [](double v) { return each([v](double x, double) { return v - x; }); }, {}}},
+      {"operator*(double, TensorOperand)", {[](double v) { return v * x_tensor(); }, [](double v) { return each([v](double x, double) { return v * x; }); }, {}}},
   };
   return cases;
 }

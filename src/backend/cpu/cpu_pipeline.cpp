@@ -22,4 +22,11 @@ std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline() {
   return passes;
 }
 
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_quick_pass_pipeline() {
+  std::vector<std::unique_ptr<hlo::HloPass>> passes;
+  passes.push_back(std::make_unique<hlo::AlgebraicSimplifier>());
+  passes.push_back(std::make_unique<hlo::Dce>());
+  return passes;
+}
+
 }  // namespace lazytrain::backend::cpu

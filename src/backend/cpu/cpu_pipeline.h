@@ -13,5 +13,8 @@ namespace lazytrain::backend::cpu {
 // algebraic simplification, constant folding, CSE, DCE, then dot-epilogue
 // fusion (oneDNN post-ops) and loop/reduction fusion with the CPU's rules.
 std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline();
+// For one op of the eager modes (Compiler::compile_quick): algebraic
+// simplification and DCE only; nothing is fused, so no kernel is generated.
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_quick_pass_pipeline();
 
 }  // namespace lazytrain::backend::cpu
