@@ -28,6 +28,7 @@ Registry& registry() {
 
 LazyTensor::LazyTensor(NodePtr value) : value_(std::move(value)), unique_id_(next_unique_id++) {
   check(value_ != nullptr, "LazyTensor", "a tensor needs an IR value");
+  shape_ = value_->shape();
   device_ = value_->device();
 }
 

@@ -19,7 +19,9 @@ class LazyTensor {
   explicit LazyTensor(NodePtr value);
   virtual ~LazyTensor() = default;
 
-  const Shape& shape() const { return value_->shape(); }
+  // Fixed at construction (set_ir_value keeps it): a reference to it stays
+  // valid when a sync replaces the value, as a cut inside an op may.
+  const Shape& shape() const { return shape_; }
   DType dtype() const { return value_->dtype(); }
   // Fixed at construction (an in-place update stays on it), so other threads
   // may read it while this tensor's own thread updates the value.
@@ -46,6 +48,7 @@ class LazyTensor {
  private:
   void warn_growth(const Node& value) const;
   NodePtr value_;
+  Shape shape_;
   runtime::Device device_;
   int64_t unique_id_;
   int pending_updates_ = 0;
