@@ -121,14 +121,10 @@ int64_t mlm_max_seq_length(const RunMlmOptions& o, const models::BertConfig& con
                      ? std::string()
                      : " allows (RoBERTa's positions start after pad_token_id: at most " + std::to_string(max_positions) + ")"));
   }
-  if (o.pad_to_multiple_of > 0) {
-    // The longest line, rounded up, must still fit the model's positions.
-    const int64_t padded = (max_seq_length + o.pad_to_multiple_of - 1) / o.pad_to_multiple_of * o.pad_to_multiple_of;
-    if (padded > max_positions) {
-      throw Error("[run_mlm] --pad_to_multiple_of " + std::to_string(o.pad_to_multiple_of) + " rounds a " + std::to_string(max_seq_length) +
-                  "-token line up to " + std::to_string(padded) + ", more than the model's " + std::to_string(max_positions) +
-                  " positions; pick a multiple that divides --max_seq_length");
-    }
+  if (o.pad_to_multiple_of > 0 && max_seq_length % o.pad_to_multiple_of != 0) {
+    // Lines are cut at max_seq_length: rounded up to a multiple, none may pass it.
+    throw Error("[run_mlm] --pad_to_multiple_of " + std::to_string(o.pad_to_multiple_of) + " does not divide --max_seq_length " +
+                std::to_string(max_seq_length) + ": a batch's longest line rounded up would pass it; pick a divisor");
   }
   return max_seq_length;
 }

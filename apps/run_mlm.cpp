@@ -46,8 +46,8 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_flag("--line_by_line", o.line_by_line, "One example per line instead of grouping text into blocks");
   c->add_option("--pad_to_multiple_of", o.pad_to_multiple_of,
                 "With --line_by_line and no --pad_to_max_length: pad each batch to its longest line rounded up to a multiple of "
-                "this (bounded dynamic shapes: at most max_seq_length / N graphs)")
-      ->check(CLI::NonNegativeNumber);
+                "this, which must divide --max_seq_length (bounded dynamic shapes: at most max_seq_length / N graphs)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask")->check(CLI::Range(0.0, 1.0));
   c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many examples (for debugging or quicker runs)");
   c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many examples");
@@ -86,6 +86,9 @@ void check_flags(const RunMlmOptions& o) {
   if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_mlm] give --train_file or --train_tfrecords, not both");
   if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
     throw Error("[run_mlm] give --validation_file or --validation_tfrecords, not both");
+  }
+  if (o.pad_to_multiple_of > 0 && (!o.line_by_line || o.pad_to_max_length || !o.train_tfrecords.empty() || !o.validation_tfrecords.empty())) {
+    throw Error("[run_mlm] --pad_to_multiple_of pads lines of different lengths: it needs --line_by_line on text files, without --pad_to_max_length");
   }
   if (!(o.mlm_probability > 0.0)) throw Error("[run_mlm] --mlm_probability must be in (0, 1]; with 0 no token is masked and the loss is undefined");
   if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {

@@ -49,7 +49,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& message) {
   std::fprintf(stderr,
                "bench_execution_modes: %s\nusage: bench_execution_modes [--batch_size B] [--seq_len S] [--warmup N] [--steps M]\n"
-               "                             [--chunk_size NODES] [--backend cpu|interpreter] [--modes lazy,fused_eager,...]\n",
+               "                             [--chunk_size OPS] [--backend cpu|interpreter] [--modes lazy,fused_eager,...]\n",
                message.c_str());
   std::exit(2);
 }
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     lazy::set_fused_eager_chunk_size(o.chunk_size);
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::printf("bert-mini (L=4, H=256, A=4, vocab 30522) training steps, batch %lld x seq %lld, backend %s, OMP_NUM_THREADS=%s, "
-                "fused_eager chunk %zu IR nodes\n",
+                "fused_eager chunk %zu ops\n",
                 static_cast<long long>(o.batch_size), static_cast<long long>(o.seq_len), o.backend.c_str(), threads ? threads : "(unset)",
                 o.chunk_size);
     std::printf("load average before: %s\n", load_average().c_str());

@@ -16,7 +16,7 @@ namespace {
 std::atomic<ExecutionMode> mode{ExecutionMode::kLazy};
 std::atomic<bool> anomaly{false};
 std::atomic<size_t> chunk_size{kDefaultFusedEagerChunkSize};
-// IR nodes recorded on this thread since the last cut (fused_eager).
+// Ops recorded on this thread since the last cut (fused_eager).
 thread_local size_t nodes_since_cut = 0;
 
 double value_at(const Literal& values, int64_t i) {
@@ -79,7 +79,7 @@ ExecutionMode parse_execution_mode(const std::string& name, const std::string& w
 void set_detect_anomaly(bool enabled) { anomaly = enabled; }
 bool detect_anomaly() { return anomaly; }
 
-void set_fused_eager_chunk_size(size_t nodes) { chunk_size = std::max<size_t>(1, nodes); }
+void set_fused_eager_chunk_size(size_t ops) { chunk_size = std::max<size_t>(1, ops); }
 size_t fused_eager_chunk_size() { return chunk_size; }
 
 void graph_break() {

@@ -13,7 +13,8 @@
 //                 failure surfaces at the next op or read, naming the line of
 //                 the op that failed.
 //   fused_eager   the op stream is cut into chunks of fused_eager_chunk_size()
-//                 IR nodes, at a value read, at graph_break() and at
+//                 recorded ops (a chunk's graph also holds its inputs and
+//                 literals, so it has somewhat more IR nodes), at a value read, at graph_break() and at
 //                 mark_step(); each chunk compiles fused, and since the cuts
 //                 fall at the same ops every step, chunk graphs hit the cache
 //                 from the second step on.
@@ -52,10 +53,10 @@ ExecutionMode parse_execution_mode(const std::string& name, const std::string& w
 void set_detect_anomaly(bool enabled);
 bool detect_anomaly();
 
-// IR nodes per fused_eager chunk (default kDefaultFusedEagerChunkSize: a bert-mini
-// training step of about 2400 ops runs as 3 chunks); at least 1.
+// Recorded ops per fused_eager chunk (default kDefaultFusedEagerChunkSize: a
+// bert-mini training step of about 2400 ops runs as 3 chunks); at least 1.
 constexpr size_t kDefaultFusedEagerChunkSize = 1024;
-void set_fused_eager_chunk_size(size_t nodes);
+void set_fused_eager_chunk_size(size_t ops);
 size_t fused_eager_chunk_size();
 
 // Cuts the op stream here in fused_eager (runs every pending value of this

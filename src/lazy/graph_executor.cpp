@@ -182,7 +182,8 @@ std::string GraphExecutor::last_compiled_hlo() const {
   return last_compiled_hlo_;
 }
 
-std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig, const SyncCause& cause) {
+std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig, const SyncCause& cause, bool* compiled) {
+  if (compiled) *compiled = false;
   // One compile per graph, whichever devices (threads) ask at the same time:
   // the first asker compiles, the others wait for its result.
   std::promise<std::shared_ptr<backend::Executable>> promise;
@@ -223,6 +224,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
       }
       runtime::counter("UncachedCompile").add(1);
       runtime::counter("CreateCompileHandles").add(1);
+      if (compiled) *compiled = true;
     }
     if (!eager_op) {
       // Past the device's first step, a new graph is a recompile: say why.
@@ -264,11 +266,10 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   }
   GraphSignature sig = graph_signature(outputs);
   warn_if_large(sig);
-  const int64_t compiles_before = runtime::counter_value("UncachedCompile");
-  std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig, cause);
+  bool compiled = false;
+  std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig, cause, &compiled);
   const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
-  note_execution(device, runtime::counter_value("UncachedCompile") != compiles_before, eager_op,
-                 static_cast<int64_t>(sig.post_order.size()));
+  note_execution(device, compiled, eager_op, static_cast<int64_t>(sig.post_order.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(executable->module()));
   std::vector<bool> donated = donatable_parameters(sig);
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
@@ -283,14 +284,16 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
   std::string what = std::string("graph ") + hash + ", " + executable->module().name;
-  // A single op names the user's line: strict eager reports its failure later, elsewhere.
-  if (outputs.size() == 1 && !outputs[0]->is_device_data()) {
+  // An eager op names the user's line: strict eager reports its failure later, elsewhere.
+  if (eager_op) {
     const std::string where = location_text(outputs[0]->location());
-    if (eager_op) what += ", " + outputs[0]->op() + (where.empty() ? "" : " called from " + where);
+    what += ", " + outputs[0]->op() + (where.empty() ? "" : " called from " + where);
   }
   if (!eager_op) {
     std::lock_guard<std::mutex> lock(mutex_);
-    devices_[device].last_graph = sig.hash;
+    DeviceState& state = devices_[device];
+    state.last_graph = sig.hash;
+    if (state.recorder) state.recorder->insert(sig.hash);
   }
   launch(executable, std::move(arguments), std::move(donated), results, device, what);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
@@ -358,6 +361,11 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(module));
   launch(executable, std::move(arguments), {}, results, device, what);
   return results;
+}
+
+std::set<uint64_t>* GraphExecutor::record_graphs(const runtime::Device& device, std::set<uint64_t>* into) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(devices_[device].recorder, into);
 }
 
 int64_t GraphExecutor::execution_count(const runtime::Device& device) const {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <source_location>
 #include <string>
 #include <unordered_map>
@@ -92,14 +93,20 @@ class GraphExecutor {
   void sync_live(const runtime::Device& device, const SyncCause& cause, LazyTensor* also = nullptr);
   // Compiles `signature`'s graph or finds it in the cache (the memory cache,
   // then the backend's disk cache). An eager op's graph compiles quickly.
-  // Throws Error when the graph cannot be lowered or compiled.
-  std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature, const SyncCause& cause = {});
+  // `compiled` (optional) tells whether this call compiled it. Throws Error
+  // when the graph cannot be lowered or compiled.
+  std::shared_ptr<backend::Executable> compile_or_lookup(const GraphSignature& signature, const SyncCause& cause = {},
+                                                         bool* compiled = nullptr);
   // Runs `executable` on `arguments` on `device`'s queue, as sync() does
   // (asynchronously, one execution in flight), and returns its pending results.
   // `what` names it in errors ("compiled function f"). Nothing is donated.
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> execute(const std::shared_ptr<backend::Executable>& executable,
                                                              std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                                                              const runtime::Device& device, const std::string& what);
+  // Adds the hash of every graph `device` runs from now on (not single eager
+  // ops) to `*into` (nullptr stops); returns the set recorded into before.
+  // The Trainer counts its training graphs this way.
+  std::set<uint64_t>* record_graphs(const runtime::Device& device, std::set<uint64_t>* into);
   // How many executions `device` has launched (numbered from 1).
   int64_t execution_count(const runtime::Device& device) const;
   // The hash of the last graph (not a single eager op) `device` executed; 0 before the first.
@@ -149,6 +156,7 @@ class GraphExecutor {
     int64_t executions = 0;
     std::exception_ptr failure;
     uint64_t last_graph = 0;
+    std::set<uint64_t>* recorder = nullptr;
   };
 
   mutable std::mutex mutex_;

@@ -64,9 +64,16 @@ std::atomic<int64_t>& LazyTensor::growth_warnings() {
 
 void LazyTensor::sync() {
   if (!has_pending_ir()) return;
-  // A read runs everything pending on the device (lazy/graph_executor.h, sync_live).
   const std::source_location* where = current_op_location();
-  GraphExecutor::get().sync_live(device_, SyncCause{SyncCause::Kind::kRead, where ? *where : std::source_location{}}, this);
+  const SyncCause cause{SyncCause::Kind::kRead, where ? *where : std::source_location{}};
+  // A read runs everything pending on the device (lazy/graph_executor.h,
+  // sync_live), but only from the thread the device is current on: another
+  // thread's tensors of that device may be changing under it.
+  if (runtime::current_device() == device_) {
+    GraphExecutor::get().sync_live(device_, cause, this);
+  } else {
+    GraphExecutor::get().sync({this}, cause);
+  }
 }
 
 const runtime::Buffer& LazyTensor::buffer() {

@@ -38,7 +38,8 @@ class LazyTensor {
   // True when the value still has to be computed.
   bool has_pending_ir() const { return !value_->is_device_data(); }
   // Launches the pending graph, if any (returns without waiting): as a value
-  // read, it runs every pending value of the device (GraphExecutor::sync_live).
+  // read, it runs every pending value of the device (GraphExecutor::sync_live)
+  // when the device is this thread's current one, else this value's graph only.
   void sync();
   // The materialised buffer: syncs, then waits for the execution.
   const runtime::Buffer& buffer();

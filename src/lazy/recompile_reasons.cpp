@@ -53,8 +53,8 @@ std::string explain_input(const GraphFingerprint& graph, const GraphFingerprint:
 
 std::string explain_node(const GraphFingerprint::Entry& now, const GraphFingerprint::Entry& then, size_t index,
                          const std::string& nearest) {
-  std::string text = "node " + std::to_string(index) + " is " + now.op + " " + type_text(now) + at(now) + " where graph " +
-                     nearest + " has " + then.op + " " + type_text(then) + at(then);
+  std::string text = "node " + std::to_string(index) + ": here " + now.op + " " + type_text(now) + at(now) + ", in graph " +
+                     nearest + " " + then.op + " " + type_text(then) + at(then);
   if (now.op == then.op && now.shape == then.shape && now.dtype == then.dtype) {
     text += now.local_hash != then.local_hash ? " (other attributes: a number baked into the op?)" : " (other operands)";
   }
@@ -88,8 +88,8 @@ GraphFingerprint fingerprint(const GraphSignature& sig) {
   return fp;
 }
 
-std::string explain_recompile(const GraphFingerprint& graph, const std::deque<GraphFingerprint>& earlier) {
-  if (earlier.empty()) return "";
+RecompileExplanation explain_recompile(const GraphFingerprint& graph, const std::deque<GraphFingerprint>& earlier) {
+  if (earlier.empty()) return {};
   // The nearest: same size with the fewest differing nodes, else the longest common prefix.
   const GraphFingerprint* nearest = nullptr;
   size_t best_differences = SIZE_MAX, best_prefix = 0;
@@ -119,23 +119,35 @@ std::string explain_recompile(const GraphFingerprint& graph, const std::deque<Gr
       const auto& now = graph.entries[i];
       const auto& then = nearest->entries[i];
       if (now.parameter >= 0 && then.parameter >= 0 && (now.shape != then.shape || now.dtype != then.dtype)) {
-        return explain_input(graph, now, then, name);
+        return {explain_input(graph, now, then, name), true};
       }
     }
     for (size_t i = 0; i < graph.entries.size(); ++i) {
-      if (!same(graph.entries[i], nearest->entries[i])) return explain_node(graph.entries[i], nearest->entries[i], i, name);
+      if (!same(graph.entries[i], nearest->entries[i])) return {explain_node(graph.entries[i], nearest->entries[i], i, name), true};
     }
-    return "the same nodes as graph " + name + " in another order of outputs";
+    return {"the same nodes as graph " + name + " with its outputs in another order", true};
+  }
+  // Of another size: the same step grown or cut elsewhere when most of it is
+  // shared, else another kind of graph altogether.
+  const size_t smaller = std::min(graph.entries.size(), nearest->entries.size());
+  if (best_prefix * 10 < smaller * 9) {
+    return {"a new kind of graph (" + std::to_string(graph.entries.size()) + " nodes; the nearest of the " + std::to_string(earlier.size()) +
+                " compiled before, graph " + name + ", has " + std::to_string(nearest->entries.size()) +
+                " and they share only their first " + std::to_string(best_prefix) +
+                "): another kind of step (evaluation, a gradient-accumulation micro-batch, a fused_eager chunk), not a changed input",
+            false};
   }
   std::string text = "it has " + std::to_string(graph.entries.size()) + " nodes where the nearest, graph " + name + ", has " +
                      std::to_string(nearest->entries.size());
-  if (best_prefix < graph.entries.size() && best_prefix < nearest->entries.size()) {
+  if (best_prefix < smaller) {
     text += "; they part at " + explain_node(graph.entries[best_prefix], nearest->entries[best_prefix], best_prefix, name);
   } else if (best_prefix < graph.entries.size()) {
     const auto& extra = graph.entries[best_prefix];
     text += "; it goes on past the end of that graph with " + extra.op + at(extra) + " (more ops traced before the cut)";
+  } else {
+    text += "; it stops where that graph goes on (fewer ops traced before the cut)";
   }
-  return text;
+  return {text, true};
 }
 
 RecompileTracker& RecompileTracker::get() {
@@ -153,14 +165,15 @@ void RecompileTracker::on_compile(const GraphSignature& signature, bool explain)
   GraphFingerprint fp = fingerprint(signature);
   std::lock_guard<std::mutex> lock(mutex_);
   if (explain && !graphs_.empty()) {
-    std::string reason = explain_recompile(fp, graphs_);
-    const std::string line = "graph " + hash_text(fp.hash) + " (" + std::to_string(fp.entries.size()) + " nodes) compiled: " + reason;
+    const RecompileExplanation why = explain_recompile(fp, graphs_);
+    const std::string line = "graph " + hash_text(fp.hash) + " (" + std::to_string(fp.entries.size()) + " nodes) compiled: " + why.reason;
     if (debug_) std::fprintf(stderr, "[recompile] %s\n", line.c_str());
-    ++explained_;
-    if (!debug_ && !warned_ && warning_threshold_ > 0 && explained_ >= warning_threshold_) {
+    // A new kind of graph is expected now and then; the same step compiling again is what costs.
+    explained_ += why.same_step;
+    if (why.same_step && !debug_ && !warned_ && warning_threshold_ > 0 && explained_ >= warning_threshold_) {
       warned_ = true;
-      std::fprintf(stderr, "warning: [mark_step] %zu graphs compiled after the first step; the latest because %s (--debug_recompiles prints every reason)\n",
-                   explained_, reason.c_str());
+      std::fprintf(stderr, "warning: [mark_step] a step's graph compiled again %zu times after the first step; the latest: %s (--debug_recompiles prints every reason)\n",
+                   explained_, why.reason.c_str());
     }
     reasons_.push_back(line);
     if (reasons_.size() > 256) reasons_.pop_front();

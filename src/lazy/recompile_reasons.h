@@ -42,20 +42,28 @@ struct GraphFingerprint {
 };
 GraphFingerprint fingerprint(const GraphSignature& signature);
 
-// One sentence: how `graph` differs from the nearest of `earlier` (same node
-// count and fewest differing nodes, else the longest common prefix), e.g.
-//   "input 0 (s64[5,128], read by aten::embedding at train.cpp:40) was s64[8,128]
-//    in graph 3f..: dimension 0 changed from 8 to 5"
-//   "node 17 is aten::mul (at train.cpp:52) where graph 3f.. has aten::add (at train.cpp:50)"
-// "" when `earlier` is empty.
-std::string explain_recompile(const GraphFingerprint& graph, const std::deque<GraphFingerprint>& earlier);
+// How `graph` differs from the nearest of `earlier` (same node count and
+// fewest differing nodes, else the longest common prefix), in one sentence:
+//   "input 0 (s64[5, 128], read by aten::embedding at train.cpp:40) was s64[8, 128]
+//    in graph 3f..: dimension 0 changed from 8 to 5 (the batch dimension: ...)"
+//   "node 17: here aten::mul f32[4] at train.cpp:52, in graph 3f.. aten::add f32[4] at train.cpp:50"
+//   "a new kind of graph (987 nodes; ... share only their first 0): another kind of step ..."
+// `same_step` is false for that last kind (a graph unlike any before: an
+// evaluation, a micro-batch), which is no recompile of a step. Empty when
+// `earlier` is empty.
+struct RecompileExplanation {
+  std::string reason;
+  bool same_step = false;
+};
+RecompileExplanation explain_recompile(const GraphFingerprint& graph, const std::deque<GraphFingerprint>& earlier);
 
 // The executor's record of compiles and their reasons.
 class RecompileTracker {
  public:
   static constexpr size_t kRememberedGraphs = 64;
-  // One warning line on stderr once this many graphs were compiled after a
-  // device's first step (--debug_recompiles prints every reason instead).
+  // One warning line on stderr once a step's graph compiled again this many
+  // times after a device's first step (a new kind of graph does not count;
+  // --debug_recompiles prints every reason instead).
   static constexpr size_t kDefaultWarningThreshold = 10;
 
   static RecompileTracker& get();

@@ -72,7 +72,7 @@ std::vector<StepRecord> recent_steps(const runtime::Device& device) {
 }
 
 std::string describe(const StepRecord& r, const runtime::Device& device) {
-  std::string text = "[step " + std::to_string(r.step) + " on " + device.to_string() + "] " + std::to_string(r.compiles) +
+  std::string text = "[mark_step " + std::to_string(r.step) + " on " + device.to_string() + "] " + std::to_string(r.compiles) +
                      (r.compiles == 1 ? " compile, " : " compiles, ") + std::to_string(r.executions) +
                      (r.executions == 1 ? " execution" : " executions");
   if (r.eager_ops > 0) text += " (" + std::to_string(r.eager_ops) + " single ops)";

@@ -32,7 +32,8 @@ struct StepRecord {
   std::vector<HostTransfer> transfers;
 };
 
-// Prints each finished step's line on stderr: "[step 3 on cpu:0] 0 compiles,
+// Prints each finished step's line on stderr (a step is what one mark_step()
+// closes: a gradient-accumulation micro-batch, an evaluation batch): "[mark_step 3 on cpu:0] 0 compiles,
 // 2 executions (largest 1830 nodes), 1 host transfer: item() at train.cpp:57 (ran a graph before mark_step)".
 void set_step_analysis(bool enabled);
 bool step_analysis();

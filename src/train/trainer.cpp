@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "distributed/xla_model.h"
 #include "distributed/zero_redundancy_optimizer.h"
+#include "lazy/execution_mode.h"
 #include "lazy/graph_executor.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
@@ -232,6 +233,20 @@ auto Trainer::in_step(int64_t step, Call&& call) {
   }
 }
 
+// An op that fails while a step is traced (an eager mode's execution error,
+// --detect_anomaly's NaN) is named with the training step it was in.
+template <typename Call>
+auto Trainer::traced_step(int64_t step, Call&& call) {
+  try {
+    return call();
+  } catch (const lazy::ExecutionError& e) {
+    throw lazy::ExecutionError("[Trainer] training step " + std::to_string(step) + ": " + e.what());
+  } catch (const Error& e) {
+    if (lazy::execution_mode() == lazy::ExecutionMode::kLazy && !lazy::detect_anomaly()) throw;
+    throw Error("[Trainer] training step " + std::to_string(step) + ": " + e.what());
+  }
+}
+
 void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
   double sum = 0.0;
   for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
@@ -289,16 +304,6 @@ void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
 
 namespace lazytrain::train {
 
-template <typename Launch>
-auto Trainer::counting_graph(Launch&& launch) {
-  lazy::GraphExecutor& executor = lazy::GraphExecutor::get();
-  const runtime::Device device = runtime::current_device();
-  const int64_t before = executor.execution_count(device);
-  auto result = launch();
-  if (executor.execution_count(device) > before) train_graphs_.insert(executor.last_graph_hash(device));
-  return result;
-}
-
 std::map<std::string, double> Trainer::train(const std::string& resume_from_checkpoint) {
   // A metric the evaluation cannot give is an error now, not at the first evaluation.
   static const std::vector<std::string> kEvalMetrics = {"eval_loss", "eval_accuracy", "eval_runtime", "eval_samples_per_second",
@@ -322,6 +327,8 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   run_ = RunTotals{};
   trained_samples_ = 0;
   train_graphs_.clear();
+  // Every graph training runs is recorded (evaluate() pauses the recording).
+  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), &train_graphs_);
   ProgressBar bar(state_.max_steps, args_.disable_tqdm || !is_master());
   first_step_ = state_.global_step;
   train_start_ = std::chrono::steady_clock::now();
@@ -339,13 +346,13 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     StepLoss step{};
     for (int64_t micro = start_batch; state_.global_step < state_.max_steps; ++micro) {
       std::optional<distributed::DeviceBatch> batch =
-          in_step(pending ? pending->step : state_.global_step + 1, [&] { return counting_graph([&] { return device_loader.next(); }); });
+          in_step(pending ? pending->step : state_.global_step + 1, [&] { return device_loader.next(); });
       traced_unlaunched = false;
       if (!batch) break;
       // This micro-batch's optimizer step and how many micro-batches it has (fewer for an epoch's last).
       const int64_t first = micro / k * k;
       const int64_t in_step_count = std::min(k, per_epoch - first);
-      Tensor loss = training_step(*batch, 1.0 / static_cast<double>(in_step_count));
+      Tensor loss = traced_step(state_.global_step + 1, [&] { return training_step(*batch, 1.0 / static_cast<double>(in_step_count)); });
       if (batch->has_labels) step.losses.push_back(loss);
       ++step.micro_batches;
       step.tokens += batch->num_examples * batch->seq_len;
@@ -377,18 +384,23 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     }
     start_batch = 0;
   }
-  if (traced_unlaunched) {  // max_steps ended the loop before next() launched it
-    in_step(state_.global_step, [&] { return counting_graph([] { lazy::mark_step(); return 0; }); });
-  }
+  if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
   if (pending) finish_step(*pending, bar);
   bar.finish();
   if (skipped_batches_ > 0 && is_master()) {
-    std::fprintf(stderr, "note: %lld training batches had no masked token (loss undefined) and were left out of the loss\n",
-                 static_cast<long long>(skipped_batches_));
+    std::fprintf(stderr, "note: %lld training batch%s had no masked token (loss undefined) and %s left out of the loss\n",
+                 static_cast<long long>(skipped_batches_), skipped_batches_ == 1 ? "" : "es", skipped_batches_ == 1 ? "was" : "were");
   }
+  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), nullptr);
   if (is_master()) {
-    std::fprintf(stderr, "[Trainer] training ran %zu distinct graph%s (one a shape of batch; --debug_recompiles says why each new one compiled)\n",
-                 train_graphs_.size(), train_graphs_.size() == 1 ? "" : "s");
+    const lazy::ExecutionMode mode = lazy::detect_anomaly() ? lazy::ExecutionMode::kDebugEager : lazy::execution_mode();
+    if (mode == lazy::ExecutionMode::kStrictEager || mode == lazy::ExecutionMode::kDebugEager) {
+      std::fprintf(stderr, "[Trainer] training ran its ops one by one (%s): each kind of op compiled once; --debug_graphs counts them a step\n",
+                   lazy::execution_mode_name(mode).c_str());
+    } else {
+      std::fprintf(stderr, "[Trainer] training ran %zu distinct graph%s (--debug_recompiles says why each after the first step compiled)\n",
+                   train_graphs_.size(), train_graphs_.size() == 1 ? "" : "s");
+    }
   }
   if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
     if (is_master()) std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
@@ -404,7 +416,7 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& p
   const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) || (args_.save_strategy == "epoch" && epoch_end);
   if (!evaluate_now && !save_now) return;
   // Launch and finish the step first, so its loss is logged before the evaluation, as Hugging Face orders them.
-  in_step(step, [&] { return counting_graph([] { lazy::mark_step(); return 0; }); });
+  in_step(step, [] { lazy::mark_step(); });
   finish_step(*std::exchange(pending, std::nullopt), bar);
   if (evaluate_now) {
     std::map<std::string, double> metrics = evaluate();

@@ -187,12 +187,13 @@ class Trainer {
   TrainerState state_;
   std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;
-  // Hashes of the training graphs this train() call launched (bounded dynamic
-  // shapes: one per bucket of sequence lengths), reported at its end.
+  // Hashes of the graphs this train() call ran (GraphExecutor::record_graphs;
+  // bounded dynamic shapes: one per bucket of sequence lengths), reported at its end.
   std::set<uint64_t> train_graphs_;
-  // Records the graph `launch` ran, if it ran one (a training step or micro-batch).
-  template <typename Launch>
-  auto counting_graph(Launch&& launch);
+  // Runs `call` (tracing a training step); an Error of an eager mode or of
+  // --detect_anomaly gets the step's number.
+  template <typename Call>
+  auto traced_step(int64_t step, Call&& call);
   int64_t trained_samples_ = 0;  // examples trained on by this train() call
  public:
   // Distinct training graphs the last train() ran.

@@ -2,9 +2,11 @@
 // evaluation_loop with run_mlm.py's compute_metrics (accuracy of the argmax
 // over the masked tokens).
 #include <chrono>
+#include <set>
 #include <cmath>
 
 #include "core/error.h"
+#include "lazy/graph_executor.h"
 #include "runtime/collectives.h"
 #include "tensor/ops.h"
 #include "train/trainer.h"
@@ -32,6 +34,12 @@ std::map<std::string, double> Trainer::evaluate() {
   if (examples == 0) throw Error("[Trainer] the evaluation set is empty");
   model_.eval();
   NoGradGuard no_grad;
+  // Evaluation's graphs are not training graphs (train_graph_count): recording pauses.
+  struct PausedRecording {
+    runtime::Device device = runtime::current_device();
+    std::set<uint64_t>* saved = lazy::GraphExecutor::get().record_graphs(device, nullptr);
+    ~PausedRecording() { lazy::GraphExecutor::get().record_graphs(device, saved); }
+  } paused;
   const auto start = std::chrono::steady_clock::now();
   double weighted_loss = 0.0, right = 0.0, masked = 0.0;
   int64_t counted_examples = 0, batches = 0;

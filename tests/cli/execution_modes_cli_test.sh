@@ -41,7 +41,7 @@ for mode in lazy fused_eager strict_eager; do
   "$bin" run_mlm "${common[@]}" --train_file "$data/sample-text/sample_text.txt" --max_seq_length 32 --per_device_train_batch_size 4 \
     --max_steps 4 --execution_mode "$mode" --debug_graphs --output_dir "$work/$mode" > "$work/stdout" 2> "$work/stderr"
   rc=$?
-  [ $rc -eq 0 ] && [ "$(grep -c '^\[step [0-9]* on cpu:0\]' "$work/stderr")" -ge 4 ]
+  [ $rc -eq 0 ] && [ "$(grep -c '^\[mark_step [0-9]* on cpu:0\]' "$work/stderr")" -ge 4 ]
   check "mode_$mode" $?
 done
 "$python" - "$work/lazy/train_results.json" "$work/fused_eager/train_results.json" "$work/strict_eager/train_results.json" <<'PY'
@@ -60,6 +60,24 @@ check detect_anomaly_runs $?
 rc=$?
 [ $rc -ne 0 ] && grep -q -- "--execution_mode" "$work/stderr" && [ ! -e "$work/bad" ]
 check unknown_mode_is_an_error $?
+
+# --pad_to_multiple_of: only for lines of different lengths, and a divisor of --max_seq_length.
+one_error() {  # one_error NAME EXPECTED ARGS...: one stderr line holding EXPECTED, non-zero exit, no output dir
+  local name="$1" expected="$2"
+  shift 2
+  rm -rf "$work/bad"
+  "$bin" run_mlm "${common[@]}" "$@" --output_dir "$work/bad" > "$work/stdout" 2> "$work/stderr"
+  local rc=$?
+  [ $rc -ne 0 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$expected" "$work/stderr" && [ ! -e "$work/bad" ]
+  check "$name" $?
+}
+one_error multiple_not_dividing "--pad_to_multiple_of 48 does not divide --max_seq_length 128" \
+  --train_file "$wiki" --line_by_line --max_seq_length 128 --pad_to_multiple_of 48
+one_error multiple_without_line_by_line "--pad_to_multiple_of pads lines of different lengths" \
+  --train_file "$wiki" --max_seq_length 128 --pad_to_multiple_of 32
+one_error multiple_with_pad_to_max_length "without --pad_to_max_length" \
+  --train_file "$wiki" --line_by_line --pad_to_max_length --max_seq_length 128 --pad_to_multiple_of 32
+one_error negative_multiple "--pad_to_multiple_of" --train_file "$wiki" --line_by_line --pad_to_multiple_of -1
 
 echo "execution_modes_cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]
