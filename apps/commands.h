@@ -77,4 +77,18 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& options);
 // naming the flag or file for bad input, before any output.
 int fill_mask(const FillMaskOptions& options);
 
+// Flags of `lazytrain tokenize`.
+struct TokenizeOptions {
+  std::string tokenizer;   // a tokenizer's files (AutoTokenizer::from_files)
+  std::optional<std::string> text;  // one text,
+  std::string input;                // or a file, read whole
+  bool json = false;
+  bool add_special_tokens = false;
+};
+
+void add_tokenize_command(CLI::App& app, TokenizeOptions& options);
+// Prints the tokens and ids of the text (a line each, or one JSON object);
+// returns the exit code. Throws Error naming the file or flag for bad input.
+int tokenize(const TokenizeOptions& options);
+
 }  // namespace lazytrain::apps

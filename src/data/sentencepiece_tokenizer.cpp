@@ -185,6 +185,13 @@ std::vector<std::string> SentencePieceTokenizer::tokenize(std::string_view text)
   return pieces;
 }
 
+std::string SentencePieceTokenizer::convert_id_to_token(int64_t id) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw Error(std::string(kOp) + "id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
+  }
+  return processor_->IdToPiece(static_cast<int>(id));
+}
+
 std::string SentencePieceTokenizer::decode(std::span<const int64_t> ids, bool skip_special_tokens) const {
   std::vector<int> kept;
   for (int64_t id : ids) {

@@ -78,6 +78,8 @@ class SentencePieceTokenizer : public Tokenizer {
   // <mask> as itself); the special tokens but <unk> dropped when skip_special_tokens.
   std::string decode(std::span<const int64_t> ids, bool skip_special_tokens = true) const override;
   std::string mask_token() const override { return "<mask>"; }
+  // The piece of `id` ("▁the", "<0x0A>", "<mask>").
+  std::string convert_id_to_token(int64_t id) const override;
 
   int64_t vocab_size() const override;
   int64_t bos_token_id() const { return 0; }

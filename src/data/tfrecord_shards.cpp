@@ -28,13 +28,14 @@ std::string shard_name(const std::string& prefix, size_t index, size_t count) {
 }
 }  // namespace
 
-TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input_files, const SentencePieceTokenizer& tokenizer,
+TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input_files, const Tokenizer& tokenizer,
                                            const TFRecordShardOptions& o) {
   if (o.max_seq_length < 2) throw Error(std::string(kOp) + "--max_seq_length must be at least 2, got " + std::to_string(o.max_seq_length));
   if (o.shard_size < 1) throw Error(std::string(kOp) + "--shard_size must be at least 1, got " + std::to_string(o.shard_size));
   if (input_files.empty()) throw Error(std::string(kOp) + "no --input file given");
   if (o.output_dir.empty()) throw Error(std::string(kOp) + "--output_dir is required");
   // Tokenize everything first: the number of shards is part of their names.
+  const bool keep_linebreaks = tokenizer.num_special_tokens_to_add() == 0;
   std::vector<int64_t> stream;
   for (const std::string& path : input_files) {
     std::ifstream in(path, std::ios::binary);
@@ -47,7 +48,8 @@ TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input
         throw Error(std::string(kOp) + "'" + path + "' line " + std::to_string(number) + " is not valid UTF-8");
       }
       if (is_blank_line(line)) continue;  // a paragraph break: no text, no <s> </s>
-      std::vector<int64_t> ids = tokenizer.encode(line, true);
+      // A tokenizer without special tokens keeps the line break (keep_linebreaks).
+      std::vector<int64_t> ids = tokenizer.encode(keep_linebreaks ? line + "\n" : line, true);
       stream.insert(stream.end(), ids.begin(), ids.end());
     }
     if (stream.size() == before) throw Error(std::string(kOp) + "input file '" + path + "' has no text");
@@ -76,7 +78,7 @@ TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input
   for (auto& w : writers) w->close();
   nlohmann::json info = {{"num_examples", summary.num_examples}, {"num_tokens", summary.num_tokens},
                          {"num_shards", shards}, {"max_seq_length", o.max_seq_length}, {"shard_size", o.shard_size},
-                         {"tokenizer", tokenizer.model_file()}, {"features", {"input_ids", "attention_mask"}},
+                         {"tokenizer", o.tokenizer_name}, {"features", {"input_ids", "attention_mask"}},
                          {"files", nlohmann::json::array()}};
   for (const std::string& f : summary.files) info["files"].push_back(fs::path(f).filename().string());
   write_file_atomically(o.output_dir + "/" + o.prefix + ".json", info.dump(2) + "\n");

@@ -11,13 +11,16 @@
 // int64 features input_ids and attention_mask; examples go in order into
 // <prefix>-00000-of-0000N.tfrecord files of shard_size examples, described by
 // <prefix>.json (num_examples, num_shards, files, max_seq_length, tokenizer).
+// Any tokenizer of data/tokenizer.h: one that adds no special tokens (GPT-2's
+// byte-level BPE) encodes each line with its line break, as run_clm.py's
+// keep_linebreaks does, so that the blocks keep the text's lines.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "data/sentencepiece_tokenizer.h"
+#include "data/tokenizer.h"
 
 namespace lazytrain::data {
 
@@ -26,6 +29,7 @@ struct TFRecordShardOptions {
   int64_t shard_size = 1000;  // examples per shard
   std::string output_dir;
   std::string prefix = "data";
+  std::string tokenizer_name;  // recorded in <prefix>.json (the tokenizer's path)
 };
 
 struct TFRecordShardSummary {
@@ -37,7 +41,7 @@ struct TFRecordShardSummary {
 // Throws Error for max_seq_length < 2, shard_size < 1, a missing, unreadable,
 // non-UTF-8 or empty (no text at all) input file, naming it. Files appear
 // atomically; on error none of this call's shards is left behind.
-TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input_files, const SentencePieceTokenizer& tokenizer,
+TFRecordShardSummary write_tfrecord_shards(const std::vector<std::string>& input_files, const Tokenizer& tokenizer,
                                            const TFRecordShardOptions& options);
 
 }  // namespace lazytrain::data

@@ -1,7 +1,8 @@
 // Tokenizer: what the text datasets, the collator and run_mlm need from a
 // tokenizer, whatever its kind (Hugging Face's PreTrainedTokenizer methods of
-// the same names). Implemented by WordPieceTokenizer (BERT: [CLS] ... [SEP])
-// and SentencePieceTokenizer (RoBERTa: <s> ... </s>); load one with
+// the same names). Implemented by WordPieceTokenizer (BERT: [CLS] ... [SEP]),
+// SentencePieceTokenizer (RoBERTa: <s> ... </s>) and GPT2Tokenizer (byte-level
+// BPE, no special tokens added); load one with
 // AutoTokenizer::from_pretrained (data/auto_tokenizer.h).
 #pragma once
 
@@ -39,6 +40,11 @@ class Tokenizer {
   // nothing). Special tokens are dropped when skip_special_tokens. Throws
   // lazytrain::Error naming the id for an id outside [0, vocab_size()).
   virtual std::string decode(std::span<const int64_t> ids, bool skip_special_tokens) const = 0;
+
+  // HF convert_ids_to_tokens for one id: the token's own string ("##ing",
+  // "▁the", "Ġworld"). Throws lazytrain::Error naming the id when it is
+  // outside [0, vocab_size()).
+  virtual std::string convert_id_to_token(int64_t id) const = 0;
 
   // HF tokenizer.mask_token: the text that stands for mask_token_id() in an
   // input ("[MASK]" for BERT, "<mask>" for RoBERTa).

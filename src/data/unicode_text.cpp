@@ -194,6 +194,21 @@ bool is_python_space(char32_t cp) {
 
 bool is_nonspacing_mark(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_MN; }
 
+bool is_letter(char32_t cp) {
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: return true;
+    default: return false;
+  }
+}
+
+bool is_number(char32_t cp) {
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: return true;
+    default: return false;
+  }
+}
+
 std::u32string to_lower(std::u32string_view text) {
   std::u32string out;
   out.reserve(text.size());

@@ -43,6 +43,10 @@ bool is_bert_punctuation(char32_t cp);
 bool is_cjk_char(char32_t cp);
 // Python str.isspace() for one character (what str.split() and str.strip() use).
 bool is_python_space(char32_t cp);
+// Unicode general category L* (\p{L} of a regular expression): Lu, Ll, Lt, Lm, Lo.
+bool is_letter(char32_t cp);
+// Unicode general category N* (\p{N}): Nd, Nl, No.
+bool is_number(char32_t cp);
 // Unicode general category Mn (nonspacing mark).
 bool is_nonspacing_mark(char32_t cp);
 

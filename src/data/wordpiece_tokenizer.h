@@ -64,7 +64,7 @@ class WordPieceTokenizer : public Tokenizer {
 
   // HF convert_ids_to_tokens(ids, skip_special_tokens). Throws Error for an id
   // outside [0, vocab_size()).
-  std::string convert_id_to_token(int64_t id) const;
+  std::string convert_id_to_token(int64_t id) const override;
   std::vector<std::string> convert_ids_to_tokens(std::span<const int64_t> ids,
                                                  bool skip_special_tokens = false) const;
 

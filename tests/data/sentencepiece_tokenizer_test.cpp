@@ -174,9 +174,9 @@ TEST_F(SentencePieceTest, AutoTokenizerLoadsEachModelType) {
   ASSERT_NE(dynamic_cast<const WordPieceTokenizer*>(bert.get()), nullptr);
   EXPECT_EQ(bert->vocab_size(), 30522);
   EXPECT_EQ(bert->encode("hello world"), (std::vector<int64_t>{101, 7592, 2088, 102}));
-  EXPECT_EQ(message_of([&] { AutoTokenizer::from_pretrained(*dir_ + "/unigram", "gpt2"); }),
-            "[AutoTokenizer] model_type 'gpt2' has no tokenizer for '" + *dir_ +
-                "/unigram': expected 'bert' (WordPiece vocab.txt) or 'roberta' (SentencePiece model)");
+  EXPECT_EQ(message_of([&] { AutoTokenizer::from_pretrained(*dir_ + "/unigram", "t5"); }),
+            "[AutoTokenizer] model_type 't5' has no tokenizer for '" + *dir_ +
+                "/unigram': expected 'bert' (WordPiece vocab.txt), 'roberta' (SentencePiece model) or 'gpt2' (vocab.json and merges.txt)");
   EXPECT_NE(message_of([&] { AutoTokenizer::from_pretrained(testing::bert_vocab().string(), "roberta"); })
                 .find("a WordPiece vocab.txt is for --model_type bert"),
             std::string::npos);

@@ -173,6 +173,7 @@ class ByteTokenizer : public Tokenizer {
     return text;
   }
   std::string mask_token() const override { return "<2>"; }
+  std::string convert_id_to_token(int64_t id) const override { return "<" + std::to_string(id) + ">"; }
 };
 
 TEST(TokenizeLinesTest, AnyTokenizerOfTheInterface) {
