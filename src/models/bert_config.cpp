@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "models/config_fields.h"
 
 namespace lazytrain::models {
 
@@ -32,19 +33,8 @@ void for_each_field(BertConfig& c, F&& f) {
 }  // namespace
 
 BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object()) throw Error("[BertConfig] " + source + ": expected a JSON object");
   BertConfig c;
-  nlohmann::json rest = j;
-  for_each_field(c, [&](const char* name, auto& field) {
-    if (!j.contains(name)) return;
-    using T = std::decay_t<decltype(field)>;
-    const auto& v = j.at(name);
-    bool ok = std::is_same_v<T, std::string> ? v.is_string() : std::is_same_v<T, int64_t> ? v.is_number_integer() : v.is_number();
-    if (!ok) throw Error("[BertConfig] " + source + ": field '" + name + "' has the wrong type (" + v.dump() + ")");
-    field = v.get<T>();
-    rest.erase(name);
-  });
-  c.extra = rest;
+  c.extra = read_config_fields(c, j, "BertConfig", source, [](BertConfig& config, auto&& visit) { for_each_field(config, visit); });
   return c;
 }
 
@@ -69,31 +59,7 @@ nlohmann::json BertConfig::to_json() const {
 }
 
 void BertConfig::update_from_string(const std::string& overrides) {
-  std::stringstream ss(overrides);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    if (eq == std::string::npos) throw Error("[config_overrides] '" + item + "' is not of the form key=value");
-    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key.empty()) throw Error("[config_overrides] '" + item + "' has no key; expected key=value");
-    bool found = false;
-    for_each_field(*this, [&](const char* name, auto& field) {
-      if (key != name) return;
-      found = true;
-      using T = std::decay_t<decltype(field)>;
-      try {
-        size_t used = 0;
-        if constexpr (std::is_same_v<T, std::string>) field = value, used = value.size();
-        else if constexpr (std::is_same_v<T, int64_t>) field = std::stoll(value, &used);
-        else field = std::stod(value, &used);
-        if (used != value.size()) throw std::invalid_argument(value);
-      } catch (const std::exception&) {
-        throw Error("[config_overrides] can't parse value '" + value + "' of key " + key);
-      }
-    });
-    if (!found) throw Error("[config_overrides] key " + key + " isn't in the original config dict");
-  }
+  apply_config_overrides(*this, overrides, [](BertConfig& config, auto&& visit) { for_each_field(config, visit); });
 }
 
 void BertConfig::validate(const std::string& source) const {

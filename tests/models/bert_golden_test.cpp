@@ -15,6 +15,7 @@ namespace {
 
 using testing::expect_close;
 using testing::GoldenFile;
+using testing::relative_l2;
 
 class BertGolden : public ::testing::Test {
  protected:
@@ -52,18 +53,6 @@ TEST_F(BertGolden, LogitsLossAndEveryGradientMatchPyTorch) {
     ASSERT_TRUE(p.grad().defined()) << name;
     expect_close(p.grad(), golden->floats("grad." + name), 1e-4, 1e-7, "grad." + name);
   }
-}
-
-// ||actual - expected|| / ||expected|| over all elements.
-double relative_l2(const Tensor& actual, const std::vector<float>& expected) {
-  std::vector<float> got = to_dtype(actual, DType::kFloat32).to_vector<float>();
-  EXPECT_EQ(got.size(), expected.size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
-    diff += (static_cast<double>(got[i]) - expected[i]) * (static_cast<double>(got[i]) - expected[i]);
-    norm += static_cast<double>(expected[i]) * expected[i];
-  }
-  return std::sqrt(diff / norm);
 }
 
 // --bf16: the same model under torch.autocast('cpu', dtype=torch.bfloat16)

@@ -33,6 +33,19 @@ class GoldenFile {
 };
 
 // Every element within rtol·|expected| + atol; reports the worst element.
+// ||actual - expected|| / ||expected|| over all elements (bf16 results are
+// compared as whole tensors: they agree to bf16's precision, not bit for bit).
+inline double relative_l2(const Tensor& actual, const std::vector<float>& expected) {
+  std::vector<float> got = to_dtype(actual, DType::kFloat32).to_vector<float>();
+  EXPECT_EQ(got.size(), expected.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - expected[i]) * (static_cast<double>(got[i]) - expected[i]);
+    norm += static_cast<double>(expected[i]) * expected[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
 inline void expect_close(const Tensor& actual, const std::vector<float>& expected, double rtol, double atol, const std::string& what) {
   std::vector<float> got = actual.to_vector<float>();
   ASSERT_EQ(got.size(), expected.size()) << what << ": element count";

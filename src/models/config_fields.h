@@ -1,0 +1,79 @@
+// Reading Hugging Face config.json fields into a config struct, and
+// PretrainedConfig.update_from_string, for any config that lists its fields
+// with a `for_each_field(config, visitor)` (visitor(name, member&) for
+// int64_t, double, bool and std::string members). Shared by BertConfig and GPT2Config.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace lazytrain::models {
+
+// Copies the listed fields present in `j` into `config` and returns the rest
+// (fields carried but not used). Throws Error "[<kind>] <source>: field 'x' has
+// the wrong type (...)" for a value of another JSON type.
+template <typename Config, typename ForEachField>
+nlohmann::json read_config_fields(Config& config, const nlohmann::json& j, const std::string& kind, const std::string& source,
+                                  ForEachField for_each_field) {
+  if (!j.is_object()) throw Error("[" + kind + "] " + source + ": expected a JSON object");
+  nlohmann::json rest = j;
+  for_each_field(config, [&](const char* name, auto& field) {
+    if (!j.contains(name)) return;
+    using T = std::decay_t<decltype(field)>;
+    const auto& v = j.at(name);
+    const bool ok = std::is_same_v<T, std::string> ? v.is_string()
+                    : std::is_same_v<T, bool>      ? v.is_boolean()
+                    : std::is_same_v<T, int64_t>   ? v.is_number_integer()
+                                                   : v.is_number();
+    if (!ok) throw Error("[" + kind + "] " + source + ": field '" + name + "' has the wrong type (" + v.dump() + ")");
+    field = v.get<T>();
+    rest.erase(name);
+  });
+  return rest;
+}
+
+// Applies "key=value,key=value" to the listed fields. Throws Error for an
+// unknown key ("key foo isn't in the original config dict", transformers'
+// words), a missing key or a value that does not parse as the field's type.
+template <typename Config, typename ForEachField>
+void apply_config_overrides(Config& config, const std::string& overrides, ForEachField for_each_field) {
+  std::stringstream ss(overrides);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw Error("[config_overrides] '" + item + "' is not of the form key=value");
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key.empty()) throw Error("[config_overrides] '" + item + "' has no key; expected key=value");
+    bool found = false;
+    for_each_field(config, [&](const char* name, auto& field) {
+      if (key != name) return;
+      found = true;
+      using T = std::decay_t<decltype(field)>;
+      try {
+        size_t used = 0;
+        if constexpr (std::is_same_v<T, std::string>) {
+          field = value, used = value.size();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (value != "true" && value != "false") throw std::invalid_argument(value);
+          field = value == "true", used = value.size();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          field = std::stoll(value, &used);
+        } else {
+          field = std::stod(value, &used);
+        }
+        if (used != value.size()) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        throw Error("[config_overrides] can't parse value '" + value + "' of key " + key);
+      }
+    });
+    if (!found) throw Error("[config_overrides] key " + key + " isn't in the original config dict");
+  }
+}
+
+}  // namespace lazytrain::models

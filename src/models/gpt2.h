@@ -1,0 +1,95 @@
+// GPT2LMHeadModel as Hugging Face defines it (modeling_gpt2.py, eager
+// attention), with its parameter names, so its safetensors load as they are:
+//   transformer.wte.weight [vocab, n_embd], transformer.wpe.weight [n_positions, n_embd]
+//   transformer.h.N.ln_1.{weight,bias}, .attn.c_attn.{weight [n_embd, 3 n_embd], bias}
+//   transformer.h.N.attn.c_proj.*, .ln_2.*, .mlp.c_fc.* ([n_embd, inner]), .mlp.c_proj.*
+//   transformer.ln_f.*; lm_head.weight is transformer.wte.weight (tied, listed once).
+// Pre-LayerNorm blocks; causal self-attention (scores / sqrt(head_dim), masked
+// with finfo(float32).min above the diagonal and where attention_mask is 0);
+// gelu_new (the tanh approximation). Initialisation as HF's _init_weights:
+// N(0, initializer_range), c_proj weights N(0, initializer_range / sqrt(2 n_layer)).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/gpt2_config.h"
+#include "nn/layers.h"
+
+namespace lazytrain::models {
+
+// HF's Conv1D: y = x @ weight + bias with weight [in, out] (a transposed Linear).
+class Conv1D : public nn::Module {
+ public:
+  Conv1D(int64_t in_features, int64_t out_features, double init_std);
+  // x [..., in] → [..., out].
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;
+};
+
+// gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (HF's NewGELUActivation,
+// torch's gelu(approximate="tanh")), f32 in, f32 out.
+Tensor gelu_new(const Tensor& x);
+
+class GPT2Attention : public nn::Module {
+ public:
+  explicit GPT2Attention(const GPT2Config& config);
+  // hidden [B, S, n_embd]; mask: the additive [B, 1, 1, S] padding mask or undefined.
+  Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  std::shared_ptr<Conv1D> c_attn, c_proj;
+  std::shared_ptr<nn::Dropout> attn_dropout, resid_dropout;
+  int64_t heads, head_dim;
+  bool scale;
+};
+
+class GPT2MLP : public nn::Module {
+ public:
+  explicit GPT2MLP(const GPT2Config& config);
+  Tensor forward(const Tensor& x) const;
+  std::shared_ptr<Conv1D> c_fc, c_proj;
+  std::shared_ptr<nn::Dropout> dropout;
+};
+
+class GPT2Block : public nn::Module {
+ public:
+  explicit GPT2Block(const GPT2Config& config);
+  Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
+  std::shared_ptr<GPT2Attention> attn;
+  std::shared_ptr<GPT2MLP> mlp;
+};
+
+class GPT2Model : public nn::Module {
+ public:
+  explicit GPT2Model(const GPT2Config& config);
+  // input_ids int64 [B, S] (S <= n_positions), attention_mask int64 [B, S] or
+  // undefined → the last hidden state [B, S, n_embd] (after ln_f).
+  Tensor forward(const Tensor& input_ids, const Tensor& attention_mask) const;
+  std::shared_ptr<nn::Embedding> wte, wpe;
+  std::shared_ptr<nn::Dropout> drop;
+  std::vector<std::shared_ptr<GPT2Block>> h;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+};
+
+struct CausalLMOutput {
+  Tensor loss;    // 0-d, defined when labels were given
+  Tensor logits;  // [B, S, vocab_size]
+};
+
+class GPT2LMHeadModel : public nn::Module {
+ public:
+  // Validates the config (Error naming the field).
+  explicit GPT2LMHeadModel(GPT2Config config);
+  // labels int64 [B, S] (-100: no loss), or undefined. The loss is the mean
+  // cross entropy of logits[:, :-1] against labels[:, 1:] (the labels are
+  // shifted inside, as Hugging Face's). Throws Error naming the model when the
+  // shapes disagree or S exceeds n_positions.
+  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const;
+  const GPT2Config& config() const { return config_; }
+  std::shared_ptr<GPT2Model> transformer;
+
+ private:
+  GPT2Config config_;
+};
+
+}  // namespace lazytrain::models
