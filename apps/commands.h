@@ -35,6 +35,24 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& options);
 // Error (one line, nothing half-written in --output_dir) for bad input.
 int run_mlm(const RunMlmOptions& options);
 
+// Flags of `lazytrain run_clm`, named as Hugging Face's run_clm.py.
+struct RunClmOptions {
+  std::string train_file, validation_file;
+  std::string model_type = "gpt2";
+  std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
+  std::optional<int64_t> block_size;  // unset: min(1024, n_positions)
+  bool no_keep_linebreaks = false;
+  std::optional<int64_t> max_train_samples, max_eval_samples;
+  std::string backend;
+  std::string compile_cache_dir, dump_hlo;
+  train::TrainingArguments training;
+};
+
+void add_run_clm_command(CLI::App& app, RunClmOptions& options);
+// Causal-language-model training/evaluation (GPT-2); returns the exit code.
+// Throws Error (one line, nothing half-written in --output_dir) for bad input.
+int run_clm(const RunClmOptions& options);
+
 // Flags of `lazytrain train_tokenizer`.
 struct TrainTokenizerOptions {
   std::string model_type = "unigram";

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   lazytrain::apps::RunMlmOptions run_mlm;
   lazytrain::apps::add_run_mlm_command(app, run_mlm);
+  lazytrain::apps::RunClmOptions run_clm;
+  lazytrain::apps::add_run_clm_command(app, run_clm);
   lazytrain::apps::TrainTokenizerOptions train_tokenizer;
   lazytrain::apps::add_train_tokenizer_command(app, train_tokenizer);
   lazytrain::apps::MakeTfrecordsOptions make_tfrecords;
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   try {
     lazytrain::runtime::replica_world();
     if (app.got_subcommand("run_mlm")) return lazytrain::apps::run_mlm(run_mlm);
+    if (app.got_subcommand("run_clm")) return lazytrain::apps::run_clm(run_clm);
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
     if (app.got_subcommand("make_tfrecords")) return lazytrain::apps::make_tfrecords(make_tfrecords);
     if (app.got_subcommand("fill_mask")) return lazytrain::apps::fill_mask(fill_mask);

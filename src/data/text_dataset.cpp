@@ -64,6 +64,24 @@ bool is_blank_line(std::string_view line) {
   return true;
 }
 
+std::vector<std::string> read_text_lines_keeping_breaks(const std::filesystem::path& path) {
+  read_text_lines(path, BlankLines::kKeep);  // the checks: readable, UTF-8, some text
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n' && text[i] != '\r') continue;
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+    lines.push_back(text.substr(start, i + 1 - start));
+    start = i + 1;
+  }
+  if (start < text.size()) lines.push_back(text.substr(start));
+  return lines;
+}
+
 std::vector<std::string> read_text_lines(const std::filesystem::path& path, BlankLines blank_lines) {
   std::error_code ec;
   std::ifstream in(path, std::ios::binary);

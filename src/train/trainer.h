@@ -50,12 +50,16 @@ struct TrainerOptimization;  // the optimizer and scheduler of one train() call
 
 // What the loss function gives for one collated batch: the mean loss (0-d
 // float) and, when the model has them, the logits [B, S, V], from which the
-// evaluation counts accuracy (argmax against labels that are not -100).
+// evaluation counts accuracy (argmax against labels that are not -100): the
+// batch's labels, or `labels` when given ([B, S'] matching logits [B, S', V]:
+// a causal LM's next tokens, run_clm.py's shifted compute_metrics).
 struct ModelOutput {
   Tensor loss;
   Tensor logits;
+  Tensor labels;
   // Implicit, so a loss function may return just the loss tensor.
-  ModelOutput(Tensor loss_ = Tensor(), Tensor logits_ = Tensor()) : loss(std::move(loss_)), logits(std::move(logits_)) {}
+  ModelOutput(Tensor loss_ = Tensor(), Tensor logits_ = Tensor(), Tensor labels_ = Tensor())
+      : loss(std::move(loss_)), logits(std::move(logits_)), labels(std::move(labels_)) {}
 };
 using LossFn = std::function<ModelOutput(const distributed::DeviceBatch& batch)>;
 // A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.

@@ -19,7 +19,8 @@ double round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 // One batch's sums on the device, read together: [loss, masked tokens predicted
 // right, masked tokens] (the last two 0 when there are no logits).
-Tensor batch_sums(const ModelOutput& out, const Tensor& labels) {
+Tensor batch_sums(const ModelOutput& out, const Tensor& batch_labels) {
+  const Tensor& labels = out.labels.defined() ? out.labels : batch_labels;
   Tensor loss = to_dtype(out.loss, DType::kFloat32);
   if (!out.logits.defined()) return cat({reshape(loss, {1}), zeros({2}, DType::kFloat32)});
   const Tensor masked = ne(labels, -100.0);

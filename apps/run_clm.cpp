@@ -1,0 +1,161 @@
+// `lazytrain run_clm`: Hugging Face's run_clm.py for GPT-2 on the lazy
+// pipeline: text files read as its text loader reads them (keep_linebreaks),
+// every line tokenized, the stream grouped into blocks of --block_size (the
+// remainder dropped), labels = input_ids (the model shifts them), the Trainer's
+// outputs, eval_loss, perplexity and next-token eval_accuracy.
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "apps/commands.h"
+#include "apps/script_utils.h"
+#include "apps/training_flags.h"
+#include "backend/registry.h"
+#include "core/error.h"
+#include "data/auto_tokenizer.h"
+#include "data/data_collator.h"
+#include "data/text_dataset.h"
+#include "distributed/spawn.h"
+#include "distributed/xla_model.h"
+#include "lazy/graph_executor.h"
+#include "models/gpt2.h"
+#include "runtime/collectives.h"
+#include "train/trainer.h"
+
+namespace lazytrain::apps {
+
+namespace fs = std::filesystem;
+
+void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
+  CLI::App* c = app.add_subcommand("run_clm", "Train and/or evaluate a causal language model (GPT-2) on text files");
+  auto& t = o.training;
+  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  c->add_option("--train_file", o.train_file, "A text file to train on");
+  c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
+  c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"gpt2"}));
+  c->add_option("--model_name_or_path", o.model_name_or_path, "A Hugging Face GPT-2 directory (config.json, model.safetensors) to start from");
+  c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: GPT-2 124M's defaults");
+  c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"n_embd=128,n_layer=2,n_head=2\"");
+  c->add_option("--tokenizer_name", o.tokenizer_name, "A GPT-2 tokenizer directory (vocab.json, merges.txt)");
+  c->add_option("--block_size", o.block_size, "Tokens per training example (default: min(1024, n_positions))");
+  c->add_flag("--no_keep_linebreaks", o.no_keep_linebreaks, "Drop the line breaks of the text files (run_clm.py keeps them)");
+  c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many blocks");
+  c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many blocks");
+  add_training_arguments(*c, t);
+  c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
+      ->check(CLI::IsMember(backend::backend_names()));
+  c->add_option("--compile_cache_dir", o.compile_cache_dir, "Persistent compile cache directory (default: $LAZYTRAIN_CACHE_DIR)");
+  c->add_option("--dump_hlo", o.dump_hlo, "Write each graph's HLO before and after the passes and its generated kernels here");
+}
+
+namespace {
+
+models::GPT2Config load_config(const RunClmOptions& o) {
+  models::GPT2Config config;
+  const std::string source = o.config_name.empty() ? o.model_name_or_path : o.config_name;
+  if (!source.empty()) config = models::GPT2Config::from_json_file(fs::is_directory(source) ? source + "/config.json" : source);
+  if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
+  config.validate(o.config_overrides.empty() ? "'" + source + "'" : "the config after --config_overrides");
+  return config;
+}
+
+// run_clm.py's tokenize_function and group_texts: blocks of block_size, labels = input_ids.
+std::vector<data::Example> load_blocks(const std::string& path, const data::Tokenizer& tokenizer, const RunClmOptions& o, int64_t block_size,
+                                       const std::optional<int64_t>& max_samples, const std::string& flag) {
+  const std::vector<std::string> lines =
+      o.no_keep_linebreaks ? data::read_text_lines(path, data::BlankLines::kKeep) : data::read_text_lines_keeping_breaks(path);
+  std::vector<std::vector<int64_t>> ids;
+  ids.reserve(lines.size());
+  for (const std::string& line : lines) ids.push_back(tokenizer.encode(line, /*add_special_tokens=*/true));
+  std::vector<data::Example> blocks;
+  for (std::vector<int64_t>& block : data::group_texts(ids, block_size)) {
+    data::Example e;
+    e.attention_mask.assign(block.size(), 1);
+    e.input_ids = std::move(block);
+    blocks.push_back(std::move(e));
+  }
+  if (max_samples && static_cast<int64_t>(blocks.size()) > *max_samples) blocks.resize(static_cast<size_t>(*max_samples));
+  if (blocks.empty()) {
+    throw Error("[run_clm] " + flag + " '" + path + "' gives no block of " + std::to_string(block_size) +
+                " tokens (the text is shorter; lower --block_size)");
+  }
+  return blocks;
+}
+
+}  // namespace
+
+int run_clm(const RunClmOptions& options) {
+  RunClmOptions o = options;
+  o.training.resolve();
+  const train::TrainingArguments& t = o.training;
+  t.validate();
+  if (!t.do_train && !t.do_eval) throw Error("[run_clm] nothing to do: pass --do_train and/or --do_eval");
+  if (t.do_train) require_file("run_clm", o.train_file, "--train_file");
+  if (t.do_eval) require_file("run_clm", o.validation_file, "--validation_file");
+  if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {
+    throw Error("[run_clm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
+  }
+  const std::string resume_from = check_output_dir("run_clm", t);
+  const models::GPT2Config config = load_config(o);
+  const std::string tokenizer_path = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
+  if (tokenizer_path.empty()) throw Error("[run_clm] --tokenizer_name is required (a GPT-2 tokenizer directory: vocab.json, merges.txt)");
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(tokenizer_path, "gpt2");
+  if (tokenizer->vocab_size() > config.vocab_size) {
+    throw Error("[run_clm] the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens but the config's vocab_size is " +
+                std::to_string(config.vocab_size));
+  }
+  const int64_t block_size = o.block_size.value_or(std::min<int64_t>(1024, config.n_positions));
+  if (block_size < 2 || block_size > config.n_positions) {
+    throw Error("[run_clm] --block_size " + std::to_string(block_size) + " must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
+  }
+  std::vector<data::Example> train_set, eval_set;
+  if (t.do_train) train_set = load_blocks(o.train_file, *tokenizer, o, block_size, o.max_train_samples, "--train_file");
+  if (t.do_eval) eval_set = load_blocks(o.validation_file, *tokenizer, o, block_size, o.max_eval_samples, "--validation_file");
+  if (t.do_train && static_cast<int64_t>(train_set.size()) < t.per_device_train_batch_size) {
+    throw Error("[run_clm] '" + o.train_file + "' gives " + std::to_string(train_set.size()) + " blocks, fewer than one batch of " +
+                std::to_string(t.per_device_train_batch_size) + " (--per_device_train_batch_size)");
+  }
+  configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
+  configure_execution(t.execution_mode, t.detect_anomaly, t.debug_recompiles, t.debug_graphs);
+  if (distributed::is_master_ordinal(false)) remove_old_checkpoints(t);
+  distributed::rendezvous("run_clm.output_dir");
+
+  auto replica = [&](int) {
+    manual_seed(t.seed);
+    auto model = std::make_shared<models::GPT2LMHeadModel>(config);
+    load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
+    auto loss_fn = [&](const distributed::DeviceBatch& b) {
+      models::CausalLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
+      const int64_t s = b.input_ids.shape()[1];
+      // Next-token accuracy: the prediction at i against the token at i + 1 (run_clm.py's compute_metrics).
+      return train::ModelOutput(out.loss, out.logits.slice(1, 0, s - 1), b.labels.slice(1, 1, s));
+    };
+    data::DataCollatorOptions collator_options;
+    collator_options.mlm = false;  // labels = input_ids (DataCollatorForLanguageModeling(mlm=False))
+    collator_options.seed = t.seed;
+    const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
+    train::Trainer trainer(*model, t, loss_fn, train_set, eval_set,
+                           [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+    trainer.set_model_config(config.to_json());
+    trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
+    std::map<std::string, double> train_metrics, eval_metrics;
+    if (t.do_train) train_metrics = trainer.train(resume_from);
+    if (t.do_eval) eval_metrics = trainer.evaluate();
+    lazy::GraphExecutor::get().wait_device_ops(runtime::current_device());
+    if (distributed::is_master_ordinal(false)) {
+      save_run_outputs(trainer.args(), trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
+    }
+    distributed::rendezvous("run_clm.saved");
+  };
+  if (t.num_cores > 1) {
+    distributed::SpawnOptions spawn_options;
+    spawn_options.collective_timeout = t.collective_timeout;
+    distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
+  } else {
+    runtime::set_collective_timeout(t.collective_timeout);
+    replica(0);
+  }
+  return 0;
+}
+
+}  // namespace lazytrain::apps
