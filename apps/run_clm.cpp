@@ -92,6 +92,12 @@ int run_clm(const RunClmOptions& options) {
   if (!t.do_train && !t.do_eval) throw Error("[run_clm] nothing to do: pass --do_train and/or --do_eval");
   if (t.do_train) require_file("run_clm", o.train_file, "--train_file");
   if (t.do_eval) require_file("run_clm", o.validation_file, "--validation_file");
+  if (!o.config_overrides.empty() && (!o.config_name.empty() || !o.model_name_or_path.empty())) {
+    throw Error("[run_clm] --config_overrides can't be used in combination with --config_name or --model_name_or_path");
+  }
+  for (const auto& [flag, value] : {std::pair{"--max_train_samples", o.max_train_samples}, std::pair{"--max_eval_samples", o.max_eval_samples}}) {
+    if (value && *value < 1) throw Error(std::string("[run_clm] ") + flag + " must be at least 1, got " + std::to_string(*value));
+  }
   if (!o.model_name_or_path.empty() && !fs::is_regular_file(o.model_name_or_path + "/model.safetensors")) {
     throw Error("[run_clm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
   }

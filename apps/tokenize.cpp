@@ -1,6 +1,7 @@
 // `lazytrain tokenize`: the tokens and ids of a text under any of lazytrain's
 // tokenizers (WordPiece, SentencePiece, GPT-2's byte-level BPE).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -29,7 +30,7 @@ int tokenize(const TokenizeOptions& o) {
   std::string text = o.text.value_or("");
   if (!o.input.empty()) {
     std::ifstream in(o.input, std::ios::binary);
-    if (!in) throw Error("[tokenize] cannot read --input '" + o.input + "'");
+    if (!in || std::filesystem::is_directory(o.input)) throw Error("[tokenize] cannot read --input '" + o.input + "': expected a text file");
     std::ostringstream whole;
     whole << in.rdbuf();
     text = whole.str();

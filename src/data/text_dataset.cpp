@@ -70,15 +70,19 @@ std::vector<std::string> read_text_lines_keeping_breaks(const std::filesystem::p
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
+  // Python's text mode (universal newlines): "\r\n" and "\r" end a line as "\n" does, and read as "\n".
   std::vector<std::string> lines;
-  size_t start = 0;
+  std::string line;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\n' && text[i] != '\r') continue;
+    if (text[i] != '\n' && text[i] != '\r') {
+      line.push_back(text[i]);
+      continue;
+    }
     if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-    lines.push_back(text.substr(start, i + 1 - start));
-    start = i + 1;
+    lines.push_back(std::move(line) + "\n");
+    line.clear();
   }
-  if (start < text.size()) lines.push_back(text.substr(start));
+  if (!line.empty()) lines.push_back(std::move(line));
   return lines;
 }
 

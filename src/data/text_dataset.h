@@ -38,9 +38,10 @@ bool is_blank_line(std::string_view line);
 std::vector<std::string> read_text_lines(const std::filesystem::path& path, BlankLines blank_lines);
 
 // The `datasets` "text" loader with keep_linebreaks=True (run_clm.py's
-// default): every line, blank ones included, keeps its line end ("\n", "\r\n"
-// or "\r"; the last line has none when the file does not end with one), so a
-// byte-level tokenizer encodes the breaks. Errors as read_text_lines.
+// default): every line, blank ones included, keeps its line end, read in
+// Python's text mode ("\r\n" and "\r" become "\n"; the last line has none when
+// the file does not end with one), so a byte-level tokenizer encodes the
+// breaks. Errors as read_text_lines.
 std::vector<std::string> read_text_lines_keeping_breaks(const std::filesystem::path& path);
 
 // run_mlm tokenize_function (non line-by-line): every line encoded WITH special

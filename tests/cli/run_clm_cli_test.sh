@@ -65,5 +65,24 @@ one_error block_too_long "--block_size 128 must be in [2, n_positions = 64]" \
 one_error no_tokenizer "--tokenizer_name is required" --config_overrides "$tiny" --train_file "$data/wikitext-2/valid.txt" --do_train
 one_error bert_vocab_as_tokenizer "vocab.json" "${common[@]}" --tokenizer_name "$data/bert-base-uncased" --train_file "$data/wikitext-2/valid.txt" --do_train
 
+one_error overrides_with_a_model "--config_overrides can't be used in combination with --config_name or --model_name_or_path" \
+  "${common[@]}" --model_name_or_path "$work/out" --validation_file "$data/wikitext-2/test.txt" --do_eval
+one_error negative_samples "--max_train_samples must be at least 1, got -1" \
+  "${common[@]}" --train_file "$data/wikitext-2/valid.txt" --do_train --max_train_samples -1
+
+# CRLF text reads as Python's text mode does: the same blocks as with "\n".
+printf 'a b\r\nc d\r\n%.0s' $(seq 1 40) > "$work/crlf.txt"
+tr -d '\r' < "$work/crlf.txt" > "$work/lf.txt"
+for f in crlf lf; do
+  "$bin" run_clm "${common[@]}" --train_file "$work/$f.txt" --do_train --max_steps 1 --per_device_train_batch_size 1 \
+    --output_dir "$work/run_$f" > "$work/stdout" 2> "$work/stderr"
+done
+"$python" - "$work/run_crlf/train_results.json" "$work/run_lf/train_results.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["train_samples"] for p in sys.argv[1:3])
+assert a == b and a > 0, (a, b)
+PY
+check crlf_reads_as_lf $?
+
 echo "run_clm_cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]

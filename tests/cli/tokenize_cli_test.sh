@@ -78,6 +78,7 @@ one_error no_text "--text TEXT or --input FILE" --tokenizer "$data/gpt2"
 one_error two_texts "excludes" --tokenizer "$data/gpt2" --text a --input "$work/stdout"
 one_error missing_file "cannot read --input" --tokenizer "$data/gpt2" --input "$work/nope.txt"
 one_error no_tokenizer "holds no tokenizer" --tokenizer "$work" --text a
+one_error input_is_a_directory "expected a text file" --tokenizer "$data/gpt2" --input "$work"
 
 echo "tokenize_cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]
