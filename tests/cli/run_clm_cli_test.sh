@@ -84,5 +84,19 @@ assert a == b and a > 0, (a, b)
 PY
 check crlf_reads_as_lf $?
 
+# --no_keep_linebreaks: the breaks are not tokenized, so the text gives fewer tokens and blocks.
+for keep in keep drop; do
+  flag=(); [ $keep = drop ] && flag=(--no_keep_linebreaks)
+  "$bin" run_clm "${common[@]}" --train_file "$data/sample-text/sample_text.txt" --do_train --max_steps 1 "${flag[@]}" \
+    --output_dir "$work/lines_$keep" > "$work/stdout" 2> "$work/stderr"
+done
+"$python" - "$work/lines_keep/train_results.json" "$work/lines_drop/train_results.json" <<'PY'
+import json, sys
+keep, drop = (json.load(open(p))["train_samples"] for p in sys.argv[1:3])
+assert keep > drop > 0, (keep, drop)
+print(f"sample_text.txt in blocks of 32: {keep} keeping the line breaks, {drop} without")
+PY
+check no_keep_linebreaks_drops_the_breaks $?
+
 echo "run_clm_cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]
