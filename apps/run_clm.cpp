@@ -15,7 +15,6 @@
 #include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
 #include "data/text_dataset.h"
-#include "distributed/spawn.h"
 #include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
 #include "models/gpt2.h"
@@ -153,14 +152,7 @@ int run_clm(const RunClmOptions& options) {
     }
     distributed::rendezvous("run_clm.saved");
   };
-  if (t.num_cores > 1) {
-    distributed::SpawnOptions spawn_options;
-    spawn_options.collective_timeout = t.collective_timeout;
-    distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
-  } else {
-    runtime::set_collective_timeout(t.collective_timeout);
-    replica(0);
-  }
+  run_replicas(t, replica);
   return 0;
 }
 

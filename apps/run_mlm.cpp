@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
-#include "distributed/spawn.h"
 #include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
 #include "models/auto_model.h"
@@ -171,14 +170,7 @@ int run_mlm(const RunMlmOptions& options) {
     }
     distributed::rendezvous("run_mlm.saved");
   };
-  if (t.num_cores > 1) {
-    distributed::SpawnOptions spawn_options;
-    spawn_options.collective_timeout = t.collective_timeout;
-    distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
-  } else {
-    runtime::set_collective_timeout(t.collective_timeout);
-    replica(0);
-  }
+  run_replicas(t, replica);
   return 0;
 }
 

@@ -8,8 +8,10 @@
 #include "backend/registry.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "distributed/spawn.h"
 #include "distributed/xla_model.h"
 #include "lazy/execution_mode.h"
+#include "runtime/collectives.h"
 #include "lazy/graph_executor.h"
 #include "lazy/recompile_reasons.h"
 #include "lazy/step_analysis.h"
@@ -106,6 +108,17 @@ void configure_execution(const std::string& execution_mode, bool detect_anomaly,
   lazy::set_detect_anomaly(detect_anomaly);
   lazy::RecompileTracker::get().set_debug(debug_recompiles);
   lazy::set_step_analysis(debug_graphs);
+}
+
+void run_replicas(const train::TrainingArguments& t, const std::function<void(int)>& replica) {
+  if (t.num_cores > 1) {
+    distributed::SpawnOptions spawn_options;
+    spawn_options.collective_timeout = t.collective_timeout;
+    distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
+  } else {
+    runtime::set_collective_timeout(t.collective_timeout);
+    replica(0);
+  }
 }
 
 void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train) {

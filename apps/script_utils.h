@@ -4,6 +4,7 @@
 // the starting weights, and the files a run leaves in --output_dir.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -46,6 +47,11 @@ void configure_execution(const std::string& execution_mode, bool detect_anomaly,
 // names; see train::load_safetensors_into), printing one warning line for
 // unused weights of a checkpoint from another head; with no path and no
 // training, warns that a randomly initialised model is evaluated.
+// Runs `replica(ordinal)` once per --num_cores: on spawned replica threads
+// (distributed::spawn, xla_spawn.py) when there are several, else on this
+// thread; --collective_timeout applies to both.
+void run_replicas(const train::TrainingArguments& args, const std::function<void(int)>& replica);
+
 void load_pretrained_weights(nn::Module& model, const std::string& model_name_or_path, bool do_train);
 
 // Hugging Face's outputs after train()/evaluate(): when training, the model
