@@ -1,5 +1,6 @@
 #include "train/model_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -35,8 +36,11 @@ std::string name_list(const std::vector<std::string>& names) {
 // 4.31, PR #24505) and token_type_ids. Weights: the pooler and next-sentence
 // head of BertForPreTraining/BertModel checkpoints, which from_pretrained of a
 // *ForMaskedLM reports as "Some weights of the model checkpoint ... were not used".
+// GPT-2's attn.bias (the causal mask, [1, 1, n_positions, n_positions]) and
+// attn.masked_bias, persistent in checkpoints older than transformers 4.31.
 bool is_hf_buffer(const std::string& name) {
-  return name.ends_with("embeddings.position_ids") || name.ends_with("embeddings.token_type_ids");
+  return name.ends_with("embeddings.position_ids") || name.ends_with("embeddings.token_type_ids") ||
+         name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
 }
 bool is_hf_unused_weight(const std::string& name) {
   return name.starts_with("bert.pooler.") || name.starts_with("roberta.pooler.") || name.starts_with("cls.seq_relationship.");
@@ -127,6 +131,28 @@ LoadReport load_safetensors_into(nn::Module& model, const std::string& path) {
   auto known = [&](const std::string& n) { return by_name.count(n) || alias_of.count(n); };
 
   LoadReport report;
+  // A base-model checkpoint (Hugging Face's GPT2Model: "wte.weight", "h.0...")
+  // loaded into a model that holds the base as a submodule ("transformer.wte.weight"):
+  // from_pretrained adds base_model_prefix the same way when no stored name carries it.
+  std::map<std::string, size_t> prefix_hits;
+  for (const auto& [name, r] : records) {
+    if (known(name)) continue;
+    for (const auto& [param_name, param] : params) {
+      const size_t dot = param_name.find('.');
+      if (dot != std::string::npos && param_name.compare(dot + 1, std::string::npos, name) == 0) ++prefix_hits[param_name.substr(0, dot)];
+    }
+  }
+  for (const auto& [prefix, hits] : prefix_hits) {
+    const bool prefix_stored =
+        std::any_of(records.begin(), records.end(), [&](const auto& r) { return r.first.starts_with(prefix + "."); });
+    if (prefix_stored || hits * 2 < records.size()) continue;  // most of the file must be the base model
+    std::map<std::string, TensorRecord> prefixed;
+    for (auto& [name, r] : records) prefixed.emplace(known(name) ? name : prefix + "." + name, std::move(r));
+    records = std::move(prefixed);
+    report.added_prefix = prefix;
+    break;
+  }
+
   // Legacy LayerNorm names (pytorch-pretrained-bert): gamma/beta for weight/bias.
   std::vector<std::pair<std::string, std::string>> renames;
   for (const auto& [name, r] : records) {

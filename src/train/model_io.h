@@ -25,7 +25,8 @@ void save_pretrained(const nn::Module& model, const nlohmann::json& config, cons
 // What load_safetensors_into did besides filling a parameter from its own name.
 struct LoadReport {
   // Buffers Hugging Face checkpoints carry and lazytrain computes instead
-  // ("bert.embeddings.position_ids", "...token_type_ids"): skipped silently,
+  // ("bert.embeddings.position_ids", "...token_type_ids", GPT-2's "h.N.attn.bias"
+  // causal mask and "h.N.attn.masked_bias"): skipped silently,
   // as transformers drops non-persistent buffers.
   std::vector<std::string> ignored_buffers;
   // Weights of heads the model does not have ("bert.pooler.*",
@@ -41,6 +42,10 @@ struct LoadReport {
   // Legacy names renamed on load: "<module>.gamma" -> ".weight", ".beta" ->
   // ".bias" (transformers' from_pretrained does the same for old BERT files).
   std::vector<std::string> renamed;
+  // The submodule name given to a base model's checkpoint ("transformer" for
+  // Hugging Face's gpt2 files, which store "wte.weight", "h.0.attn.c_attn.weight"),
+  // as from_pretrained adds base_model_prefix; "" when the names matched as stored.
+  std::string added_prefix;
 
   // One line for the user when unused_weights is not empty ("" otherwise):
   // "warning: some weights of '<path>' were not used ...: a, b".
@@ -50,7 +55,8 @@ struct LoadReport {
 // Loads <path> (a model.safetensors, any tensor order) into the parameters of
 // `model` with the same names. Accepts checkpoints that store a tied weight
 // under its alias name too or omit it, legacy gamma/beta names, Hugging Face's
-// extra buffers and unused heads (see LoadReport), and F16/BF16/F64 tensors for
+// extra buffers and unused heads (see LoadReport), a base model's names without
+// the head model's prefix (LoadReport::added_prefix), and F16/BF16/F64 tensors for
 // floating parameters (converted, rounding to nearest even).
 //
 // All or nothing: the file is read and every tensor checked and converted

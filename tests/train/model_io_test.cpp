@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "models/bert.h"
+#include "models/gpt2.h"
 #include "models/roberta.h"
 #include "train/safetensors.h"
 
@@ -252,6 +253,48 @@ TEST(LoadSafetensorsIntoRoberta, AcceptsStoredDecoderAndPooler) {
   const auto before = snapshot(target);
   EXPECT_THROW(load_safetensors_into(target, path), Error);
   EXPECT_EQ(snapshot(target), before);
+  fs::remove_all(dir);
+}
+
+// Hugging Face's gpt2 checkpoints on the Hub are GPT2Model's: no "transformer."
+// prefix, no lm_head, and (before transformers 4.31) the attn.bias causal-mask
+// and attn.masked_bias buffers. from_pretrained of GPT2LMHeadModel loads them.
+TEST(LoadSafetensorsIntoGpt2, LoadsHubBaseModelNamesWithCausalMaskBuffers) {
+  const fs::path dir = fs::temp_directory_path() / ("lazytrain_model_io_gpt2_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "model.safetensors").string();
+  models::GPT2Config config;
+  config.update_from_string("vocab_size=12,n_positions=8,n_embd=4,n_layer=2,n_head=2");
+  manual_seed(5);
+  models::GPT2LMHeadModel source(config);
+  manual_seed(6);
+  models::GPT2LMHeadModel target(config);
+  Records hub;
+  for (auto& [name, rec] : records_of(source)) {
+    ASSERT_TRUE(name.starts_with("transformer.")) << name;
+    hub[name.substr(std::string("transformer.").size())] = rec;
+  }
+  for (int layer = 0; layer < 2; ++layer) {
+    hub["h." + std::to_string(layer) + ".attn.bias"] = f32({1, 1, 8, 8}, 1);
+    hub["h." + std::to_string(layer) + ".attn.masked_bias"] = f32({}, -1e4f);
+  }
+  save_safetensors(path, hub, {{"format", "pt"}});
+  const LoadReport report = load_safetensors_into(target, path);
+  EXPECT_EQ(snapshot(target), snapshot(source));
+  EXPECT_EQ(report.added_prefix, "transformer");
+  EXPECT_EQ(report.ignored_buffers, (std::vector<std::string>{"transformer.h.0.attn.bias", "transformer.h.0.attn.masked_bias",
+                                                              "transformer.h.1.attn.bias", "transformer.h.1.attn.masked_bias"}));
+
+  // A file that stores the prefixed names is read as it is; a foreign name is still unexpected.
+  hub = records_of(source);
+  hub["wte.weight"] = f32({12, 4}, 0);
+  save_safetensors(path, hub);
+  try {
+    load_safetensors_into(target, path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "[load_safetensors] '" + path + "': unexpected: wte.weight");
+  }
   fs::remove_all(dir);
 }
 
