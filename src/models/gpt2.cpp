@@ -54,6 +54,30 @@ Tensor GPT2Attention::forward(const Tensor& hidden, const Tensor& mask) const {
   return resid_dropout->forward(c_proj->forward(context));
 }
 
+Tensor GPT2Attention::forward_cached(const Tensor& hidden, const Tensor& bias, LayerKVCache& cache, const CacheWrite& write) const {
+  const int64_t b = hidden.shape()[0], s = hidden.shape()[1], e = heads * head_dim, capacity = cache.key.shape()[2];
+  Tensor qkv = c_attn->forward(hidden);
+  auto split_heads = [&](int64_t part) { return qkv.slice(2, part * e, (part + 1) * e).view({b, s, heads, head_dim}).permute({0, 2, 1, 3}); };
+  Tensor q = split_heads(0), k = split_heads(1), v = split_heads(2);
+  Tensor keys = k, values = v;  // a prefill attends over its own tokens
+  if (!write.slot.defined()) {
+    cache.key = cat({k, cache.key.slice(2, s, capacity)}, 2);
+    cache.value = cat({v, cache.value.slice(2, s, capacity)}, 2);
+  } else {
+    runtime::DeviceGuard on_input_device(hidden.device());
+    Tensor at_slot = eq(arange(capacity), write.slot).view({1, 1, capacity, 1});
+    cache.key = where(at_slot, k, cache.key);
+    cache.value = where(at_slot, v, cache.value);
+    keys = cache.key;
+    values = cache.value;
+  }
+  Tensor scores = matmul(q, keys.transpose(-1, -2));
+  if (scale) scores = scores / std::sqrt(static_cast<double>(head_dim));
+  Tensor probs = softmax(scores + bias, -1);
+  Tensor context = matmul(probs, values).permute({0, 2, 1, 3}).reshape({b, s, e});
+  return c_proj->forward(context);
+}
+
 GPT2MLP::GPT2MLP(const GPT2Config& c) {
   c_fc = register_module("c_fc", std::make_shared<Conv1D>(c.n_embd, c.inner_size(), c.initializer_range));
   c_proj = register_module("c_proj", std::make_shared<Conv1D>(c.inner_size(), c.n_embd, c.initializer_range / std::sqrt(2.0 * c.n_layer)));
@@ -71,6 +95,11 @@ GPT2Block::GPT2Block(const GPT2Config& c) {
 
 Tensor GPT2Block::forward(const Tensor& hidden, const Tensor& mask) const {
   Tensor x = hidden + attn->forward(ln_1->forward(hidden), mask);
+  return x + mlp->forward(ln_2->forward(x));
+}
+
+Tensor GPT2Block::forward_cached(const Tensor& hidden, const Tensor& bias, LayerKVCache& cache, const CacheWrite& write) const {
+  Tensor x = hidden + attn->forward_cached(ln_1->forward(hidden), bias, cache, write);
   return x + mlp->forward(ln_2->forward(x));
 }
 
@@ -119,6 +148,38 @@ CausalLMOutput GPT2LMHeadModel::forward(const Tensor& input_ids, const Tensor& a
     out.loss = cross_entropy(to_dtype(shifted_logits, DType::kFloat32), shifted_labels);
   }
   return out;
+}
+
+std::vector<LayerKVCache> GPT2LMHeadModel::new_cache(int64_t batch, int64_t capacity) const {
+  check(batch >= 1 && capacity >= 1, "GPT2LMHeadModel", "a KV cache needs batch and capacity >= 1");
+  const int64_t head_dim = config_.n_embd / config_.n_head;
+  runtime::DeviceGuard on_model_device(transformer->wte->weight.device());
+  std::vector<LayerKVCache> cache(static_cast<size_t>(config_.n_layer));
+  for (LayerKVCache& layer : cache) {
+    layer.key = zeros({batch, config_.n_head, capacity, head_dim});
+    layer.value = zeros({batch, config_.n_head, capacity, head_dim});
+  }
+  return cache;
+}
+
+Tensor GPT2LMHeadModel::forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias,
+                                       std::vector<LayerKVCache>& cache, const CacheWrite& write) const {
+  check(input_ids.dim() == 2 && position_ids.shape() == input_ids.shape(), "GPT2LMHeadModel",
+        "input_ids and position_ids must be one [batch, sequence] shape, got " + shape_str(input_ids.shape()) + " and " +
+            shape_str(position_ids.shape()));
+  check(cache.size() == transformer->h.size(), "GPT2LMHeadModel",
+        "the KV cache has " + std::to_string(cache.size()) + " layers, the model " + std::to_string(transformer->h.size()));
+  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1], capacity = cache[0].key.shape()[2];
+  check(cache[0].key.shape()[0] == b, "GPT2LMHeadModel", "the KV cache holds " + std::to_string(cache[0].key.shape()[0]) + " sequences, input_ids " + std::to_string(b));
+  check(write.slot.defined() ? s == 1 : s <= capacity, "GPT2LMHeadModel",
+        write.slot.defined() ? "a decode step takes one token a sequence, got " + std::to_string(s)
+                             : "a prompt of " + std::to_string(s) + " tokens does not fit a KV cache of " + std::to_string(capacity));
+  const Shape want_bias{b, 1, s, write.slot.defined() ? capacity : s};
+  check(bias.shape() == want_bias, "GPT2LMHeadModel", "bias must be " + shape_str(want_bias) + ", got " + shape_str(bias.shape()));
+  Tensor x = transformer->wte->forward(input_ids) + transformer->wpe->forward(position_ids);
+  for (size_t i = 0; i < transformer->h.size(); ++i) x = transformer->h[i]->forward_cached(x, bias, cache[i], write);
+  Tensor last = transformer->ln_f->forward(x.slice(1, s - 1, s)).reshape({b, config_.n_embd});
+  return matmul(last, transformer->wte->weight.t());
 }
 
 }  // namespace lazytrain::models

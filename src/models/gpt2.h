@@ -31,11 +31,31 @@ class Conv1D : public nn::Module {
 // torch's gelu(approximate="tanh")), f32 in, f32 out.
 Tensor gelu_new(const Tensor& x);
 
+// The keys and values of one attention layer kept between generation steps
+// (Hugging Face's past_key_values, pre-allocated): each [B, n_head, capacity,
+// head_dim], f32. Slot j holds the token at column j of the padded sequence.
+struct LayerKVCache {
+  Tensor key, value;
+};
+
+// Where a cached forward writes its keys and values: a prefill writes its S
+// tokens at slots [0, S); a decode step (S = 1) writes the one slot `slot`
+// names (an int64 0-d device tensor, so every step runs the same graph).
+struct CacheWrite {
+  Tensor slot;  // undefined: prefill
+};
+
 class GPT2Attention : public nn::Module {
  public:
   explicit GPT2Attention(const GPT2Config& config);
   // hidden [B, S, n_embd]; mask: the additive [B, 1, 1, S] padding mask or undefined.
   Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  // Attention with a KV cache. A prefill attends over its own S tokens, a decode
+  // step over the whole cache; `bias` is the additive f32 mask of the keys it
+  // attends over: [B, 1, S, S] for a prefill, [B, 1, 1, capacity] for a step
+  // (0 where a query sees a key, finfo(float32).min elsewhere: it carries the
+  // causal and the padding mask). Replaces cache.key/value by the updated cache.
+  Tensor forward_cached(const Tensor& hidden, const Tensor& bias, LayerKVCache& cache, const CacheWrite& write) const;
   std::shared_ptr<Conv1D> c_attn, c_proj;
   std::shared_ptr<nn::Dropout> attn_dropout, resid_dropout;
   int64_t heads, head_dim;
@@ -54,6 +74,7 @@ class GPT2Block : public nn::Module {
  public:
   explicit GPT2Block(const GPT2Config& config);
   Tensor forward(const Tensor& hidden, const Tensor& mask) const;
+  Tensor forward_cached(const Tensor& hidden, const Tensor& bias, LayerKVCache& cache, const CacheWrite& write) const;
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<GPT2Attention> attn;
   std::shared_ptr<GPT2MLP> mlp;
@@ -85,6 +106,17 @@ class GPT2LMHeadModel : public nn::Module {
   // shifted inside, as Hugging Face's). Throws Error naming the model when the
   // shapes disagree or S exceeds n_positions.
   CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const;
+
+  // An empty cache for `batch` sequences of up to `capacity` tokens: zeros, one
+  // LayerKVCache a layer.
+  std::vector<LayerKVCache> new_cache(int64_t batch, int64_t capacity) const;
+  // One generation step with a KV cache (eval mode; no labels). input_ids and
+  // position_ids int64 [B, S] (the positions of wpe: a left-padded row's first
+  // real token is position 0), bias as GPT2Attention::forward_cached. Returns
+  // the logits of the last column, [B, vocab_size] f32. Throws Error naming the
+  // model when the shapes disagree with each other or with the cache.
+  Tensor forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias, std::vector<LayerKVCache>& cache,
+                        const CacheWrite& write) const;
   const GPT2Config& config() const { return config_; }
   std::shared_ptr<GPT2Model> transformer;
 
