@@ -95,6 +95,27 @@ void add_fill_mask_command(CLI::App& app, FillMaskOptions& options);
 // naming the flag or file for bad input, before any output.
 int fill_mask(const FillMaskOptions& options);
 
+// Flags of `lazytrain generate` (HF GenerationConfig names; src/models/generation.h).
+struct GenerateOptions {
+  std::string model;                 // a GPT-2 directory: config.json, model.safetensors, vocab.json, merges.txt
+  std::vector<std::string> prompts;  // --prompt, repeatable: one batch, left-padded
+  int64_t max_new_tokens = 20;
+  bool do_sample = false;
+  double temperature = 1.0;
+  int64_t top_k = 50;
+  double top_p = 1.0;
+  int64_t num_return_sequences = 1;
+  uint64_t seed = 42;
+  bool json = false;
+  bool return_tensors = false;  // --json prints {"generated_token_ids": [...]} (prompt and new ids) instead of the text
+  std::string backend;
+};
+
+void add_generate_command(CLI::App& app, GenerateOptions& options);
+// Prints each generated text (the prompt and its continuation), or --json;
+// returns the exit code. Throws Error naming the flag or file for bad input.
+int generate(const GenerateOptions& options);
+
 // Flags of `lazytrain tokenize`.
 struct TokenizeOptions {
   std::string tokenizer;   // a tokenizer's files (AutoTokenizer::from_files)

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_make_tfrecords_command(app, make_tfrecords);
   lazytrain::apps::FillMaskOptions fill_mask;
   lazytrain::apps::add_fill_mask_command(app, fill_mask);
+  lazytrain::apps::GenerateOptions generate;
+  lazytrain::apps::add_generate_command(app, generate);
   lazytrain::apps::TokenizeOptions tokenize;
   lazytrain::apps::add_tokenize_command(app, tokenize);
   // `lazytrain run_mlm args.json`: the flags from a JSON file (HfArgumentParser).
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("train_tokenizer")) return lazytrain::apps::train_tokenizer(train_tokenizer);
     if (app.got_subcommand("make_tfrecords")) return lazytrain::apps::make_tfrecords(make_tfrecords);
     if (app.got_subcommand("fill_mask")) return lazytrain::apps::fill_mask(fill_mask);
+    if (app.got_subcommand("generate")) return lazytrain::apps::generate(generate);
     if (app.got_subcommand("tokenize")) return lazytrain::apps::tokenize(tokenize);
   } catch (const std::bad_alloc&) {
     return fail("out of memory; check the model and batch sizes (hidden_size, vocab_size, --per_device_train_batch_size)");

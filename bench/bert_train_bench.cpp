@@ -10,16 +10,13 @@
 // model's training FLOPs per token (for MFU), then one machine-readable line:
 //   RESULT bench=bert_train model=bert-tiny backend=cpu dtype=f32 ... tokens_per_s=...
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-
+#include "bench_support.h"
 #include "backend/registry.h"
 #include "core/error.h"
 #include "lazy/graph_executor.h"
@@ -57,12 +54,7 @@ const char* kUsage =
 }
 
 int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(value, &used);
-    if (used == value.size() && v >= min) return v;
-  } catch (const std::exception&) {
-  }
+  if (const auto v = bench::parse_int(value, min)) return *v;
   usage_error(flag + " expects an integer >= " + std::to_string(min) + ", got '" + value + "'");
 }
 
@@ -125,16 +117,6 @@ double train_flops_per_token(const models::BertConfig& c, int64_t seq) {
   return 3 * forward;
 }
 
-// kB from /proc/self/status ("VmHWM:  123456 kB"); -1 when unreadable.
-int64_t proc_status_kb(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
-  }
-  return -1;
-}
-
 struct HostBatch {
   std::vector<int64_t> input_ids, attention_mask, labels;
 };
@@ -156,23 +138,6 @@ HostBatch random_batch(std::mt19937_64& rng, int64_t batch, int64_t seq, int64_t
   }
   b.labels[0] = b.input_ids[0];
   return b;
-}
-
-double metric_seconds(const std::string& name) {
-  auto data = runtime::metric_data(name);
-  return data ? data->accumulator * 1e-9 : 0.0;
-}
-
-// User + system CPU time of the whole process (every thread), seconds.
-double process_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-  return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 int run(const Options& o) {
@@ -222,67 +187,13 @@ int run(const Options& o) {
     return loss.item();
   };
 
-  // Warm-up: the first step compiles the training graph.
-  runtime::reset_metrics();
-  double first_step_s = 0.0, warmup_s = 0.0, loss = 0.0;
-  double first_compile_s = 0.0;
-  const auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.warmup; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    loss = step(i);
-    if (i == 0) {
-      first_step_s = seconds_since(t0);
-      first_compile_s = metric_seconds("CompileTime");
-    }
-  }
-  warmup_s = seconds_since(warm_start);
-  if (const int64_t hits = runtime::counter_value("PersistentCacheHit"); hits > 0) {
-    std::printf("note: %lld graph(s) came from the on-disk compile cache (LAZYTRAIN_CACHE_DIR) in %.3f s (PersistentCacheLoadTime): "
-                "CompileTime is not a cold compile\n",
-                static_cast<long long>(hits), metric_seconds("PersistentCacheLoadTime"));
-  }
-  const int64_t warmup_compiles = runtime::counter_value("UncachedCompile");
-  std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",
-              first_step_s, first_compile_s, static_cast<long long>(warmup_compiles), loss, warmup_s);
-
-  runtime::reset_metrics();
-  std::vector<double> step_s;
-  const double cpu_start = process_cpu_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.steps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    loss = step(o.warmup + i);
-    step_s.push_back(seconds_since(t0));
-  }
-  const double total_s = seconds_since(start);
-  // CPU time per step: what the step costs in core-seconds (OpenMP spin-waits included);
-  // unlike wall time, other processes on the machine barely change it.
-  const double cpu_s_per_step = (process_cpu_seconds() - cpu_start) / o.steps;
-  const double execute_s = metric_seconds("ExecuteTime");
-  const double compile_s = metric_seconds("CompileTime");
-  const int64_t recompiles = runtime::counter_value("UncachedCompile");
-  const double tokens = static_cast<double>(batch * o.seq_len) * o.steps;
-  const double tokens_per_s = tokens / total_s;
-  std::vector<double> sorted = step_s;
-  std::sort(sorted.begin(), sorted.end());
-  const double median_s = sorted[sorted.size() / 2];
-  // On a shared machine contention only ever slows a step down: the best step is the
-  // steadier estimate of what the code can do; the mean is what this run got.
-  const double tokens_per_s_best = static_cast<double>(batch * o.seq_len) / sorted.front();
-  const double gflops = tokens_per_s * flops_per_token * 1e-9;
-  const double gflops_best = tokens_per_s_best * flops_per_token * 1e-9;
-  const int64_t hwm_kb = proc_status_kb("VmHWM");
-  std::printf("timed: %d steps in %.3f s: %.1f tokens/s (best step %.1f), step median %.3f s (min %.3f, max %.3f), loss %.4f\n",
-              o.steps, total_s, tokens_per_s, tokens_per_s_best, median_s, sorted.front(), sorted.back(), loss);
-  std::printf("       ExecuteTime %.3f s (%.1f%% of the step), CompileTime %.3f s, recompiles %lld, model %.2f GFLOP/s (best step %.2f)\n",
-              execute_s, 100.0 * execute_s / total_s, compile_s, static_cast<long long>(recompiles), gflops, gflops_best);
-  std::printf("       process CPU time %.3f s per step (user + system, all threads)\n", cpu_s_per_step);
-  std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
-  std::printf("RESULT %s dtype=%s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
-              "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
-              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f\n",
-              common.c_str(), o.bf16 ? "bf16" : "f32", o.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s, first_step_s,
-              static_cast<long long>(recompiles), flops_per_token, gflops, gflops_best, cpu_s_per_step, static_cast<long long>(hwm_kb), loss);
+  bench::TrainingRun run;
+  run.result_prefix = common + " dtype=" + (o.bf16 ? "bf16" : "f32");
+  run.tokens_per_step = batch * o.seq_len;
+  run.flops_per_token = flops_per_token;
+  run.warmup = o.warmup;
+  run.steps = o.steps;
+  bench::time_training_steps(run, step);
   return 0;
 }
 

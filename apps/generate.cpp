@@ -1,0 +1,114 @@
+// `lazytrain generate`: text generation from a GPT-2 directory (Hugging Face's
+// text-generation pipeline over model.generate; src/models/generation.h),
+// printing each prompt with its continuation, or with --json the pipeline's
+// [{"generated_text": ...}] per prompt.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/commands.h"
+#include "apps/script_utils.h"
+#include "backend/registry.h"
+#include "core/error.h"
+#include "data/auto_tokenizer.h"
+#include "models/generation.h"
+#include "train/json_file.h"
+#include "train/model_io.h"
+
+namespace lazytrain::apps {
+
+namespace fs = std::filesystem;
+
+void add_generate_command(CLI::App& app, GenerateOptions& o) {
+  CLI::App* c = app.add_subcommand("generate", "Continue prompts with a GPT-2 model (greedy or sampled), as Hugging Face's text-generation pipeline");
+  c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  c->add_option("--model", o.model, "A GPT-2 directory: config.json, model.safetensors, vocab.json, merges.txt (run_clm's output)")->required();
+  c->add_option("--prompt", o.prompts, "A text to continue; repeat for a batch (left-padded together)")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  c->add_option("--max_new_tokens", o.max_new_tokens, "Tokens to generate after the prompt (fewer when every sequence ends with <|endoftext|>)");
+  c->add_flag("--do_sample", o.do_sample, "Sample the next token instead of taking the most likely one");
+  c->add_option("--temperature", o.temperature, "Divide the logits by this before sampling (> 0)");
+  c->add_option("--top_k", o.top_k, "Sample among the k most likely tokens (0: all)");
+  c->add_option("--top_p", o.top_p, "Sample among the most likely tokens whose probability reaches top_p (nucleus; 1: all)");
+  c->add_option("--num_return_sequences", o.num_return_sequences, "Sequences per prompt (needs --do_sample)");
+  c->add_option("--seed", o.seed, "Seed of the sampling generator");
+  c->add_flag("--json", o.json, "Print Hugging Face's pipeline output: a list of {\"generated_text\": ...} per prompt");
+  c->add_flag("--return_tensors", o.return_tensors,
+              "With --json: print {\"generated_token_ids\": [...]} (the prompt's and the new ids) instead of the text, as the pipeline's return_tensors=True");
+  c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
+      ->check(CLI::IsMember(backend::backend_names()));
+}
+
+int generate(const GenerateOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.model, ec)) throw Error("[generate] --model '" + o.model + "' does not exist or is not a directory");
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    if (!fs::is_regular_file(o.model + "/" + file, ec)) {
+      throw Error("[generate] --model '" + o.model + "' holds no " + file + " (expected a GPT-2 directory written by `lazytrain run_clm`)");
+    }
+  }
+  configure_backend(o.backend, "", "");
+  models::GPT2Config config = models::GPT2Config::from_json_file(o.model + "/config.json");
+  config.validate("'" + o.model + "/config.json'");
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(o.model, "gpt2");
+  models::GenerationConfig g;
+  g.max_new_tokens = o.max_new_tokens;
+  g.do_sample = o.do_sample;
+  g.temperature = o.temperature;
+  g.top_k = o.top_k;
+  g.top_p = o.top_p;
+  g.num_return_sequences = o.num_return_sequences;
+  g.seed = o.seed;
+  std::vector<std::vector<int64_t>> prompt_ids;
+  for (const std::string& prompt : o.prompts) prompt_ids.push_back(tokenizer->encode(prompt, /*add_special_tokens=*/true));
+
+  models::GPT2LMHeadModel model(config);
+  const std::string weights = o.model + "/model.safetensors";
+  const std::string warning = train::load_safetensors_into(model, weights).warning(weights);
+  if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+  model.eval();
+  const auto start = std::chrono::steady_clock::now();
+  const models::GenerateOutput out = models::generate(model, prompt_ids, g);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<std::vector<std::string>> texts(o.prompts.size()), id_lists(o.prompts.size());
+  size_t tokens = 0;
+  for (size_t r = 0; r < out.sequences.size(); ++r) {
+    const size_t prompt = r / static_cast<size_t>(g.num_return_sequences);
+    texts[prompt].push_back(o.prompts[prompt] + tokenizer->decode(out.sequences[r], /*skip_special_tokens=*/true));
+    std::vector<int64_t> all = prompt_ids[prompt];
+    all.insert(all.end(), out.sequences[r].begin(), out.sequences[r].end());
+    id_lists[prompt].push_back(nlohmann::json(all).dump());
+    tokens += out.sequences[r].size();
+  }
+  if (o.json) {
+    std::string json = "[";
+    for (size_t p = 0; p < texts.size(); ++p) {
+      std::string list = "[";
+      for (size_t k = 0; k < texts[p].size(); ++k) {
+        list += (k ? ", " : "") + (o.return_tensors ? "{\"generated_token_ids\": " + id_lists[p][k] + "}"
+                                                    : "{\"generated_text\": " + train::dump_json(texts[p][k]) + "}");
+      }
+      json += (p ? ", " : "") + list + "]";
+    }
+    std::printf("%s\n", (texts.size() == 1 ? json.substr(1) : json + "]").c_str());
+  } else {
+    for (size_t p = 0; p < texts.size(); ++p) {
+      for (size_t k = 0; k < texts[p].size(); ++k) {
+        if (p + k > 0) std::printf("\n");
+        std::printf("%s\n", texts[p][k].c_str());
+      }
+    }
+  }
+  std::fprintf(stderr,
+               "[generate] %zu sequence(s), %zu new tokens in %.2f s (%.1f tokens/s, compiling included); prompt bucket %lld, "
+               "KV cache %lld slots, %zu graph(s) run\n",
+               out.sequences.size(), tokens, seconds, static_cast<double>(tokens) / seconds, static_cast<long long>(out.prompt_bucket),
+               static_cast<long long>(out.cache_capacity), out.graphs.size());
+  return 0;
+}
+
+}  // namespace lazytrain::apps

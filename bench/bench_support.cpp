@@ -1,0 +1,72 @@
+#include "bench_support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace lazytrain::bench {
+
+void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step) {
+  // Warm-up: the first step compiles the training graph.
+  runtime::reset_metrics();
+  double first_step_s = 0.0, loss = 0.0, first_compile_s = 0.0;
+  const auto warm_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < run.warmup; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loss = step(i);
+    if (i == 0) {
+      first_step_s = seconds_since(t0);
+      first_compile_s = metric_seconds("CompileTime");
+    }
+  }
+  const double warmup_s = seconds_since(warm_start);
+  if (const int64_t hits = runtime::counter_value("PersistentCacheHit"); hits > 0) {
+    std::printf("note: %lld graph(s) came from the on-disk compile cache (LAZYTRAIN_CACHE_DIR) in %.3f s (PersistentCacheLoadTime): "
+                "CompileTime is not a cold compile\n",
+                static_cast<long long>(hits), metric_seconds("PersistentCacheLoadTime"));
+  }
+  const int64_t warmup_compiles = runtime::counter_value("UncachedCompile");
+  std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",
+              first_step_s, first_compile_s, static_cast<long long>(warmup_compiles), loss, warmup_s);
+
+  runtime::reset_metrics();
+  std::vector<double> step_s;
+  const double cpu_start = process_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < run.steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loss = step(run.warmup + i);
+    step_s.push_back(seconds_since(t0));
+  }
+  const double total_s = seconds_since(start);
+  // CPU time per step: what the step costs in core-seconds (OpenMP spin-waits included);
+  // unlike wall time, other processes on the machine barely change it.
+  const double cpu_s_per_step = (process_cpu_seconds() - cpu_start) / run.steps;
+  const double execute_s = metric_seconds("ExecuteTime");
+  const double compile_s = metric_seconds("CompileTime");
+  const int64_t recompiles = runtime::counter_value("UncachedCompile");
+  const double tokens_per_s = static_cast<double>(run.tokens_per_step) * run.steps / total_s;
+  std::vector<double> sorted = step_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double median_s = sorted[sorted.size() / 2];
+  // On a shared machine contention only ever slows a step down: the best step is the
+  // steadier estimate of what the code can do; the mean is what this run got.
+  const double tokens_per_s_best = static_cast<double>(run.tokens_per_step) / sorted.front();
+  const double gflops = tokens_per_s * run.flops_per_token * 1e-9;
+  const double gflops_best = tokens_per_s_best * run.flops_per_token * 1e-9;
+  const int64_t hwm_kb = proc_status_kb("VmHWM");
+  std::printf("timed: %d steps in %.3f s: %.1f tokens/s (best step %.1f), step median %.3f s (min %.3f, max %.3f), loss %.4f\n",
+              run.steps, total_s, tokens_per_s, tokens_per_s_best, median_s, sorted.front(), sorted.back(), loss);
+  std::printf("       ExecuteTime %.3f s (%.1f%% of the step), CompileTime %.3f s, recompiles %lld, model %.2f GFLOP/s (best step %.2f)\n",
+              execute_s, 100.0 * execute_s / total_s, compile_s, static_cast<long long>(recompiles), gflops, gflops_best);
+  std::printf("       process CPU time %.3f s per step (user + system, all threads)\n", cpu_s_per_step);
+  std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
+  std::printf("RESULT %s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
+              "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
+              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f\n",
+              run.result_prefix.c_str(), run.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s,
+              first_step_s, static_cast<long long>(recompiles), run.flops_per_token, gflops, gflops_best, cpu_s_per_step,
+              static_cast<long long>(hwm_kb), loss);
+}
+
+}  // namespace lazytrain::bench

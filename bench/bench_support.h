@@ -1,0 +1,75 @@
+// What the training benchmarks share: the process's peak memory and CPU time,
+// lazytrain's metrics in seconds, wall-clock intervals, and integer flags.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <sys/resource.h>
+
+#include "runtime/metrics.h"
+
+namespace lazytrain::bench {
+
+// kB from /proc/self/status ("VmHWM:  123456 kB"); -1 when unreadable.
+inline int64_t proc_status_kb(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
+  }
+  return -1;
+}
+
+// A time metric's total (runtime/metrics.h keeps nanoseconds), seconds.
+inline double metric_seconds(const std::string& name) {
+  auto data = runtime::metric_data(name);
+  return data ? data->accumulator * 1e-9 : 0.0;
+}
+
+// User + system CPU time of the whole process (every thread), seconds.
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// `value` as an integer >= min; nullopt when it is not one.
+inline std::optional<int64_t> parse_int(const std::string& value, int64_t min) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(value, &used);
+    if (used == value.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// A training benchmark's timing: `warmup` steps (the first compiles), then
+// `steps` timed ones, each returning the loss it read.
+struct TrainingRun {
+  std::string result_prefix;  // "bench=... model=... backend=... batch=... seq=... dtype=..."
+  int64_t tokens_per_step = 0;
+  double flops_per_token = 0;  // training matmul FLOPs, for model GFLOP/s
+  int warmup = 1, steps = 1;
+};
+
+// Runs the steps and prints: the warm-up (first step, its CompileTime, graphs
+// compiled), the timed steps (tokens/s mean and best step, step median/min/max,
+// ExecuteTime share, recompiles, model GFLOP/s), the process CPU time per step,
+// peak RSS (VmHWM), then one line "RESULT <result_prefix> steps=... tokens_per_s=...
+// tokens_per_s_best=... ... vmhwm_kb=... loss=..." that bench/run_*.sh parse.
+// Metrics are reset before the warm-up and again before the timed steps.
+void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step);
+
+}  // namespace lazytrain::bench

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""PyTorch 1.13 eager peer of bench_gpt2_train (bench/README.md).
+
+The same GPT2LMHeadModel (tools/torch_reference/gpt2.py, Hugging Face's architecture)
+from the same config.json, the same kind of batches (random tokens, labels = input_ids,
+no padding), the same step: forward, backward, clip_grad_norm_(1.0), AdamW (weight
+decay 0.01 except biases and LayerNorm weights), zero_grad, loss.item().
+--dtype f32 runs eager float32; --dtype bf16 runs the forward under
+torch.autocast('cpu', dtype=torch.bfloat16) (backward outside it, as recommended).
+
+Run with /usr/bin/python3 (Debian's torch) under tools/torch_reference/with_openblas.sh
+with OPENBLAS_CORETYPE=SkylakeX for f32 (the system libblas.so.3 is the netlib
+reference BLAS here); the script reports which BLAS it loaded.
+
+Prints a human summary, then one line:
+  RESULT bench=torch_gpt2_train dtype=f32 batch=4 seq=64 threads=2 ... tokens_per_s=... vmhwm_kb=...
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "torch_reference"))
+sys.path.insert(0, HERE)
+from gpt2 import GPT2LMHeadModel  # noqa: E402
+from torch_bert_bench import loaded_blas, proc_status_kb  # noqa: E402
+
+
+def train_flops_per_token(c, seq):
+    """Matmul FLOPs of one training step per token (3x forward), as bench_gpt2_train."""
+    e, n_layers, v = c["n_embd"], c["n_layer"], c["vocab_size"]
+    i = c.get("n_inner") or 4 * e
+    return 3 * (n_layers * (8 * e * e + 4 * e * i + 4 * seq * e) + 2 * e * v)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=os.path.join(HERE, "..", "..", "shared", "data", "gpt2", "config.json"))
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    p.add_argument("--batch_size", type=int, default=4)
+    p.add_argument("--seq_len", type=int, default=64)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=42)
+    a = p.parse_args()
+    if a.warmup < 1 or a.steps < 1:
+        p.error("--warmup and --steps must be at least 1")
+
+    torch.set_num_threads(a.threads)
+    with open(a.config) as f:
+        cfg = json.load(f)
+    flops = train_flops_per_token(cfg, a.seq_len)
+    torch.manual_seed(a.seed)
+    model = GPT2LMHeadModel(cfg)
+    model.train()
+    named = list(model.named_parameters())
+    no_decay = [q for n, q in named if n.endswith("bias") or ".ln_" in n]
+    decay = [q for n, q in named if not (n.endswith("bias") or ".ln_" in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    n_params = sum(q.numel() for q in model.parameters())
+    gen = torch.Generator().manual_seed(a.seed)
+    batches = [torch.randint(0, cfg["vocab_size"], (a.batch_size, a.seq_len), generator=gen) for _ in range(4)]
+    print(f"torch_gpt2_bench: n_embd {cfg['n_embd']}, n_layer {cfg['n_layer']}, batch {a.batch_size} x seq {a.seq_len}, "
+          f"{a.dtype}, torch {torch.__version__}, {torch.get_num_threads()} threads, {a.warmup} warm-up + {a.steps} timed steps, "
+          f"{n_params} parameters", flush=True)
+
+    def step(i):
+        ids = batches[i % len(batches)]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+            loss = model(ids, labels=ids)["loss"]
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        return loss.item()
+
+    t0 = time.perf_counter()
+    for i in range(a.warmup):
+        loss = step(i)
+    warm = time.perf_counter() - t0
+
+    def cpu_seconds():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    times = []
+    cpu_start = cpu_seconds()
+    start = time.perf_counter()
+    for i in range(a.steps):
+        t = time.perf_counter()
+        loss = step(a.warmup + i)
+        times.append(time.perf_counter() - t)
+    total = time.perf_counter() - start
+    cpu_per_step = (cpu_seconds() - cpu_start) / a.steps
+    tokens = a.batch_size * a.seq_len
+    tok_s = tokens * a.steps / total
+    tok_s_best = tokens / min(times)  # contention only slows steps down
+    hwm = proc_status_kb("VmHWM")
+    blas = loaded_blas()
+    print(f"warm-up {warm:.3f} s; timed: {a.steps} steps in {total:.3f} s: {tok_s:.1f} tokens/s (best step {tok_s_best:.1f}), "
+          f"step median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f}), loss {loss:.4f}, "
+          f"model {tok_s * flops * 1e-9:.2f} GFLOP/s, CPU {cpu_per_step:.3f} s/step, peak RSS {hwm / 1024:.1f} MiB, BLAS {blas}")
+    print(f"RESULT bench=torch_gpt2_train model=gpt2 dtype={a.dtype} batch={a.batch_size} seq={a.seq_len} steps={a.steps} "
+          f"tokens_per_s={tok_s:.2f} tokens_per_s_best={tok_s_best:.2f} step_median_s={statistics.median(times):.4f} "
+          f"flops_per_token={flops} model_gflops={tok_s * flops * 1e-9:.3f} model_gflops_best={tok_s_best * flops * 1e-9:.3f} "
+          f"cpu_s_per_step={cpu_per_step:.4f} vmhwm_kb={hwm} blas={blas} threads={torch.get_num_threads()} loss={loss:.4f}")
+
+
+if __name__ == "__main__":
+    main()
