@@ -199,6 +199,70 @@ TEST(AlgebraicSimplifier, TransposeOfADotWithOtherUsersStays) {
   EXPECT_EQ(count(m, HloOpcode::kTranspose), 1);
 }
 
+// XLA's TransposeFolding: the matmul reads either layout, so a transposed
+// operand (last two dims swapped, batch dims leading) becomes a moved
+// contracting dim, also through autocast's convert.
+TEST(AlgebraicSimplifier, DotFoldsTransposedOperandsThroughConverts) {
+  HloBuilder b("folded");
+  int x = b.parameter({4, 6}, DType::kFloat32);
+  int w = b.parameter({5, 4}, DType::kFloat32);  // used as w^T: [4, 5]
+  int lhs_folded = b.matmul(b.transpose(x, {1, 0}), b.parameter({4, 5}, DType::kFloat32));                     // [6, 5]
+  int rhs_folded = b.matmul(b.parameter({3, 4}, DType::kFloat32), b.transpose(w, {1, 0}));                     // [3, 5]
+  int bf16 = b.matmul(b.convert(b.parameter({3, 4}, DType::kFloat32), DType::kBFloat16),
+                      b.convert(b.transpose(w, {1, 0}), DType::kBFloat16));                                    // [3, 5] bf16
+  int p = b.parameter({2, 4, 3}, DType::kFloat32);
+  int batched = b.matmul(b.transpose(p, {0, 2, 1}), b.parameter({2, 4, 5}, DType::kFloat32));                  // [2, 3, 5]
+  HloModule m = b.build({lhs_folded, rhs_folded, bf16, batched});
+  run_and_compare(m, true, 1e-2);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 0);
+  EXPECT_EQ(output(m, 0).shape, (Shape{6, 5}));
+  EXPECT_EQ(output(m, 0).dot.lhs_contracting_dimensions, (std::vector<int64_t>{0}));
+  EXPECT_EQ(output(m, 1).dot.rhs_contracting_dimensions, (std::vector<int64_t>{1}));
+  EXPECT_EQ(output(m, 2).dtype, DType::kBFloat16);
+  EXPECT_EQ(m.at(output(m, 2).operands[1]).opcode, HloOpcode::kConvert);  // convert(w), read as [n, k]
+  EXPECT_EQ(output(m, 3).dot.lhs_contracting_dimensions, (std::vector<int64_t>{1}));
+}
+
+TEST(AlgebraicSimplifier, TransposesThatMoveBatchDimsStay) {
+  HloBuilder b("kept");
+  int p = b.parameter({4, 2, 3}, DType::kFloat32);
+  int d = b.matmul(b.transpose(p, {1, 0, 2}), b.parameter({2, 3, 5}, DType::kFloat32));  // [2, 4, 5]: the batch dim moved
+  HloModule m = b.build({d});
+  run_and_compare(m, false);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 1);
+}
+
+// transpose(convert(dot)): autocast's f32 copy of a bf16 weight gradient.
+TEST(AlgebraicSimplifier, TransposeOfAConvertedDotSwapsTheDotsOperands) {
+  HloBuilder b("bf16_weight_grad");
+  int x = b.convert(b.parameter({6, 4}, DType::kFloat32), DType::kBFloat16);
+  int g = b.convert(b.parameter({6, 5}, DType::kFloat32), DType::kBFloat16);
+  int grad = b.transpose(b.convert(b.matmul(b.transpose(x, {1, 0}), g), DType::kFloat32), {1, 0});  // [5, 4] f32
+  HloModule m = b.build({grad});
+  run_and_compare(m, true, 1e-2);
+  EXPECT_EQ(count(m, HloOpcode::kTranspose), 0);
+  ASSERT_EQ(output(m, 0).opcode, HloOpcode::kConvert);
+  EXPECT_EQ(output(m, 0).shape, (Shape{5, 4}));
+  EXPECT_EQ(m.at(output(m, 0).operands[0]).opcode, HloOpcode::kDot);
+}
+
+// add(scatter(0, i, u), y) = scatter(y, i, u): a tied embedding's gradient.
+TEST(AlgebraicSimplifier, AddOfAScatterIntoZerosScattersIntoTheOtherOperand) {
+  HloBuilder b("tied_grad");
+  int y = b.parameter({7, 3}, DType::kFloat32);  // the lm_head's part
+  Literal index_values({4}, DType::kInt64);
+  const int64_t rows[] = {2, 5, 2, 0};  // row 2 twice
+  std::memcpy(index_values.data<int64_t>(), rows, sizeof rows);
+  int indices = b.constant(std::move(index_values));
+  int updates = b.parameter({4, 3}, DType::kFloat32);
+  int sum = b.binary(HloOpcode::kAdd, b.scatter_add(b.full(0.0, {7, 3}, DType::kFloat32), indices, updates), y);
+  HloModule m = b.build({sum});
+  run_and_compare(m, true, 1e-6);
+  ASSERT_EQ(output(m, 0).opcode, HloOpcode::kScatter);
+  EXPECT_EQ(m.at(output(m, 0).operands[0]).opcode, HloOpcode::kParameter);
+  EXPECT_EQ(count(m, HloOpcode::kAdd), 0);
+}
+
 TEST(AlgebraicSimplifier, BroadcastChains) {
   HloBuilder b("broadcast");
   int x = b.parameter({3}, DType::kFloat32);
