@@ -38,6 +38,7 @@ int run_mlm(const RunMlmOptions& options);
 // Flags of `lazytrain run_clm`, named as Hugging Face's run_clm.py.
 struct RunClmOptions {
   std::string train_file, validation_file;
+  std::string train_tfrecords, validation_tfrecords;  // globs of TFRecord shards (make_tfrecords with a GPT-2 tokenizer)
   std::string model_type = "gpt2";
   std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
   std::optional<int64_t> block_size;  // unset: min(1024, n_positions)

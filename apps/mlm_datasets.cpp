@@ -7,63 +7,13 @@
 #include <string>
 #include <utility>
 
+#include "apps/tfrecord_split.h"
 #include "core/error.h"
 #include "data/text_dataset.h"
-#include "data/tfrecord_dataset.h"
-#include "distributed/xla_model.h"
-#include "runtime/collectives.h"
 
 namespace lazytrain::apps {
 
 namespace {
-
-// The examples of TFRecord shards matching `pattern`: how many there are (for
-// `replicas` > 1: in the smallest replica's share of the files, file f going
-// to replica f % replicas, as TFRecordDataset splits them), and their length
-// (every example must have the same). Reads the shards once.
-std::pair<int64_t, int64_t> scan_tfrecords(const std::string& pattern, const std::string& flag, int replicas) {
-  const std::vector<std::string> files = data::glob_files(pattern);
-  if (replicas > 1 && static_cast<int>(files.size()) < replicas) {
-    throw Error("[run_mlm] " + flag + " '" + pattern + "' matches " + std::to_string(files.size()) + " shards, fewer than the " +
-                std::to_string(replicas) + " replicas (each reads its own shards): write at least one shard per replica");
-  }
-  std::vector<int64_t> per_replica(static_cast<size_t>(replicas), 0);
-  int64_t count = 0, length = -1;
-  for (size_t f = 0; f < files.size(); ++f) {
-    data::TFRecordDataset shard({files[f]}, {});
-    while (std::optional<data::Example> ex = shard.next()) {
-      const auto n = static_cast<int64_t>(ex->input_ids.size());
-      if (length >= 0 && n != length) {
-        throw Error("[run_mlm] " + flag + " '" + pattern + "' holds examples of " + std::to_string(length) + " and " + std::to_string(n) +
-                    " tokens; write the shards with one --max_seq_length");
-      }
-      length = n;
-      ++count;
-      ++per_replica[f % static_cast<size_t>(replicas)];
-    }
-  }
-  if (replicas > 1) count = *std::min_element(per_replica.begin(), per_replica.end());
-  if (count == 0) throw Error("[run_mlm] " + flag + " '" + pattern + "' holds no example");
-  return {count, length};
-}
-
-// Streams the shards: interleaved, shuffled for training (tf.data's recipe),
-// a new shuffle order every epoch.
-// With replicas, each opens the shards of its ordinal (made on the replica's thread).
-train::ExampleStreamFactory tfrecord_stream(const std::string& pattern, bool training, uint64_t seed) {
-  std::vector<std::string> files = data::glob_files(pattern);
-  return [files, training, seed](uint64_t epoch) -> train::ExampleStream {
-    data::TFRecordDatasetOptions options;
-    options.num_replicas = distributed::world_size();
-    options.replica_index = distributed::ordinal();
-    if (options.replica_index >= static_cast<int>(files.size())) return [] { return std::optional<data::Example>(); };  // no shard of its own
-    options.cycle_length = training ? 4 : 1;
-    options.shuffle_buffer = training ? 10000 : 0;
-    options.seed = seed * 1000003ull + epoch;
-    auto dataset = std::make_shared<data::TFRecordDataset>(files, options);
-    return [dataset] { return dataset->next(); };
-  };
-}
 
 // run_mlm.py's text datasets, for BERT and RoBERTa alike: every line (blank
 // ones too, as Hugging Face's `datasets` text loader keeps them) tokenized and
@@ -161,23 +111,10 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
     }
     if (!glob.empty()) {
       const std::string flag = training ? "--train_tfrecords" : "--validation_tfrecords";
-      // Training: every replica trains on as many examples (the smallest share);
-      // evaluation: each replica its own shards, the counts summed.
-      const int replicas = static_cast<int>(t.num_cores) * runtime::replica_world().num_processes;
-      std::pair<int64_t, int64_t> records = scan_tfrecords(glob, flag, training ? replicas : 1);
-      if (limit) records.first = std::min(records.first, *limit);
-      check_records(records, batch, flag, glob);
-      stream = tfrecord_stream(glob, training, t.seed);
-      stream_size = records.first;
-      if (limit) {
-        stream = [inner = std::move(stream), n = stream_size](uint64_t epoch) -> train::ExampleStream {
-          return [next = inner(epoch), left = n]() mutable -> std::optional<data::Example> {
-            if (left == 0) return std::nullopt;
-            --left;
-            return next();
-          };
-        };
-      }
+      StreamedSplit split = stream_tfrecords("run_mlm", flag, glob, training, t, limit);
+      check_records({split.size, split.length}, batch, flag, glob);
+      stream = std::move(split.stream);
+      stream_size = split.size;
     } else {
       examples = load_dataset(file, tokenizer, o, max_seq_length);
       if (limit && static_cast<int64_t>(examples.size()) > *limit) examples.resize(static_cast<size_t>(*limit));

@@ -1,5 +1,6 @@
 // `lazytrain run_clm`: Hugging Face's run_clm.py for GPT-2 on the lazy
 // pipeline: text files read as its text loader reads them (keep_linebreaks),
+// or blocks streamed from TFRecord shards (--train_tfrecords),
 // every line tokenized, the stream grouped into blocks of --block_size (the
 // remainder dropped), labels = input_ids (the model shifts them), the Trainer's
 // outputs, eval_loss, perplexity and next-token eval_accuracy.
@@ -9,6 +10,7 @@
 
 #include "apps/commands.h"
 #include "apps/script_utils.h"
+#include "apps/tfrecord_split.h"
 #include "apps/training_flags.h"
 #include "backend/registry.h"
 #include "core/error.h"
@@ -31,6 +33,8 @@ void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   c->add_option("--train_file", o.train_file, "A text file to train on");
   c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
+  c->add_option("--train_tfrecords", o.train_tfrecords, "TFRecord shards to train on, a glob (lazytrain make_tfrecords --tokenizer GPT2_DIR), streamed");
+  c->add_option("--validation_tfrecords", o.validation_tfrecords, "TFRecord shards to evaluate on, a glob");
   c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"gpt2"}));
   c->add_option("--model_name_or_path", o.model_name_or_path, "A Hugging Face GPT-2 directory (config.json, model.safetensors) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: GPT-2 124M's defaults");
@@ -89,8 +93,12 @@ int run_clm(const RunClmOptions& options) {
   const train::TrainingArguments& t = o.training;
   t.validate();
   if (!t.do_train && !t.do_eval) throw Error("[run_clm] nothing to do: pass --do_train and/or --do_eval");
-  if (t.do_train) require_file("run_clm", o.train_file, "--train_file");
-  if (t.do_eval) require_file("run_clm", o.validation_file, "--validation_file");
+  if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_clm] give --train_file or --train_tfrecords, not both");
+  if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
+    throw Error("[run_clm] give --validation_file or --validation_tfrecords, not both");
+  }
+  if (t.do_train && o.train_tfrecords.empty()) require_file("run_clm", o.train_file, "--train_file");
+  if (t.do_eval && o.validation_tfrecords.empty()) require_file("run_clm", o.validation_file, "--validation_file");
   if (!o.config_overrides.empty() && (!o.config_name.empty() || !o.model_name_or_path.empty())) {
     throw Error("[run_clm] --config_overrides can't be used in combination with --config_name or --model_name_or_path");
   }
@@ -109,14 +117,39 @@ int run_clm(const RunClmOptions& options) {
     throw Error("[run_clm] the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens but the config's vocab_size is " +
                 std::to_string(config.vocab_size));
   }
-  const int64_t block_size = o.block_size.value_or(std::min<int64_t>(1024, config.n_positions));
+  std::vector<data::Example> train_set, eval_set;
+  std::optional<StreamedSplit> train_stream, eval_stream;
+  // A split from shards: their blocks fix the length, which --block_size (when given) must equal.
+  auto stream_split = [&](bool training) {
+    const std::string flag = training ? "--train_tfrecords" : "--validation_tfrecords";
+    const std::string& glob = training ? o.train_tfrecords : o.validation_tfrecords;
+    StreamedSplit split = stream_tfrecords("run_clm", flag, glob, training, t, training ? o.max_train_samples : o.max_eval_samples);
+    const std::string where = flag + " '" + glob + "' holds blocks of " + std::to_string(split.length) + " tokens";
+    if (o.block_size && *o.block_size != split.length) {
+      throw Error("[run_clm] " + where + ", not --block_size " + std::to_string(*o.block_size) + " (shards fix the length; leave --block_size out)");
+    }
+    if (split.length < 2 || split.length > config.n_positions) {
+      throw Error("[run_clm] " + where + "; they must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
+    }
+    const int64_t batch = training ? t.per_device_train_batch_size : t.per_device_eval_batch_size;
+    if (split.size < batch) {
+      throw Error("[run_clm] " + flag + " '" + glob + "' holds " + std::to_string(split.size) + " blocks, fewer than one batch of " +
+                  std::to_string(batch));
+    }
+    return split;
+  };
+  if (t.do_train && !o.train_tfrecords.empty()) train_stream = stream_split(true);
+  if (t.do_eval && !o.validation_tfrecords.empty()) eval_stream = stream_split(false);
+  // Text files are grouped into --block_size blocks, else the shards' length, else min(1024, n_positions).
+  const int64_t block_size = o.block_size.value_or(train_stream   ? train_stream->length
+                                                   : eval_stream ? eval_stream->length
+                                                                 : std::min<int64_t>(1024, config.n_positions));
   if (block_size < 2 || block_size > config.n_positions) {
     throw Error("[run_clm] --block_size " + std::to_string(block_size) + " must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
   }
-  std::vector<data::Example> train_set, eval_set;
-  if (t.do_train) train_set = load_blocks(o.train_file, *tokenizer, o, block_size, o.max_train_samples, "--train_file");
-  if (t.do_eval) eval_set = load_blocks(o.validation_file, *tokenizer, o, block_size, o.max_eval_samples, "--validation_file");
-  if (t.do_train && static_cast<int64_t>(train_set.size()) < t.per_device_train_batch_size) {
+  if (t.do_train && !train_stream) train_set = load_blocks(o.train_file, *tokenizer, o, block_size, o.max_train_samples, "--train_file");
+  if (t.do_eval && !eval_stream) eval_set = load_blocks(o.validation_file, *tokenizer, o, block_size, o.max_eval_samples, "--validation_file");
+  if (t.do_train && !train_stream && static_cast<int64_t>(train_set.size()) < t.per_device_train_batch_size) {
     throw Error("[run_clm] '" + o.train_file + "' gives " + std::to_string(train_set.size()) + " blocks, fewer than one batch of " +
                 std::to_string(t.per_device_train_batch_size) + " (--per_device_train_batch_size)");
   }
@@ -136,11 +169,14 @@ int run_clm(const RunClmOptions& options) {
       return train::ModelOutput(out.loss, out.logits.slice(1, 0, s - 1), b.labels.slice(1, 1, s));
     };
     data::DataCollatorOptions collator_options;
-    collator_options.mlm = false;  // labels = input_ids (DataCollatorForLanguageModeling(mlm=False))
+    collator_options.mlm = false;  // labels = input_ids, <|endoftext|> included (run_clm.py's default_data_collator)
+    collator_options.pad_labels_by_id = false;
     collator_options.seed = t.seed;
     const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
     train::Trainer trainer(*model, t, loss_fn, train_set, eval_set,
                            [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+    if (train_stream) trainer.stream_train_dataset(train_stream->stream, train_stream->size);
+    if (eval_stream) trainer.stream_eval_dataset(eval_stream->stream, eval_stream->size);
     trainer.set_model_config(config.to_json());
     trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
     std::map<std::string, double> train_metrics, eval_metrics;

@@ -105,7 +105,8 @@ Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examp
   if (!options_.mlm) {
     for (std::size_t k = 0; k < total; ++k) {
       const int64_t id = batch.input_ids[k];
-      batch.labels[k] = id == tokens_.pad_token_id ? kIgnoreIndex : id;
+      const bool padding = options_.pad_labels_by_id ? id == tokens_.pad_token_id : batch.attention_mask[k] == 0;
+      batch.labels[k] = padding ? kIgnoreIndex : id;
     }
     return batch;
   }

@@ -34,6 +34,12 @@ struct CollatorTokens {
 
 struct DataCollatorOptions {
   bool mlm = true;               // false: causal LM labels (input_ids, pads -> -100)
+  // !mlm: which positions are padding for the labels. true: those whose id is
+  // pad_token_id (HF's DataCollatorForLanguageModeling(mlm=False)); false: those
+  // with attention_mask 0, so a real token equal to the pad id keeps its label
+  // (run_clm.py: default_data_collator over group_texts' labels = input_ids;
+  // GPT-2's pad id is its <|endoftext|>, a real token of the text).
+  bool pad_labels_by_id = true;
   double mlm_probability = 0.15;
   int64_t pad_to_multiple_of = 0;  // 0: pad to the longest example only
   uint64_t seed = 42;
@@ -64,7 +70,7 @@ class DataCollatorForLanguageModeling {
   //    mlm_probability; labels = original id there, -100 elsewhere; a selected
   //    token becomes [MASK] with probability 0.8, else a uniform random id in
   //    [0, vocab_size) with probability 0.5, else stays unchanged;
-  //  * !mlm: labels = input_ids with [PAD] positions -100.
+  //  * !mlm: labels = input_ids with padding positions -100 (see pad_labels_by_id).
   // Draws come from a std::mt19937_64 seeded in the constructor, so the same
   // seed and the same calls give the same batches. Throws Error for an empty
   // batch, all-empty examples, or masks whose length differs from input_ids.

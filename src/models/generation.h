@@ -14,8 +14,9 @@
 //     attention mask being device data, so every step runs the same graph.
 // So a call compiles at most 2 graphs (prefill for (rows, P, C), decode for
 // (rows, C)), and any number of calls with the same rows at most
-// b (b + 1) / 2 + b, b = the number of buckets (log2(2 n_positions / 16) + 1;
-// 8 for GPT-2's 1024 positions); a repeated bucket only executes.
+// b (b + 1) / 2 + b, b = log2(n_positions / 16) + 1 (P runs over 16 .. n_positions
+// and C over 32 .. 2 n_positions: 7 each and at most 35 graphs for GPT-2's 1024
+// positions); a repeated bucket only executes.
 //
 // The next token is chosen on the host from the last column's f32 logits, as
 // HF's logits processors do: greedy takes the first maximum (torch.argmax);

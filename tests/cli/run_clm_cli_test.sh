@@ -98,5 +98,26 @@ print(f"sample_text.txt in blocks of 32: {keep} keeping the line breaks, {drop} 
 PY
 check no_keep_linebreaks_drops_the_breaks $?
 
+# TFRecord shards of GPT-2 blocks (make_tfrecords with the GPT-2 tokenizer) train and evaluate:
+# every block of the shards is evaluated (the last one padded, its padding without labels).
+"$bin" make_tfrecords --tokenizer "$data/gpt2" --max_seq_length 32 --shard_size 200 --input "$data/sample-text/sample_text.txt" \
+  --output_dir "$work/shards" > "$work/stdout" 2> "$work/stderr" &&
+  "$bin" run_clm "${common[@]}" --block_size 32 --train_tfrecords "$work/shards/data-*.tfrecord" --validation_tfrecords "$work/shards/data-*.tfrecord" \
+    --do_train --do_eval --max_steps 2 --per_device_train_batch_size 2 --per_device_eval_batch_size 2 \
+    --output_dir "$work/from_shards" > "$work/stdout" 2> "$work/stderr" &&
+  "$python" - "$work/from_shards/eval_results.json" "$work/shards/data.json" <<'PY'
+import json, math, sys
+ev = json.load(open(sys.argv[1]))
+shards = json.load(open(sys.argv[2]))
+assert shards["max_seq_length"] == 32 and ev["eval_samples"] == shards["num_examples"], (ev, shards)
+assert math.isfinite(ev["eval_loss"]) and abs(ev["perplexity"] - math.exp(ev["eval_loss"])) < 1e-6 * ev["perplexity"], ev
+PY
+check tfrecord_shards_train_and_evaluate $?
+rm -rf "$work/bad"
+"$bin" run_clm "${common[@]}" --block_size 64 --train_tfrecords "$work/shards/data-*.tfrecord" --do_train --output_dir "$work/bad" \
+  > "$work/stdout" 2> "$work/stderr"
+[ $? -ne 0 ] && grep -qF "holds blocks of 32 tokens, not --block_size 64" "$work/stderr" && [ ! -e "$work/bad" ]
+check tfrecord_block_size_mismatch $?
+
 echo "run_clm_cli: $passed passed, $failed failed"
 [ $failed -eq 0 ]

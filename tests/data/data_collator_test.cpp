@@ -164,6 +164,21 @@ TEST(DataCollatorTest, CausalModeCopiesInputsAndIgnoresPadding) {
   EXPECT_EQ(batch.labels, (Ids{7, 8, 9, 10, -100, -100}));
 }
 
+// run_clm's labels: a real token equal to the pad id (GPT-2's <|endoftext|>) keeps
+// its label; only attention-masked padding is ignored.
+TEST(DataCollatorTest, CausalModeCanTellPaddingByTheAttentionMask) {
+  std::vector<Example> examples(2);
+  examples[0].input_ids = {7, kPad, 9};
+  examples[1].input_ids = {10};
+  DataCollatorOptions options;
+  options.mlm = false;
+  EXPECT_EQ(DataCollatorForLanguageModeling(bert_tokens(), options)(examples).labels, (Ids{7, -100, 9, 10, -100, -100}));
+  options.pad_labels_by_id = false;
+  const Batch batch = DataCollatorForLanguageModeling(bert_tokens(), options)(examples);
+  EXPECT_EQ(batch.input_ids, (Ids{7, kPad, 9, 10, kPad, kPad}));
+  EXPECT_EQ(batch.labels, (Ids{7, kPad, 9, 10, -100, -100}));
+}
+
 TEST(DataCollatorTest, UsesBertTokenizerIds) {
   const WordPieceTokenizer tokenizer(testing::bert_vocab());
   DataCollatorForLanguageModeling collator(tokenizer);

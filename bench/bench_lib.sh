@@ -1,0 +1,76 @@
+# Shell helpers of the benchmark scripts (bench/run_all.sh, bench/run_gpt2.sh):
+# running one benchmark into $LOG_DIR/NAME.log with a timeout, reading its RESULT
+# line, formatting cells, and the matmul peak measured several times (the best counts).
+# The sourcing script sets LOG_DIR, RUN_TIMEOUT, BENCH_PEAK and PEAK_MIN_TIME.
+
+COMMANDS=()
+LOADS=()  # the load average (1, 5, 15 min) as each run starts
+# run NAME CMD...: runs CMD with a timeout, output to $LOG_DIR/NAME.log (and a one-line progress note).
+run() {
+  local name=$1; shift
+  COMMANDS+=("$*")
+  local start=$SECONDS
+  LOADS+=("$name: $(cut -d' ' -f1-3 /proc/loadavg)")
+  echo "== $name: $*" >&2
+  timeout --signal=KILL "$RUN_TIMEOUT" "$@" >"$LOG_DIR/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 137 ]; then echo "TIMEOUT after ${RUN_TIMEOUT}s" >>"$LOG_DIR/$name.log"; fi
+  if [ $rc -ne 0 ]; then echo "   $name failed (rc $rc), see $LOG_DIR/$name.log" >&2; fi
+  echo "   $((SECONDS - start)) s: $(grep '^RESULT' "$LOG_DIR/$name.log" | tail -1 | cut -c1-160)" >&2
+}
+
+# field NAME KEY [MATCH]: KEY's value on the last RESULT line of run NAME (containing MATCH);
+# "timeout" / "failed" / "n/a" when there is none.
+field() {
+  local log=$LOG_DIR/$1.log
+  local v
+  v=$(grep '^RESULT' "$log" 2>/dev/null | grep -- "${3:-}" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p")
+  if [ -n "$v" ]; then echo "$v"
+  elif grep -q '^TIMEOUT' "$log" 2>/dev/null; then echo "timeout"
+  elif [ -e "$log" ]; then echo "failed"
+  else echo "n/a"; fi
+}
+
+is_num() { [[ $1 =~ ^[0-9.eE+-]+$ ]]; }
+# fmt X DIGITS: X with DIGITS decimals, or X unchanged when not a number.
+fmt() { if is_num "$1"; then printf "%.${2}f" "$1"; else printf "%s" "$1"; fi; }
+# ratio A B: A/B with 2 decimals, n/a when either is not a number.
+ratio() { if is_num "$1" && is_num "$2"; then awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; else printf "n/a"; fi; }
+# mfu GFLOPS PEAK: percent with 1 decimal.
+mfu() { if is_num "$1" && is_num "$2"; then awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f%%", 100*a/b}'; else printf "n/a"; fi; }
+mib() { if is_num "$1"; then awk -v k="$1" 'BEGIN{printf "%.0f", k/1024}'; else printf "%s" "$1"; fi; }
+
+# ---- matmul peak: measured before each model's runs and after the last; the best counts
+# (contention only slows a matmul down, and the load of a shared machine comes and goes) ----
+PEAK_RUNS=()
+measure_peak() {
+  local name=matmul_peak_$((${#PEAK_RUNS[@]} + 1))
+  PEAK_RUNS+=("$name")
+  run "$name" "$BENCH_PEAK" --min_time "$PEAK_MIN_TIME"
+}
+
+# best KEY MATCH: the largest numeric KEY over every matmul peak run (RESULT lines containing MATCH); n/a if none.
+best() {
+  local v out=n/a
+  for r in "${PEAK_RUNS[@]}"; do
+    v=$(field "$r" "$1" "$2")
+    if is_num "$v"; then
+      if [ "$out" = n/a ]; then out=$v; else out=$(awk -v a="$out" -v b="$v" 'BEGIN{print (b > a ? b : a)}'); fi
+    fi
+  done
+  echo "$out"
+}
+# all KEY MATCH: KEY of every matmul peak run, " / "-separated.
+all() { local r first=1; for r in "${PEAK_RUNS[@]}"; do [ $first = 1 ] || printf " / "; first=0; printf "%s" "$(field "$r" "$1" "$2")"; done; }
+
+# print_peak_table: one markdown row per matmul shape and dtype, the best of every peak run.
+print_peak_table() {
+  echo "| dtype | shape | GFLOP/s, best of all | best repeat of each measurement | kernel |"
+  echo "|---|---|---:|---:|---|"
+  grep '^RESULT bench=matmul_peak' "$LOG_DIR/${PEAK_RUNS[0]}.log" 2>/dev/null | grep ' m=' | while read -r line; do
+    get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+    key="dtype=$(get dtype) m=$(get m) k=$(get k) n=$(get n) "
+    echo "| $(get dtype) | $(get m)x$(get k)x$(get n) | $(best gflops_best "$key") | $(all gflops_best "$key") | $(get impl) |"
+  done
+  echo
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# GPT-2 124M training step, lazytrain against PyTorch 1.13 in one run (bench/README.md):
+# batch 4 x sequence 64 (the plain-C GPT-2 trainer's default) and 4 x 1024, f32 and bf16
+# (autocast), tokens/s, MFU against the oneDNN matmul peak measured in the same run, and
+# peak RSS. PyTorch runs at each thread count of TORCH_THREADS and its best counts (the
+# table names it and shows the others). Prints one markdown table.
+#
+#   bash bench/run_gpt2.sh
+#
+# Environment (defaults in brackets):
+#   BUILD_DIR     [build]   CMake build directory (configured with Ninja if absent)
+#   SEQS          ["64 1024"]   sequence lengths (batch 4 each)
+#   STEPS_64 ["2 5"]  STEPS_1024 ["1 2"]  STEPS_OTHER ["1 2"]   "warm-up timed" steps per sequence length
+#   THREADS       [2]       lazytrain's threads (OMP_NUM_THREADS), and the cores every run is pinned to (taskset)
+#   TORCH_THREADS ["1 2"]   PyTorch thread counts tried (torch.set_num_threads, OPENBLAS_NUM_THREADS)
+#   CONFIG        [../shared/data/gpt2/config.json]
+#   RUN_TIMEOUT   [1200]    seconds before one run is killed (its cells read "timeout")
+#   PEAK_MIN_TIME [1]       seconds per matmul shape in bench_matmul_peak
+#   LOG_DIR       [a new /tmp/lazytrain-gpt2-bench.XXXXXX]   every run's full output
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+SEQS=${SEQS:-"64 1024"}
+THREADS=${THREADS:-2}
+TORCH_THREADS=${TORCH_THREADS:-"1 2"}
+CONFIG=${CONFIG:-../shared/data/gpt2/config.json}
+RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
+PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
+LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-gpt2-bench.XXXXXX)}
+mkdir -p "$LOG_DIR"
+PYTHON=/usr/bin/python3
+export OMP_NUM_THREADS=$THREADS
+unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
+[ -r "$CONFIG" ] || { echo "run_gpt2.sh: no GPT-2 config at '$CONFIG' (set CONFIG)" >&2; exit 2; }
+
+steps_for() {
+  case $1 in
+    64) echo "${STEPS_64:-2 5}" ;;
+    1024) echo "${STEPS_1024:-1 2}" ;;
+    *) echo "${STEPS_OTHER:-1 2}" ;;
+  esac
+}
+
+# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, print_peak_table
+source bench/bench_lib.sh
+
+# Every run on the same cores: the first $THREADS of this machine.
+PIN=()
+if command -v taskset >/dev/null; then PIN=(taskset -c "0-$((THREADS - 1))"); fi
+
+START_UPTIME=$(uptime)
+echo "run_gpt2.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
+if [ ! -e "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYTRAIN_WERROR=ON >&2 || exit 1
+fi
+cmake --build "$BUILD_DIR" --target bench_gpt2_train bench_matmul_peak >&2 || { echo "run_gpt2.sh: build failed" >&2; exit 1; }
+BENCH_TRAIN=$BUILD_DIR/bench/bench_gpt2_train
+BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
+
+# PyTorch f32 through OpenBLAS with its AVX-512 kernels (the system libblas.so.3 is the netlib reference here).
+torch_cmd() {  # torch_cmd THREADS: the PyTorch command line prefix
+  echo env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
+    --threads "$1" --config "$CONFIG"
+}
+
+for seq in $SEQS; do
+  read -r warm timed <<<"$(steps_for "$seq")"
+  measure_peak
+  for dtype in f32 bf16; do
+    flag=(); [ "$dtype" = bf16 ] && flag=(--bf16)
+    run "lt_${seq}_${dtype}" "${PIN[@]}" "$BENCH_TRAIN" --config "$CONFIG" --seq_len "$seq" --warmup "$warm" --steps "$timed" "${flag[@]}"
+    for t in $TORCH_THREADS; do
+      # shellcheck disable=SC2046
+      run "pt_${seq}_${dtype}_t${t}" "${PIN[@]}" $(torch_cmd "$t") --dtype "$dtype" --seq_len "$seq" --warmup "$warm" --steps "$timed"
+    done
+  done
+done
+measure_peak
+PEAK_F32=$(best peak_gflops "dtype=f32 peak")
+PEAK_BF16=$(best peak_gflops "dtype=bf16 peak")
+
+# best_torch SEQ DTYPE: the run name of PyTorch's fastest thread count (best step).
+best_torch() {
+  local name best_name="" best_v=0 v
+  for t in $TORCH_THREADS; do
+    name="pt_$1_$2_t$t"
+    v=$(field "$name" tokens_per_s_best)
+    if is_num "$v" && awk -v a="$v" -v b="$best_v" 'BEGIN{exit !(a > b)}'; then best_v=$v; best_name=$name; fi
+  done
+  echo "${best_name:-pt_$1_$2_t${TORCH_THREADS%% *}}"
+}
+
+echo
+echo "### lazytrain vs PyTorch 1.13: GPT-2 124M training step (forward, backward, clip 1.0, AdamW), batch 4"
+echo
+echo "| seq | dtype | lazytrain tok/s | PyTorch tok/s (best threads) | ratio | PyTorch, every thread count tried | MFU lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch | step s lazytrain / PyTorch |"
+echo "|---:|---|---:|---:|---:|---|---:|---:|---:|"
+for seq in $SEQS; do
+  read -r warm timed <<<"$(steps_for "$seq")"
+  for dtype in f32 bf16; do
+    lt="lt_${seq}_${dtype}"
+    pt=$(best_torch "$seq" "$dtype")
+    peak=$PEAK_F32; [ "$dtype" = bf16 ] && peak=$PEAK_BF16
+    tried=$(for t in $TORCH_THREADS; do printf "%s thr: %s; " "$t" "$(fmt "$(field "pt_${seq}_${dtype}_t$t" tokens_per_s_best)" 1)"; done)
+    printf "| %s (%s+%s steps) | %s | %s | %s (%s thr) | %s | %s | %s / %s | %s / %s | %s / %s |\n" \
+      "$seq" "$warm" "$timed" "$dtype" "$(fmt "$(field "$lt" tokens_per_s_best)" 1)" "$(fmt "$(field "$pt" tokens_per_s_best)" 1)" \
+      "$(field "$pt" threads)" "$(ratio "$(field "$lt" tokens_per_s_best)" "$(field "$pt" tokens_per_s_best)")" "$tried" \
+      "$(mfu "$(field "$lt" model_gflops_best)" "$peak")" "$(mfu "$(field "$pt" model_gflops_best)" "$peak")" \
+      "$(mib "$(field "$lt" vmhwm_kb)")" "$(mib "$(field "$pt" vmhwm_kb)")" \
+      "$(fmt "$(field "$lt" step_median_s)" 2)" "$(fmt "$(field "$pt" step_median_s)" 2)"
+  done
+done
+echo
+echo "tok/s: best timed step (contention only slows a step down); ratio = lazytrain / PyTorch's best thread count."
+echo "MFU = model matmul FLOPs/s of the best step (3 x forward matmul FLOPs per token, attention's full S x S"
+echo "included) / the oneDNN matmul peak of the dtype below. step s: median timed step. lazytrain: $THREADS threads."
+echo "PyTorch BLAS for f32: $(field "$(best_torch "${SEQS%% *}" f32)" blas); every run pinned with: ${PIN[*]:-(no taskset)}"
+echo
+echo "oneDNN matmul peak ($THREADS threads; M x K x N), measured ${#PEAK_RUNS[@]} times:"
+echo
+print_peak_table
+echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
+echo
+echo "command: BUILD_DIR=$BUILD_DIR SEQS=\"$SEQS\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" bash bench/run_gpt2.sh"
+echo "runs:"
+for c in "${COMMANDS[@]}"; do echo "    $c"; done
+echo "load average (1, 5, 15 min) as each run started:"
+for l in "${LOADS[@]}"; do echo "    $l"; done
+echo "start: $START_UPTIME"
+echo "end:   $(uptime)"
+echo "wall time: $SECONDS s; logs: $LOG_DIR"
