@@ -180,6 +180,7 @@ OPS = {
     "abs": lambda i, a: torch.abs(i[0]),
     "relu": lambda i, a: torch.relu(i[0]),
     "gelu": lambda i, a: F.gelu(i[0], approximate="none"),
+    "gelu_tanh": lambda i, a: F.gelu(i[0], approximate="tanh"),
     # comparisons and logic
     "eq": lambda i, a: torch.eq(i[0], i[1]),
     "ne": lambda i, a: torch.ne(i[0], i[1]),
@@ -335,6 +336,8 @@ case("abs_i64", "abs", [ints(-9, 9, 6)])
 case("relu", "relu", [with_zeros(4, 5)])
 case("gelu", "gelu", [randn(4, 5, scale=2.0)])
 case("gelu_wide_range", "gelu", [uniform(-8, 8, 64)])
+case("gelu_tanh", "gelu_tanh", [randn(4, 5, scale=2.0)])
+case("gelu_tanh_wide_range", "gelu_tanh", [uniform(-8, 8, 64)])
 
 # comparisons (forward only; bool outputs)
 for op in ["eq", "ne", "lt", "le", "gt", "ge"]:

@@ -23,10 +23,7 @@ Conv1D::Conv1D(int64_t in_features, int64_t out_features, double init_std) {
 // As linear (autocast casts it as torch's addmm: bias included) over the transposed weight.
 Tensor Conv1D::forward(const Tensor& x) const { return linear(x, weight.t(), bias); }
 
-Tensor gelu_new(const Tensor& x) {
-  const double k = std::sqrt(2.0 / M_PI);
-  return x * 0.5 * (tanh((x + pow(x, 3.0) * 0.044715) * k) + 1.0);
-}
+Tensor gelu_new(const Tensor& x) { return gelu(x, "tanh"); }
 
 GPT2Attention::GPT2Attention(const GPT2Config& c)
     : heads(c.n_head), head_dim(c.n_embd / c.n_head), scale(c.scale_attn_weights) {

@@ -27,8 +27,8 @@ class Conv1D : public nn::Module {
   Tensor weight, bias;
 };
 
-// gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (HF's NewGELUActivation,
-// torch's gelu(approximate="tanh")), f32 in, f32 out.
+// gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (HF's NewGELUActivation),
+// which is torch's gelu(approximate="tanh"): one aten::gelu op, fused into one loop.
 Tensor gelu_new(const Tensor& x);
 
 // The keys and values of one attention layer kept between generation steps

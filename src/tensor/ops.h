@@ -87,8 +87,11 @@ Tensor tanh(const Tensor& x, Loc loc = Loc::current());
 Tensor erf(const Tensor& x, Loc loc = Loc::current());
 Tensor abs(const Tensor& x, Loc loc = Loc::current());
 Tensor relu(const Tensor& x, Loc loc = Loc::current());
-// GELU, exact erf form: x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch approximate='none').
-Tensor gelu(const Tensor& x, Loc loc = Loc::current());
+// torch.nn.functional.gelu. approximate "none": the exact erf form,
+// x * 0.5 * (1 + erf(x / sqrt(2))); "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// (Hendrycks & Gimpel 2016; GPT-2's gelu_new). One op each way, forward and backward,
+// so it fuses into one loop. Floating x; Error naming aten::gelu for another approximate.
+Tensor gelu(const Tensor& x, const std::string& approximate = "none", Loc loc = Loc::current());
 // Comparisons return bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());

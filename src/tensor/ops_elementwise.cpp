@@ -217,39 +217,81 @@ Tensor relu(const Tensor& x, Loc loc) {
 }
 
 namespace {
-// d/dx gelu(x) = 0.5 (1 + erf(x/√2)) + x · exp(-x²/2) / √(2π)
-Tensor gelu_backward(const Tensor& g, const Tensor& x) {
-  return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", std::string("none")}},
-                 +[](LoweringContext& c, const Node& n) {
-                   auto& b = c.builder();
-                   const Shape& s = n.shape();
-                   DType t = n.dtype();
-                   int grad = c.operand(n, 0), x = c.operand(n, 1);
-                   int cdf = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t),
-                                      b.binary(HloOpcode::kAdd, b.full(1.0, s, t),
-                                               b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)))));
-                   int pdf = b.binary(HloOpcode::kMultiply, b.full(1.0 / std::sqrt(2.0 * M_PI), s, t),
-                                      b.unary(HloOpcode::kExp, b.binary(HloOpcode::kMultiply, b.full(-0.5, s, t), b.binary(HloOpcode::kMultiply, x, x))));
-                   int d = b.binary(HloOpcode::kAdd, cdf, b.binary(HloOpcode::kMultiply, x, pdf));
-                   return b.binary(HloOpcode::kMultiply, grad, d);
-                 });
+// The tanh form's constants: sqrt(2/pi) and the cubic coefficient (PyTorch's kBeta, kKappa).
+const double kGeluTanhBeta = std::sqrt(2.0 / M_PI);
+constexpr double kGeluTanhKappa = 0.044715;
+
+// tanh(sqrt(2/pi) (x + 0.044715 x^3)), and x^2 for the backward.
+int gelu_tanh_inner(hlo::HloBuilder& b, int x, int x_squared, const Shape& s, DType t) {
+  int cube = b.binary(HloOpcode::kMultiply, x_squared, x);
+  int poly = b.binary(HloOpcode::kAdd, x, b.binary(HloOpcode::kMultiply, b.full(kGeluTanhKappa, s, t), cube));
+  return b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, b.full(kGeluTanhBeta, s, t), poly));
+}
+
+// none: d/dx = 0.5 (1 + erf(x/√2)) + x · exp(-x²/2) / √(2π)
+// tanh (PyTorch's GeluBackward): with u = tanh(β (x + κ x³)),
+//   d/dx = 0.5 (1 + u) + 0.5 x (1 - u²) β (1 + 3 κ x²)
+Tensor gelu_backward(const Tensor& g, const Tensor& x, const std::string& approximate) {
+  const bool tanh_form = approximate == "tanh";
+  auto lower_none = +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    const Shape& s = n.shape();
+    DType t = n.dtype();
+    int grad = c.operand(n, 0), x = c.operand(n, 1);
+    int cdf = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t),
+                       b.binary(HloOpcode::kAdd, b.full(1.0, s, t),
+                                b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)))));
+    int pdf = b.binary(HloOpcode::kMultiply, b.full(1.0 / std::sqrt(2.0 * M_PI), s, t),
+                       b.unary(HloOpcode::kExp, b.binary(HloOpcode::kMultiply, b.full(-0.5, s, t), b.binary(HloOpcode::kMultiply, x, x))));
+    int d = b.binary(HloOpcode::kAdd, cdf, b.binary(HloOpcode::kMultiply, x, pdf));
+    return b.binary(HloOpcode::kMultiply, grad, d);
+  };
+  auto lower_tanh = +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    const Shape& s = n.shape();
+    DType t = n.dtype();
+    int grad = c.operand(n, 0), x = c.operand(n, 1);
+    int x_squared = b.binary(HloOpcode::kMultiply, x, x);
+    int u = gelu_tanh_inner(b, x, x_squared, s, t);
+    int left = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u));
+    int one_minus_u2 = b.binary(HloOpcode::kSubtract, b.full(1.0, s, t), b.binary(HloOpcode::kMultiply, u, u));
+    int slope = b.binary(HloOpcode::kMultiply, b.full(kGeluTanhBeta, s, t),
+                         b.binary(HloOpcode::kAdd, b.full(1.0, s, t), b.binary(HloOpcode::kMultiply, b.full(3.0 * kGeluTanhKappa, s, t), x_squared)));
+    int right = b.binary(HloOpcode::kMultiply, b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), x),
+                         b.binary(HloOpcode::kMultiply, one_minus_u2, slope));
+    return b.binary(HloOpcode::kMultiply, grad, b.binary(HloOpcode::kAdd, left, right));
+  };
+  return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", approximate}}, tanh_form ? lower_tanh : lower_none);
 }
 }  // namespace
 
-Tensor gelu(const Tensor& x, Loc loc) {
+Tensor gelu(const Tensor& x, const std::string& approximate, Loc loc) {
   OpLocationScope at(loc);
   check(is_floating_point(x.dtype()), "aten::gelu", "expects a floating-point tensor, got " + torch_name(x.dtype()));
-  Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", std::string("none")}},
-                       +[](LoweringContext& c, const Node& n) {
-                         auto& b = c.builder();
-                         const Shape& s = n.shape();
-                         DType t = n.dtype();
-                         int x = c.operand(n, 0);
-                         int e = b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)));
-                         int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
-                         return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e));
-                       });
-  return record(out, "GeluBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{gelu_backward(g, x)}; });
+  check(approximate == "none" || approximate == "tanh", "aten::gelu",
+        "approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  auto lower_none = +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    const Shape& s = n.shape();
+    DType t = n.dtype();
+    int x = c.operand(n, 0);
+    int e = b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)));
+    int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
+    return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e));
+  };
+  auto lower_tanh = +[](LoweringContext& c, const Node& n) {
+    auto& b = c.builder();
+    const Shape& s = n.shape();
+    DType t = n.dtype();
+    int x = c.operand(n, 0);
+    int u = gelu_tanh_inner(b, x, b.binary(HloOpcode::kMultiply, x, x), s, t);
+    int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
+    return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u));
+  };
+  Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", approximate}}, approximate == "tanh" ? lower_tanh : lower_none);
+  return record(out, "GeluBackward0", {x}, [x = x.detach(), approximate](const Tensor& g) {
+    return std::vector<Tensor>{gelu_backward(g, x, approximate)};
+  });
 }
 
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc) {

@@ -167,6 +167,16 @@ TEST(OpsCoverage, EveryFunctionOfOpsHeaderHasAGoldenCase) {
   }
 }
 
+TEST(OpsErrors, GeluNamesTheApproximationsItKnows) {
+  try {
+    gelu(ones({2}), "erf");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::gelu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("approximate must be 'none' or 'tanh', got 'erf'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OpsCoverage, DeclarationParserNormalisesSignatures) {
   std::set<std::string> declared = testing::declared_functions(kOpsHeader);
   EXPECT_TRUE(declared.count("add(const Tensor&, const Tensor&, double, Loc)"));
