@@ -140,9 +140,12 @@ CausalLMOutput GPT2LMHeadModel::forward(const Tensor& input_ids, const Tensor& a
     check(labels.shape() == input_ids.shape(), "GPT2LMHeadModel",
           "labels " + shape_str(labels.shape()) + " differ from input_ids " + shape_str(input_ids.shape()));
     check(s >= 2, "GPT2LMHeadModel", "a loss needs at least 2 tokens a sequence (labels are shifted by one)");
-    Tensor shifted_logits = out.logits.slice(1, 0, s - 1).reshape({b * (s - 1), config_.vocab_size});
-    Tensor shifted_labels = labels.slice(1, 1, s).reshape({b * (s - 1)});
-    out.loss = cross_entropy(to_dtype(shifted_logits, DType::kFloat32), shifted_labels);
+    // HF takes logits[:, :-1] against labels[:, 1:]. The same mean comes from every
+    // position against the labels shifted left with -100 (ignored) in the last
+    // column, without copying [B, S-1, vocab] logits (823 MB for GPT-2 at 4 x 1024).
+    runtime::DeviceGuard on_labels_device(labels.device());
+    Tensor shifted_labels = cat({labels.slice(1, 1, s), full({b, 1}, -100.0, labels.dtype())}, 1).reshape({b * s});
+    out.loss = cross_entropy(to_dtype(out.logits.reshape({b * s, config_.vocab_size}), DType::kFloat32), shifted_labels);
   }
   return out;
 }
