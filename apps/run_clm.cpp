@@ -164,9 +164,9 @@ int run_clm(const RunClmOptions& options) {
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
       models::CausalLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
-      const int64_t s = b.input_ids.shape()[1];
-      // Next-token accuracy: the prediction at i against the token at i + 1 (run_clm.py's compute_metrics).
-      return train::ModelOutput(out.loss, out.logits.slice(1, 0, s - 1), b.labels.slice(1, 1, s));
+      // Next-token accuracy: the prediction at i against the token at i + 1 (run_clm.py's
+      // compute_metrics); the labels are shifted instead of the logits, whose copy is large.
+      return train::ModelOutput(out.loss, out.logits, models::shift_labels_left(b.labels));
     };
     data::DataCollatorOptions collator_options;
     collator_options.mlm = false;  // labels = input_ids, <|endoftext|> included (run_clm.py's default_data_collator)

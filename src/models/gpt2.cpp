@@ -118,6 +118,13 @@ Tensor GPT2Model::forward(const Tensor& input_ids, const Tensor& attention_mask)
   return ln_f->forward(x);
 }
 
+Tensor shift_labels_left(const Tensor& labels) {
+  check(labels.dim() == 2, "shift_labels_left", "labels must be [batch, sequence], got " + shape_str(labels.shape()));
+  const int64_t b = labels.shape()[0], s = labels.shape()[1];
+  runtime::DeviceGuard on_labels_device(labels.device());
+  return cat({labels.slice(1, 1, s), full({b, 1}, -100.0, labels.dtype())}, 1);
+}
+
 GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config config) : config_(std::move(config)) {
   config_.validate("GPT2LMHeadModel's config");
   transformer = register_module("transformer", std::make_shared<GPT2Model>(config_));
@@ -141,11 +148,10 @@ CausalLMOutput GPT2LMHeadModel::forward(const Tensor& input_ids, const Tensor& a
           "labels " + shape_str(labels.shape()) + " differ from input_ids " + shape_str(input_ids.shape()));
     check(s >= 2, "GPT2LMHeadModel", "a loss needs at least 2 tokens a sequence (labels are shifted by one)");
     // HF takes logits[:, :-1] against labels[:, 1:]. The same mean comes from every
-    // position against the labels shifted left with -100 (ignored) in the last
-    // column, without copying [B, S-1, vocab] logits (823 MB for GPT-2 at 4 x 1024).
-    runtime::DeviceGuard on_labels_device(labels.device());
-    Tensor shifted_labels = cat({labels.slice(1, 1, s), full({b, 1}, -100.0, labels.dtype())}, 1).reshape({b * s});
-    out.loss = cross_entropy(to_dtype(out.logits.reshape({b * s, config_.vocab_size}), DType::kFloat32), shifted_labels);
+    // position against the labels shifted left, without copying [B, S-1, vocab]
+    // logits (823 MB for GPT-2 at 4 x 1024).
+    out.loss = cross_entropy(to_dtype(out.logits.reshape({b * s, config_.vocab_size}), DType::kFloat32),
+                             shift_labels_left(labels).reshape({b * s}));
   }
   return out;
 }

@@ -97,6 +97,11 @@ struct CausalLMOutput {
   Tensor logits;  // [B, S, vocab_size]
 };
 
+// labels int64 [B, S] -> [B, S]: column i holds labels[:, i + 1], the last
+// column -100 (ignored). The loss and next-token accuracy of position i are
+// taken against it, as Hugging Face's logits[:, :-1] against labels[:, 1:].
+Tensor shift_labels_left(const Tensor& labels);
+
 class GPT2LMHeadModel : public nn::Module {
  public:
   // Validates the config (Error naming the field).
