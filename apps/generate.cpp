@@ -2,6 +2,7 @@
 // text-generation pipeline over model.generate; src/models/generation.h),
 // printing each prompt with its continuation, or with --json the pipeline's
 // [{"generated_text": ...}] per prompt.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "backend/registry.h"
 #include "core/error.h"
 #include "data/auto_tokenizer.h"
+#include "data/unicode_text.h"
 #include "models/generation.h"
 #include "train/json_file.h"
 #include "train/model_io.h"
@@ -34,10 +36,11 @@ void add_generate_command(CLI::App& app, GenerateOptions& o) {
   c->add_option("--top_k", o.top_k, "Sample among the k most likely tokens (0: all)");
   c->add_option("--top_p", o.top_p, "Sample among the most likely tokens whose probability reaches top_p (nucleus; 1: all)");
   c->add_option("--num_return_sequences", o.num_return_sequences, "Sequences per prompt (needs --do_sample)");
-  c->add_option("--seed", o.seed, "Seed of the sampling generator");
-  c->add_flag("--json", o.json, "Print Hugging Face's pipeline output: a list of {\"generated_text\": ...} per prompt");
+  c->add_option("--seed", o.seed, "Seed of the sampling generator")->check(CLI::NonNegativeNumber);
+  CLI::Option* json = c->add_flag("--json", o.json, "Print Hugging Face's pipeline output: a list of {\"generated_text\": ...} per prompt");
   c->add_flag("--return_tensors", o.return_tensors,
-              "With --json: print {\"generated_token_ids\": [...]} (the prompt's and the new ids) instead of the text, as the pipeline's return_tensors=True");
+              "With --json: print {\"generated_token_ids\": [...]} (the prompt's and the new ids) instead of the text, as the pipeline's return_tensors=True")
+      ->needs(json);
   c->add_option("--backend", o.backend, "Compiler backend: cpu (generated kernels) or interpreter (reference)")
       ->check(CLI::IsMember(backend::backend_names()));
 }
@@ -63,7 +66,12 @@ int generate(const GenerateOptions& o) {
   g.num_return_sequences = o.num_return_sequences;
   g.seed = o.seed;
   std::vector<std::vector<int64_t>> prompt_ids;
-  for (const std::string& prompt : o.prompts) prompt_ids.push_back(tokenizer->encode(prompt, /*add_special_tokens=*/true));
+  for (size_t i = 0; i < o.prompts.size(); ++i) {
+    if (const size_t at = data::unicode::find_invalid_utf8(o.prompts[i]); at != data::unicode::kValidUtf8) {
+      throw Error("[generate] --prompt " + std::to_string(i + 1) + " is not valid UTF-8 (byte " + std::to_string(at) + "); prompts are text");
+    }
+    prompt_ids.push_back(tokenizer->encode(o.prompts[i], /*add_special_tokens=*/true));
+  }
 
   models::GPT2LMHeadModel model(config);
   const std::string weights = o.model + "/model.safetensors";
@@ -78,11 +86,15 @@ int generate(const GenerateOptions& o) {
   size_t tokens = 0;
   for (size_t r = 0; r < out.sequences.size(); ++r) {
     const size_t prompt = r / static_cast<size_t>(g.num_return_sequences);
-    texts[prompt].push_back(o.prompts[prompt] + tokenizer->decode(out.sequences[r], /*skip_special_tokens=*/true));
+    // Byte-level tokens may end inside a character: decoded as Python's errors="replace" (HF's GPT2Tokenizer).
+    texts[prompt].push_back(o.prompts[prompt] +
+                            data::unicode::replace_invalid_utf8(tokenizer->decode(out.sequences[r], /*skip_special_tokens=*/true)));
     std::vector<int64_t> all = prompt_ids[prompt];
     all.insert(all.end(), out.sequences[r].begin(), out.sequences[r].end());
     id_lists[prompt].push_back(nlohmann::json(all).dump());
-    tokens += out.sequences[r].size();
+    // New tokens up to the sequence's eos; in a batch, ended rows are padded (HF's pad_token_id = eos).
+    const auto eos = std::find(out.sequences[r].begin(), out.sequences[r].end(), config.eos_token_id);
+    tokens += static_cast<size_t>(eos - out.sequences[r].begin()) + (eos == out.sequences[r].end() ? 0 : 1);
   }
   if (o.json) {
     std::string json = "[";

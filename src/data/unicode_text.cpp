@@ -89,6 +89,52 @@ std::size_t find_invalid_utf8(std::string_view text) {
   return kValidUtf8;
 }
 
+namespace {
+// How many bytes of a sequence starting at text[pos] are a valid prefix (Unicode
+// Table 3-7: the second byte's range depends on the lead), at least 1.
+std::size_t valid_prefix_length(std::string_view text, std::size_t pos) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(pos);
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 1;
+  }
+  std::size_t n = 1;
+  for (; n < length && pos + n < text.size(); ++n) {
+    const unsigned char b = byte(pos + n);
+    if (b < (n == 1 ? low : 0x80) || b > (n == 1 ? high : 0xBF)) break;
+  }
+  return n;
+}
+}  // namespace
+
+std::string replace_invalid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  char32_t cp;
+  for (std::size_t pos = 0; pos < text.size();) {
+    if (const std::size_t len = decode_one(text, pos, cp); len > 0) {
+      out.append(text.substr(pos, len));
+      pos += len;
+    } else {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      pos += valid_prefix_length(text, pos);
+    }
+  }
+  return out;
+}
+
 std::u32string decode_utf8(std::string_view text, std::string_view op) {
   std::u32string out;
   out.reserve(text.size());

@@ -19,6 +19,13 @@ inline constexpr std::size_t kValidUtf8 = static_cast<std::size_t>(-1);
 // invalid, as in Python's strict 'utf-8' codec), or kValidUtf8.
 std::size_t find_invalid_utf8(std::string_view text);
 
+// The text with each invalid part replaced by U+FFFD, as Python's
+// bytes.decode("utf-8", errors="replace") does: every maximal prefix of a
+// valid sequence that breaks off (a multi-byte character cut in two by
+// byte-level BPE tokens, say) becomes one U+FFFD, and so does every byte that
+// starts nothing. Valid text comes back unchanged.
+std::string replace_invalid_utf8(std::string_view text);
+
 // Decodes UTF-8 into code points. Throws lazytrain::Error
 // "[<op>] invalid UTF-8 at byte offset N: expected UTF-8 text" when the text is
 // not valid UTF-8; `op` names the caller in that message.

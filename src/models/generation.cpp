@@ -71,8 +71,21 @@ std::vector<double> sampling_probabilities(const std::vector<float>& logits, con
   const auto v = static_cast<int64_t>(logits.size());
   std::vector<double> scores(logits.begin(), logits.end());
   const double minus_inf = -std::numeric_limits<double>::infinity();
+  for (double s : scores) {
+    if (std::isnan(s) || s == std::numeric_limits<double>::infinity()) {
+      throw Error(std::string(kOp) + "the logits hold inf or NaN (" + std::to_string(s) + "); the model's output is not a distribution");
+    }
+  }
   if (g.temperature != 1.0) {
-    for (double& s : scores) s = static_cast<double>(static_cast<float>(s / g.temperature));  // f32, as the logits
+    // In double: logits / 1e-40 overflow f32 (HF's multinomial then raises on inf and NaN);
+    // here they stay finite down to temperatures of about 1e-300 and sample as greedy would.
+    for (double& s : scores) s /= g.temperature;
+    for (double s : scores) {
+      if (s == std::numeric_limits<double>::infinity()) {
+        throw Error(std::string(kOp) + "temperature " + std::to_string(g.temperature) + " makes the scores overflow (" + std::to_string(s) +
+                    "); use a larger temperature, or greedy search (no do_sample)");
+      }
+    }
   }
   if (g.top_k > 0 && g.top_k < v) {  // TopKLogitsWarper: below the k-th largest goes
     std::vector<double> sorted = scores;

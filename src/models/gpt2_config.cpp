@@ -68,6 +68,7 @@ void GPT2Config::validate(const std::string& source) const {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw Error("[GPT2Config] " + source + ": " + what);
   };
+  require(model_type == "gpt2", "model_type is '" + model_type + "', expected 'gpt2' (a GPT-2 config.json)");
   const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", vocab_size}, {"n_positions", n_positions}, {"n_embd", n_embd},
                                                    {"n_layer", n_layer}, {"n_head", n_head}};
   for (const auto& [name, value] : sizes) {

@@ -39,7 +39,7 @@ struct GPT2Config {
   // "n_embd=128,n_layer=2" (PretrainedConfig.update_from_string); Error for an
   // unknown key or a value of the wrong type.
   void update_from_string(const std::string& overrides);
-  // Positive sizes (at most 2^24), n_embd divisible by n_head, activation
+  // model_type "gpt2", positive sizes (at most 2^24), n_embd divisible by n_head, activation
   // gelu_new (or its other names gelu_pytorch_tanh), dropouts in [0, 1);
   // throws Error naming the field otherwise.
   void validate(const std::string& source) const;

@@ -53,6 +53,11 @@ assert len(texts) == 3 and all(t.startswith("The game") for t in texts) and len(
 PY
 check sampling_repeats_with_its_seed $?
 
+# A tiny temperature samples as greedy search chooses (no overflow to NaN).
+"$bin" generate --model "$work/model" --prompt "The game" --max_new_tokens 200 --do_sample --temperature 1e-40 > "$work/cold.txt" 2> "$work/stderr" &&
+  cmp -s "$work/greedy.txt" "$work/cold.txt"
+check tiny_temperature_is_greedy $?
+
 # The Hub's gpt2 layout: GPT2Model names and the causal-mask buffers.
 mkdir -p "$work/hub" && cp "$work/model/config.json" "$work/model/vocab.json" "$work/model/merges.txt" "$work/hub/" &&
   "$python" - "$work/model/model.safetensors" "$work/hub/model.safetensors" <<'PY'
@@ -96,6 +101,10 @@ one_error too_long "more than the model's n_positions 256" --model "$work/model"
 one_error no_model_dir "--model '$work/none' does not exist" --model "$work/none" --prompt "a"
 one_error no_weights "holds no model.safetensors" --model "$data/gpt2" --prompt "a"
 one_error empty_prompt "prompt 1 is empty" --model "$work/model" --prompt ""
+one_error return_tensors_needs_json "--return_tensors requires --json" --model "$work/model" --prompt "a" --return_tensors
+one_error prompt_not_utf8 "--prompt 1 is not valid UTF-8" --model "$work/model" --prompt "$(printf 'a\xff')"
+mkdir -p "$work/bert_config" && cp -r "$work/model/." "$work/bert_config/" && cp "$data/bert-base-uncased/config.json" "$work/bert_config/"
+one_error bert_config "model_type is 'bert', expected 'gpt2'" --model "$work/bert_config" --prompt "a"
 one_error bad_top_p "top_p must be a float between 0 and 1, got 2" --model "$work/model" --prompt "a" --do_sample --top_p 2
 
 echo "generate_cli: $passed passed, $failed failed"

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "../support/golden.h"
@@ -176,6 +178,19 @@ TEST(SamplingProbabilities, WarpersAsHuggingFaces) {
   p = sampling_probabilities(logits, g);
   EXPECT_NEAR(p[1] / p[2], std::exp(0.5), 1e-6);
   EXPECT_EQ(greedy_token(logits), 1);  // the first maximum, as torch.argmax
+
+  // A tiny temperature samples as greedy (the scores stay finite in double) ...
+  g.temperature = 1e-40;
+  p = sampling_probabilities(logits, g);
+  EXPECT_DOUBLE_EQ(p[1] + p[3], 1.0);  // the two maxima
+  // ... one that overflows even double is an error, as are inf or NaN logits.
+  g.temperature = 1e-320;
+  EXPECT_THROW(sampling_probabilities(logits, g), Error);
+  g.temperature = 1.0;
+  EXPECT_THROW(sampling_probabilities({1.0f, std::nanf("")}, g), Error);
+  EXPECT_THROW(sampling_probabilities({1.0f, INFINITY}, g), Error);
+  const std::vector<double> masked = sampling_probabilities({-INFINITY, 0.0f}, g);  // -inf is a masked token
+  EXPECT_EQ(masked, (std::vector<double>{0.0, 1.0}));
 }
 
 }  // namespace
