@@ -420,6 +420,8 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& p
   finish_step(*std::exchange(pending, std::nullopt), bar);
   if (evaluate_now) {
     std::map<std::string, double> metrics = evaluate();
+    // As Hugging Face's ProgressCallback prints each log during training: the evaluation's line.
+    if (is_master()) bar.message(dump_json(state_.log_history.back()));
     if (save_now) update_best(metrics);
   }
   if (save_now) save_checkpoint(opt);

@@ -53,6 +53,10 @@ evals = [e for e in h if 'eval_loss' in e]
 # Steps 4, 8, 12 during training, and run_mlm's final evaluate() at 12 again (as Hugging Face logs it).
 sys.exit(not (len(train) == 6 and all('grad_norm' in e and 'learning_rate' in e for e in train) and [e['step'] for e in evals] == [4, 8, 12, 12]))"
 
+# Each evaluation during training prints its log line, as Hugging Face's ProgressCallback does
+# (the final evaluate() after training prints none: it goes to eval_results.json).
+check eval_lines_printed_during_training test "$(grep -c '"eval_loss"' "$work/stderr")" -eq 3
+
 # TensorBoard scalars, through protobuf with the published schema.
 "$python" "$(dirname "$0")/tensorboard_scalars.py" "$proto" "$work/a/runs" "$protoc" > "$work/scalars.json" 2> "$work/tb.err"
 check tensorboard_parsed test $? -eq 0
