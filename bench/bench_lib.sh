@@ -74,3 +74,15 @@ print_peak_table() {
   done
   echo
 }
+
+# print_run_footer TITLE: every command run, the load average as each started, start/end and wall time.
+# Needs START_UPTIME from the sourcing script.
+print_run_footer() {
+  echo "$1"
+  for c in "${COMMANDS[@]}"; do echo "    $c"; done
+  echo "load average (1, 5, 15 min) as each run started:"
+  for l in "${LOADS[@]}"; do echo "    $l"; done
+  echo "start: $START_UPTIME"
+  echo "end:   $(uptime)"
+  echo "wall time: $SECONDS s; logs: $LOG_DIR"
+}

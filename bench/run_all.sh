@@ -131,10 +131,4 @@ echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
 echo
 echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" BACKENDS=\"$BACKENDS\" STEPS_TINY=\"$(steps_for bert-tiny)\"" \
      "STEPS_MINI=\"$(steps_for bert-mini)\" STEPS_BASE=\"$(steps_for bert-base)\" THREADS=$THREADS bash bench/run_all.sh"
-echo "runs (OMP_NUM_THREADS=$THREADS):"
-for c in "${COMMANDS[@]}"; do echo "    $c"; done
-echo "load average (1, 5, 15 min) as each run started:"
-for l in "${LOADS[@]}"; do echo "    $l"; done
-echo "start: $START_UPTIME"
-echo "end:   $(uptime)"
-echo "wall time: $SECONDS s; logs: $LOG_DIR"
+print_run_footer "runs (OMP_NUM_THREADS=$THREADS):"

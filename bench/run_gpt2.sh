@@ -92,7 +92,7 @@ best_torch() {
 }
 
 echo
-echo "### lazytrain vs PyTorch 1.13: GPT-2 124M training step (forward, backward, clip 1.0, AdamW), batch 4"
+echo "### lazytrain vs PyTorch 1.13: GPT-2 training step (forward, backward, clip 1.0, AdamW), batch 4, config $CONFIG"
 echo
 echo "| seq | dtype | lazytrain tok/s | PyTorch tok/s (best threads) | ratio | PyTorch, every thread count tried | MFU lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch | step s lazytrain / PyTorch |"
 echo "|---:|---|---:|---:|---:|---|---:|---:|---:|"
@@ -123,10 +123,4 @@ print_peak_table
 echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
 echo
 echo "command: BUILD_DIR=$BUILD_DIR SEQS=\"$SEQS\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" bash bench/run_gpt2.sh"
-echo "runs:"
-for c in "${COMMANDS[@]}"; do echo "    $c"; done
-echo "load average (1, 5, 15 min) as each run started:"
-for l in "${LOADS[@]}"; do echo "    $l"; done
-echo "start: $START_UPTIME"
-echo "end:   $(uptime)"
-echo "wall time: $SECONDS s; logs: $LOG_DIR"
+print_run_footer "runs:"

@@ -61,6 +61,43 @@ def loaded_blas():
     return "other"
 
 
+def time_training_steps(step, warmup, steps, tokens_per_step, flops_per_token, result_prefix):
+    """Runs `warmup` then `steps` timed calls of step(i) (each returns the loss) and prints the
+    summary and the line "RESULT <result_prefix> steps=... tokens_per_s=... vmhwm_kb=... loss=..."
+    that bench/run_*.sh parse (the same keys as lazytrain's bench_support.h)."""
+    t0 = time.perf_counter()
+    for i in range(warmup):
+        loss = step(i)
+    warm = time.perf_counter() - t0
+
+    def cpu_seconds():  # user + system CPU time of the whole process (every thread)
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    times = []
+    cpu_start = cpu_seconds()
+    start = time.perf_counter()
+    for i in range(steps):
+        t = time.perf_counter()
+        loss = step(warmup + i)
+        times.append(time.perf_counter() - t)
+    total = time.perf_counter() - start
+    cpu_per_step = (cpu_seconds() - cpu_start) / steps
+    tok_s = tokens_per_step * steps / total
+    tok_s_best = tokens_per_step / min(times)  # contention only slows steps down
+    median = statistics.median(times)
+    hwm = proc_status_kb("VmHWM")
+    blas = loaded_blas()
+    gflops, gflops_best = tok_s * flops_per_token * 1e-9, tok_s_best * flops_per_token * 1e-9
+    print(f"warm-up {warm:.3f} s; timed: {steps} steps in {total:.3f} s: {tok_s:.1f} tokens/s (best step {tok_s_best:.1f}), "
+          f"step median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), loss {loss:.4f}, "
+          f"model {gflops:.2f} GFLOP/s, CPU {cpu_per_step:.3f} s/step, peak RSS {hwm / 1024:.1f} MiB, BLAS {blas}")
+    print(f"RESULT {result_prefix} steps={steps} tokens_per_s={tok_s:.2f} tokens_per_s_best={tok_s_best:.2f} "
+          f"step_median_s={median:.4f} flops_per_token={flops_per_token} model_gflops={gflops:.3f} "
+          f"model_gflops_best={gflops_best:.3f} cpu_s_per_step={cpu_per_step:.4f} vmhwm_kb={hwm} blas={blas} "
+          f"threads={torch.get_num_threads()} loss={loss:.4f}")
+
+
 def random_batch(gen, batch, seq, vocab):
     low = 1000 if vocab > 2000 else 0
     ids = torch.randint(low, vocab, (batch, seq), generator=gen)
@@ -123,36 +160,8 @@ def main():
         opt.zero_grad()
         return loss.item()
 
-    t0 = time.perf_counter()
-    for i in range(a.warmup):
-        loss = step(i)
-    warm = time.perf_counter() - t0
-    def cpu_seconds():  # user + system CPU time of the whole process (every thread)
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
-
-    times = []
-    cpu_start = cpu_seconds()
-    start = time.perf_counter()
-    for i in range(a.steps):
-        t = time.perf_counter()
-        loss = step(a.warmup + i)
-        times.append(time.perf_counter() - t)
-    total = time.perf_counter() - start
-    cpu_per_step = (cpu_seconds() - cpu_start) / a.steps
-    tok_s = batch * a.seq_len * a.steps / total
-    tok_s_best = batch * a.seq_len / min(times)  # contention only slows steps down
-    hwm = proc_status_kb("VmHWM")
-    blas = loaded_blas()
-    print(f"warm-up {warm:.3f} s; timed: {a.steps} steps in {total:.3f} s: {tok_s:.1f} tokens/s (best step "
-          f"{tok_s_best:.1f}), step median "
-          f"{statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f}), loss {loss:.4f}, "
-          f"model {tok_s * flops * 1e-9:.2f} GFLOP/s, CPU {cpu_per_step:.3f} s/step, peak RSS {hwm / 1024:.1f} MiB, BLAS {blas}")
-    print(f"RESULT bench=torch_bert_train model={a.model} dtype={a.dtype} batch={batch} seq={a.seq_len} steps={a.steps} "
-          f"tokens_per_s={tok_s:.2f} tokens_per_s_best={tok_s_best:.2f} step_median_s={statistics.median(times):.4f} flops_per_token={flops} "
-          f"model_gflops={tok_s * flops * 1e-9:.3f} model_gflops_best={tok_s_best * flops * 1e-9:.3f} cpu_s_per_step={cpu_per_step:.4f} vmhwm_kb={hwm} blas={blas} threads={torch.get_num_threads()} "
-          f"loss={loss:.4f}")
-
+    time_training_steps(step, a.warmup, a.steps, batch * a.seq_len, flops,
+                        f"bench=torch_bert_train model={a.model} dtype={a.dtype} batch={batch} seq={a.seq_len}")
 
 if __name__ == "__main__":
     main()

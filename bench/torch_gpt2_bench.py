@@ -18,10 +18,7 @@ Prints a human summary, then one line:
 import argparse
 import json
 import os
-import resource
-import statistics
 import sys
-import time
 
 import torch
 
@@ -29,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "torch_reference"))
 sys.path.insert(0, HERE)
 from gpt2 import GPT2LMHeadModel  # noqa: E402
-from torch_bert_bench import loaded_blas, proc_status_kb  # noqa: E402
+from torch_bert_bench import time_training_steps  # noqa: E402
 
 
 def train_flops_per_token(c, seq):
@@ -82,37 +79,8 @@ def main():
         opt.zero_grad()
         return loss.item()
 
-    t0 = time.perf_counter()
-    for i in range(a.warmup):
-        loss = step(i)
-    warm = time.perf_counter() - t0
-
-    def cpu_seconds():
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
-
-    times = []
-    cpu_start = cpu_seconds()
-    start = time.perf_counter()
-    for i in range(a.steps):
-        t = time.perf_counter()
-        loss = step(a.warmup + i)
-        times.append(time.perf_counter() - t)
-    total = time.perf_counter() - start
-    cpu_per_step = (cpu_seconds() - cpu_start) / a.steps
-    tokens = a.batch_size * a.seq_len
-    tok_s = tokens * a.steps / total
-    tok_s_best = tokens / min(times)  # contention only slows steps down
-    hwm = proc_status_kb("VmHWM")
-    blas = loaded_blas()
-    print(f"warm-up {warm:.3f} s; timed: {a.steps} steps in {total:.3f} s: {tok_s:.1f} tokens/s (best step {tok_s_best:.1f}), "
-          f"step median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f}), loss {loss:.4f}, "
-          f"model {tok_s * flops * 1e-9:.2f} GFLOP/s, CPU {cpu_per_step:.3f} s/step, peak RSS {hwm / 1024:.1f} MiB, BLAS {blas}")
-    print(f"RESULT bench=torch_gpt2_train model=gpt2 dtype={a.dtype} batch={a.batch_size} seq={a.seq_len} steps={a.steps} "
-          f"tokens_per_s={tok_s:.2f} tokens_per_s_best={tok_s_best:.2f} step_median_s={statistics.median(times):.4f} "
-          f"flops_per_token={flops} model_gflops={tok_s * flops * 1e-9:.3f} model_gflops_best={tok_s_best * flops * 1e-9:.3f} "
-          f"cpu_s_per_step={cpu_per_step:.4f} vmhwm_kb={hwm} blas={blas} threads={torch.get_num_threads()} loss={loss:.4f}")
-
+    time_training_steps(step, a.warmup, a.steps, a.batch_size * a.seq_len, flops,
+                        f"bench=torch_gpt2_train model=gpt2 dtype={a.dtype} batch={a.batch_size} seq={a.seq_len}")
 
 if __name__ == "__main__":
     main()
