@@ -2,9 +2,59 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
+#include "backend/registry.h"
+#include "lazy/graph_executor.h"
+#include "optim/clip_grad.h"
+
 namespace lazytrain::bench {
+
+void usage_error(const std::string& program, const std::string& usage, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n%s", program.c_str(), message.c_str(), usage.c_str());
+  std::exit(2);
+}
+
+void parse_step_flags(int argc, char** argv, const std::string& program, const std::string& usage, StepFlags& f,
+                      const std::function<bool(const std::string& flag, const std::string& value)>& other) {
+  auto integer = [&](const std::string& flag, const std::string& value, int64_t min) {
+    if (const auto v = parse_int(value, min)) return *v;
+    usage_error(program, usage, flag + " expects an integer >= " + std::to_string(min) + ", got '" + value + "'");
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::printf("%s", usage.c_str());
+      std::exit(0);
+    }
+    if (flag == "--bf16") {
+      f.bf16 = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage_error(program, usage, "unknown flag or missing value: " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--config_overrides") f.config_overrides = value;
+    else if (flag == "--backend") f.backend = value;
+    else if (flag == "--batch_size") f.batch_size = integer(flag, value, 1);
+    else if (flag == "--seq_len") f.seq_len = integer(flag, value, 2);
+    else if (flag == "--warmup") f.warmup = static_cast<int>(integer(flag, value, 1));
+    else if (flag == "--steps") f.steps = static_cast<int>(integer(flag, value, 1));
+    else if (flag == "--seed") f.seed = static_cast<uint64_t>(integer(flag, value, 0));
+    else if (!other(flag, value)) usage_error(program, usage, "unknown flag: " + flag);
+  }
+  const std::vector<std::string> names = backend::backend_names();
+  if (std::find(names.begin(), names.end(), f.backend) == names.end()) usage_error(program, usage, "--backend: no backend named '" + f.backend + "'");
+}
+
+double finish_training_step(const Tensor& loss, const std::vector<Tensor>& params, optim::AdamW& optimizer) {
+  loss.backward();
+  optim::clip_grad_norm_(params, 1.0);
+  optimizer.step();
+  optimizer.zero_grad();
+  lazy::mark_step();
+  return loss.item();
+}
 
 void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step) {
   // Warm-up: the first step compiles the training graph.

@@ -9,10 +9,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <sys/resource.h>
 
+#include "optim/adamw.h"
 #include "runtime/metrics.h"
+#include "tensor/tensor.h"
 
 namespace lazytrain::bench {
 
@@ -55,6 +58,27 @@ inline std::optional<int64_t> parse_int(const std::string& value, int64_t min) {
   return std::nullopt;
 }
 
+// The flags both training benchmarks take; each sets its own defaults first.
+struct StepFlags {
+  std::string config_overrides;
+  std::string backend = "cpu";
+  int64_t batch_size = 0;
+  int64_t seq_len = 0;
+  int warmup = 1;
+  int steps = 1;
+  bool bf16 = false;
+  uint64_t seed = 42;
+};
+
+// Parses argv into `flags`; a flag it does not know goes to `other(flag, value)`,
+// which returns false for an unknown one. --help prints `usage` and exits 0; a
+// bad flag or value prints "<program>: <why>" and `usage` and exits 2 (as does
+// an unknown --backend).
+void parse_step_flags(int argc, char** argv, const std::string& program, const std::string& usage, StepFlags& flags,
+                      const std::function<bool(const std::string& flag, const std::string& value)>& other);
+// Prints "<program>: <message>" and the usage, exits 2.
+[[noreturn]] void usage_error(const std::string& program, const std::string& usage, const std::string& message);
+
 // A training benchmark's timing: `warmup` steps (the first compiles), then
 // `steps` timed ones, each returning the loss it read.
 struct TrainingRun {
@@ -63,6 +87,10 @@ struct TrainingRun {
   double flops_per_token = 0;  // training matmul FLOPs, for model GFLOP/s
   int warmup = 1, steps = 1;
 };
+
+// The Trainer's step after the forward: loss.backward(), clip_grad_norm_(params, 1.0),
+// optimizer.step(), zero_grad(), mark_step(); returns loss.item().
+double finish_training_step(const Tensor& loss, const std::vector<Tensor>& params, optim::AdamW& optimizer);
 
 // Runs the steps and prints: the warm-up (first step, its CompileTime, graphs
 // compiled), the timed steps (tokens/s mean and best step, step median/min/max,

@@ -31,16 +31,13 @@ using namespace lazytrain;
 
 namespace {
 
-struct Options {
+struct Options : bench::StepFlags {
   std::string model = "bert-tiny";
-  std::string config_overrides;
-  std::string backend = "cpu";
-  int64_t batch_size = 0;  // 0: 8 for tiny/mini, 4 for base
-  int64_t seq_len = 128;
-  int warmup = 3;
-  int steps = 10;
-  bool bf16 = false;
-  uint64_t seed = 42;
+  Options() {
+    seq_len = 128;
+    warmup = 3;
+    steps = 10;  // batch_size 0: 8 for tiny/mini, 4 for base
+  }
 };
 
 const char* kUsage =
@@ -48,44 +45,15 @@ const char* kUsage =
     "                        [--backend interpreter|cpu] [--batch_size B] [--seq_len S]\n"
     "                        [--warmup N] [--steps M] [--bf16] [--seed N]\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bench_bert_train: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {
-  if (const auto v = bench::parse_int(value, min)) return *v;
-  usage_error(flag + " expects an integer >= " + std::to_string(min) + ", got '" + value + "'");
-}
+[[noreturn]] void usage_error(const std::string& message) { bench::usage_error("bench_bert_train", kUsage, message); }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    }
-    if (flag == "--bf16") {
-      o.bf16 = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error("unknown flag or missing value: " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--model") o.model = value;
-    else if (flag == "--config_overrides") o.config_overrides = value;
-    else if (flag == "--backend") o.backend = value;
-    else if (flag == "--batch_size") o.batch_size = parse_int(flag, value, 1);
-    else if (flag == "--seq_len") o.seq_len = parse_int(flag, value, 2);
-    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, value, 1));
-    else if (flag == "--steps") o.steps = static_cast<int>(parse_int(flag, value, 1));
-    else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, value, 0));
-    else usage_error("unknown flag: " + flag);
-  }
-  {
-    const std::vector<std::string> names = backend::backend_names();
-    if (std::find(names.begin(), names.end(), o.backend) == names.end()) usage_error("--backend: no backend named '" + o.backend + "'");
-  }
+  bench::parse_step_flags(argc, argv, "bench_bert_train", kUsage, o, [&](const std::string& flag, const std::string& value) {
+    if (flag != "--model") return false;
+    o.model = value;
+    return true;
+  });
   return o;
 }
 
@@ -179,20 +147,10 @@ int run(const Options& o) {
       loss = model.forward(from_vector(b.input_ids, {batch, o.seq_len}), from_vector(b.attention_mask, {batch, o.seq_len}),
                            from_vector(b.labels, {batch, o.seq_len})).loss;
     }
-    loss.backward();
-    optim::clip_grad_norm_(params, 1.0);
-    optimizer.step();
-    optimizer.zero_grad();
-    lazy::mark_step();
-    return loss.item();
+    return bench::finish_training_step(loss, params, optimizer);
   };
 
-  bench::TrainingRun run;
-  run.result_prefix = common + " dtype=" + (o.bf16 ? "bf16" : "f32");
-  run.tokens_per_step = batch * o.seq_len;
-  run.flops_per_token = flops_per_token;
-  run.warmup = o.warmup;
-  run.steps = o.steps;
+  const bench::TrainingRun run{common + " dtype=" + (o.bf16 ? "bf16" : "f32"), batch * o.seq_len, flops_per_token, o.warmup, o.steps};
   bench::time_training_steps(run, step);
   return 0;
 }

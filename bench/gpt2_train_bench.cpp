@@ -29,16 +29,14 @@ using namespace lazytrain;
 
 namespace {
 
-struct Options {
+struct Options : bench::StepFlags {
   std::string config = "../shared/data/gpt2/config.json";
-  std::string config_overrides;
-  std::string backend = "cpu";
-  int64_t batch_size = 4;
-  int64_t seq_len = 64;
-  int warmup = 2;
-  int steps = 5;
-  bool bf16 = false;
-  uint64_t seed = 42;
+  Options() {
+    batch_size = 4;
+    seq_len = 64;
+    warmup = 2;
+    steps = 5;
+  }
 };
 
 const char* kUsage =
@@ -46,42 +44,15 @@ const char* kUsage =
     "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N]\n"
     "  --config defaults to ../shared/data/gpt2/config.json (GPT-2 124M), relative to the repository root\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bench_gpt2_train: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {
-  if (const auto v = bench::parse_int(value, min)) return *v;
-  usage_error(flag + " expects an integer >= " + std::to_string(min) + ", got '" + value + "'");
-}
+[[noreturn]] void usage_error(const std::string& message) { bench::usage_error("bench_gpt2_train", kUsage, message); }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    }
-    if (flag == "--bf16") {
-      o.bf16 = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error("unknown flag or missing value: " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--config") o.config = value;
-    else if (flag == "--config_overrides") o.config_overrides = value;
-    else if (flag == "--backend") o.backend = value;
-    else if (flag == "--batch_size") o.batch_size = parse_int(flag, value, 1);
-    else if (flag == "--seq_len") o.seq_len = parse_int(flag, value, 2);
-    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, value, 1));
-    else if (flag == "--steps") o.steps = static_cast<int>(parse_int(flag, value, 1));
-    else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, value, 0));
-    else usage_error("unknown flag: " + flag);
-  }
-  const std::vector<std::string> names = backend::backend_names();
-  if (std::find(names.begin(), names.end(), o.backend) == names.end()) usage_error("--backend: no backend named '" + o.backend + "'");
+  bench::parse_step_flags(argc, argv, "bench_gpt2_train", kUsage, o, [&](const std::string& flag, const std::string& value) {
+    if (flag != "--config") return false;
+    o.config = value;
+    return true;
+  });
   return o;
 }
 
@@ -136,21 +107,12 @@ int run(const Options& o) {
       AutocastGuard autocast(o.bf16, DType::kBFloat16);  // --bf16: torch.autocast('cpu', dtype=torch.bfloat16)
       loss = model.forward(ids, Tensor(), ids).loss;
     }
-    loss.backward();
-    optim::clip_grad_norm_(params, 1.0);
-    optimizer.step();
-    optimizer.zero_grad();
-    lazy::mark_step();
-    return loss.item();
+    return bench::finish_training_step(loss, params, optimizer);
   };
 
-  bench::TrainingRun run;
-  run.result_prefix = "bench=gpt2_train model=gpt2 backend=" + o.backend + " batch=" + std::to_string(o.batch_size) +
-                      " seq=" + std::to_string(o.seq_len) + " dtype=" + (o.bf16 ? "bf16" : "f32");
-  run.tokens_per_step = o.batch_size * o.seq_len;
-  run.flops_per_token = flops_per_token;
-  run.warmup = o.warmup;
-  run.steps = o.steps;
+  const std::string prefix = "bench=gpt2_train model=gpt2 backend=" + o.backend + " batch=" + std::to_string(o.batch_size) +
+                             " seq=" + std::to_string(o.seq_len) + " dtype=" + (o.bf16 ? "bf16" : "f32");
+  const bench::TrainingRun run{prefix, o.batch_size * o.seq_len, flops_per_token, o.warmup, o.steps};
   bench::time_training_steps(run, step);
   return 0;
 }
