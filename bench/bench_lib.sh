@@ -86,3 +86,16 @@ print_run_footer() {
   echo "end:   $(uptime)"
   echo "wall time: $SECONDS s; logs: $LOG_DIR"
 }
+
+# best_run PREFIX N...: of the runs PREFIX_tN (one per thread count N, as the PyTorch peer is run at
+# each), the name of the one with the best tokens_per_s_best; PREFIX_t<first N> when none has a number.
+best_run() {
+  local prefix=$1 name best_name="" best_v=0 v t
+  shift
+  for t in "$@"; do
+    name="${prefix}_t$t"
+    v=$(field "$name" tokens_per_s_best)
+    if is_num "$v" && awk -v a="$v" -v b="$best_v" 'BEGIN{exit !(a > b)}'; then best_v=$v; best_name=$name; fi
+  done
+  echo "${best_name:-${prefix}_t$1}"
+}

@@ -2,7 +2,9 @@
 # Builds the benchmarks and measures lazytrain against PyTorch 1.13 in one run
 # (bench/README.md): BertForMaskedLM training-step throughput at seq 128 with AdamW
 # for bert-tiny, bert-mini and bert-base, f32 (and bf16), MFU against the oneDNN
-# matmul peak measured here, and peak RSS. Prints one markdown table.
+# matmul peak measured here, and peak RSS. PyTorch runs at each thread count of
+# TORCH_THREADS and its fastest is compared (every one is printed); every run is
+# pinned to the same cores (taskset). Prints one markdown table.
 #
 #   bash bench/run_all.sh
 #
@@ -11,7 +13,9 @@
 #   MODELS      ["bert-tiny bert-mini bert-base"]
 #   BACKENDS    ["interpreter cpu"]   lazytrain backends, one table row each
 #   STEPS_TINY ["2 8"]  STEPS_MINI ["2 5"]  STEPS_BASE ["2 3"]   "warm-up timed" steps per model
-#   THREADS     [2]      threads for every run (OMP_NUM_THREADS, torch.set_num_threads)
+#   THREADS     [2]      lazytrain's threads (OMP_NUM_THREADS)
+#   TORCH_THREADS ["1 2"]  PyTorch thread counts tried per model and dtype (torch.set_num_threads and
+#                        OPENBLAS_NUM_THREADS); the fastest is compared and every one is printed
 #   RUN_TIMEOUT [600]    seconds before one run is killed (its cells read "timeout")
 #   PEAK_MIN_TIME [1]    seconds per matmul shape in bench_matmul_peak
 #   LOG_DIR     [a new /tmp/lazytrain-bench.XXXXXX]   every run's full output
@@ -23,6 +27,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 MODELS=${MODELS:-"bert-tiny bert-mini bert-base"}
 BACKENDS=${BACKENDS:-"interpreter cpu"}
 THREADS=${THREADS:-2}
+TORCH_THREADS=${TORCH_THREADS:-"1 2"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-bench.XXXXXX)}
@@ -41,8 +46,12 @@ steps_for() {
   esac
 }
 
-# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all
+# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, print_peak_table, print_run_footer
 source bench/bench_lib.sh
+
+# Every run on the same cores: the first $THREADS of this machine.
+PIN=()
+if command -v taskset >/dev/null; then PIN=(taskset -c "0-$((THREADS - 1))"); fi
 
 START_UPTIME=$(uptime)
 echo "run_all.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
@@ -58,19 +67,25 @@ BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
 
 # PyTorch f32: OpenBLAS (Debian's default libblas.so.3 here is the netlib reference BLAS)
 # with its AVX-512 kernels (its Zen detection otherwise falls back to slow ones).
-TORCH=(env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$THREADS" tools/torch_reference/with_openblas.sh
-       "$PYTHON" bench/torch_bert_bench.py --threads "$THREADS")
+torch_cmd() {  # torch_cmd THREADS: the PyTorch command line at that thread count
+  echo env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
+    --threads "$1"
+}
 
 # ---- training steps ----
 for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
   measure_peak
   for backend in $BACKENDS; do
-    run "lt_${model}_${backend}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --warmup "$warm" --steps "$timed"
-    run "lt_${model}_${backend}_bf16" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16 --warmup "$warm" --steps "$timed"
+    run "lt_${model}_${backend}" "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --warmup "$warm" --steps "$timed"
+    run "lt_${model}_${backend}_bf16" "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16 --warmup "$warm" --steps "$timed"
   done
-  run "pt_${model}_f32" "${TORCH[@]}" --model "$model" --dtype f32 --warmup "$warm" --steps "$timed"
-  run "pt_${model}_bf16" "${TORCH[@]}" --model "$model" --dtype bf16 --warmup "$warm" --steps "$timed"
+  for t in $TORCH_THREADS; do
+    # shellcheck disable=SC2046
+    run "pt_${model}_f32_t$t" "${PIN[@]}" $(torch_cmd "$t") --model "$model" --dtype f32 --warmup "$warm" --steps "$timed"
+    # shellcheck disable=SC2046
+    run "pt_${model}_bf16_t$t" "${PIN[@]}" $(torch_cmd "$t") --model "$model" --dtype bf16 --warmup "$warm" --steps "$timed"
+  done
 done
 
 measure_peak
@@ -86,16 +101,20 @@ echo "### lazytrain vs PyTorch 1.13: BertForMaskedLM training step (seq 128, Ada
 echo
 echo "| model | backend | lazytrain f32 tok/s | PyTorch f32 tok/s | ratio | lazytrain bf16 tok/s | PyTorch bf16 tok/s | ratio | MFU f32 lazytrain / PyTorch | MFU bf16 lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch f32 / PyTorch bf16 | CPU s/step lazytrain / PyTorch f32 (ratio) | first-step compile s | ExecuteTime share |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+PEER_NOTES=()
 for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
-  pt=$(field "pt_${model}_f32" tokens_per_s_best); pt_mean=$(field "pt_${model}_f32" tokens_per_s)
-  ptb=$(field "pt_${model}_bf16" tokens_per_s_best); ptb_mean=$(field "pt_${model}_bf16" tokens_per_s)
-  pt_g=$(field "pt_${model}_f32" model_gflops_best)
-  ptb_g=$(field "pt_${model}_bf16" model_gflops_best)
-  pt_rss=$(field "pt_${model}_f32" vmhwm_kb)
-  pt_cpu=$(field "pt_${model}_f32" cpu_s_per_step)
-  ptb_rss=$(field "pt_${model}_bf16" vmhwm_kb)
-  batch=$(field "pt_${model}_f32" batch)
+  # PyTorch's fastest thread count for each dtype (best_run).
+  ptn=$(best_run "pt_${model}_f32" $TORCH_THREADS); ptbn=$(best_run "pt_${model}_bf16" $TORCH_THREADS)
+  pt=$(field "$ptn" tokens_per_s_best); pt_mean=$(field "$ptn" tokens_per_s)
+  ptb=$(field "$ptbn" tokens_per_s_best); ptb_mean=$(field "$ptbn" tokens_per_s)
+  pt_g=$(field "$ptn" model_gflops_best)
+  ptb_g=$(field "$ptbn" model_gflops_best)
+  pt_rss=$(field "$ptn" vmhwm_kb)
+  pt_cpu=$(field "$ptn" cpu_s_per_step)
+  ptb_rss=$(field "$ptbn" vmhwm_kb)
+  batch=$(field "$ptn" batch)
+  PEER_NOTES+=("$model: PyTorch f32 $(for t in $TORCH_THREADS; do printf "%s thr %s, " "$t" "$(fmt "$(field "pt_${model}_f32_t$t" tokens_per_s_best)" 1)"; done)bf16 $(for t in $TORCH_THREADS; do printf "%s thr %s, " "$t" "$(fmt "$(field "pt_${model}_bf16_t$t" tokens_per_s_best)" 1)"; done)compared: f32 $(field "$ptn" threads) thr, bf16 $(field "$ptbn" threads) thr")
   for backend in $BACKENDS; do
     n="lt_${model}_${backend}"
     lt=$(field "$n" tokens_per_s_best); lt_mean=$(field "$n" tokens_per_s)
@@ -122,7 +141,10 @@ echo "(above 1: lazytrain is faster). MFU = best-step model matmul FLOPs/s (3 x 
 echo "tokens/s) / the oneDNN matmul peak below. CPU s/step: process user + system time per timed step, all threads"
 echo "(OpenMP/OpenBLAS spin-waits included), barely moved by other load; its ratio is PyTorch / lazytrain (above 1:"
 echo "lazytrain needs less CPU). PyTorch BLAS for f32:" \
-     "$(for m in $MODELS; do printf "%s %s; " "$m" "$(field "pt_${m}_f32" blas)"; done)"
+     "$(for m in $MODELS; do printf "%s %s; " "$m" "$(field "$(best_run "pt_${m}_f32" $TORCH_THREADS)" blas)"; done)"
+echo
+echo "PyTorch at each thread count tried (tokens/s of the best step; the faster one is in the table):"
+for n in "${PEER_NOTES[@]}"; do echo "    $n"; done
 echo
 echo "oneDNN matmul peak ($THREADS threads; M x K x N), measured ${#PEAK_RUNS[@]} times: before each model's runs and after the last:"
 echo
@@ -130,5 +152,5 @@ print_peak_table
 echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
 echo
 echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" BACKENDS=\"$BACKENDS\" STEPS_TINY=\"$(steps_for bert-tiny)\"" \
-     "STEPS_MINI=\"$(steps_for bert-mini)\" STEPS_BASE=\"$(steps_for bert-base)\" THREADS=$THREADS bash bench/run_all.sh"
+     "STEPS_MINI=\"$(steps_for bert-mini)\" STEPS_BASE=\"$(steps_for bert-base)\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" bash bench/run_all.sh"
 print_run_footer "runs (OMP_NUM_THREADS=$THREADS):"

@@ -42,7 +42,7 @@ steps_for() {
   esac
 }
 
-# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, print_peak_table
+# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, print_peak_table, print_run_footer
 source bench/bench_lib.sh
 
 # Every run on the same cores: the first $THREADS of this machine.
@@ -80,17 +80,6 @@ measure_peak
 PEAK_F32=$(best peak_gflops "dtype=f32 peak")
 PEAK_BF16=$(best peak_gflops "dtype=bf16 peak")
 
-# best_torch SEQ DTYPE: the run name of PyTorch's fastest thread count (best step).
-best_torch() {
-  local name best_name="" best_v=0 v
-  for t in $TORCH_THREADS; do
-    name="pt_$1_$2_t$t"
-    v=$(field "$name" tokens_per_s_best)
-    if is_num "$v" && awk -v a="$v" -v b="$best_v" 'BEGIN{exit !(a > b)}'; then best_v=$v; best_name=$name; fi
-  done
-  echo "${best_name:-pt_$1_$2_t${TORCH_THREADS%% *}}"
-}
-
 echo
 echo "### lazytrain vs PyTorch 1.13: GPT-2 training step (forward, backward, clip 1.0, AdamW), batch 4, config $CONFIG"
 echo
@@ -100,7 +89,7 @@ for seq in $SEQS; do
   read -r warm timed <<<"$(steps_for "$seq")"
   for dtype in f32 bf16; do
     lt="lt_${seq}_${dtype}"
-    pt=$(best_torch "$seq" "$dtype")
+    pt=$(best_run "pt_${seq}_${dtype}" $TORCH_THREADS)
     peak=$PEAK_F32; [ "$dtype" = bf16 ] && peak=$PEAK_BF16
     tried=$(for t in $TORCH_THREADS; do printf "%s thr: %s; " "$t" "$(fmt "$(field "pt_${seq}_${dtype}_t$t" tokens_per_s_best)" 1)"; done)
     printf "| %s (%s+%s steps) | %s | %s | %s (%s thr) | %s | %s | %s / %s | %s / %s | %s / %s |\n" \
@@ -115,7 +104,7 @@ echo
 echo "tok/s: best timed step (contention only slows a step down); ratio = lazytrain / PyTorch's best thread count."
 echo "MFU = model matmul FLOPs/s of the best step (3 x forward matmul FLOPs per token, attention's full S x S"
 echo "included) / the oneDNN matmul peak of the dtype below. step s: median timed step. lazytrain: $THREADS threads."
-echo "PyTorch BLAS for f32: $(field "$(best_torch "${SEQS%% *}" f32)" blas); every run pinned with: ${PIN[*]:-(no taskset)}"
+echo "PyTorch BLAS for f32: $(field "$(best_run "pt_${SEQS%% *}_f32" $TORCH_THREADS)" blas); every run pinned with: ${PIN[*]:-(no taskset)}"
 echo
 echo "oneDNN matmul peak ($THREADS threads; M x K x N), measured ${#PEAK_RUNS[@]} times:"
 echo
