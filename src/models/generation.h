@@ -65,14 +65,18 @@ struct GenerateOutput {
 // empty prompt list or prompt, an id outside the vocabulary, a longest prompt
 // plus max_new_tokens beyond n_positions, max_new_tokens < 1, temperature <= 0,
 // top_k < 0, top_p outside [0, 1], num_return_sequences < 1, or greedy search
-// with num_return_sequences > 1 (HF's error), and for a model in training mode.
+// with num_return_sequences > 1 (HF's error), and for a model in training mode;
+// while sampling, sampling_probabilities' errors.
 GenerateOutput generate(const GPT2LMHeadModel& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& config);
 
 // The choice of the next token from one row of logits, as generate makes it
 // (exposed for tests). `logits` [vocab], f32.
 int64_t greedy_token(const std::vector<float>& logits);
 // The sampling distribution after temperature, top_k and top_p (HF's warpers),
-// as probabilities summing to 1 (0 for filtered tokens).
+// as probabilities summing to 1 (0 for filtered tokens), computed in double (a
+// tiny temperature then samples as greedy instead of overflowing f32). Throws
+// Error "[generate] ..." for NaN or +inf logits, and for a temperature so small
+// that a score overflows double. -inf logits are filtered tokens.
 std::vector<double> sampling_probabilities(const std::vector<float>& logits, const GenerationConfig& config);
 
 }  // namespace lazytrain::models
