@@ -158,17 +158,7 @@ int run_mlm(const RunMlmOptions& options) {
                            [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
     if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
     if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
-    trainer.set_model_config(config.to_json());
-    trainer.on_save([&](const std::string& dir) { tokenizer->save_pretrained(dir); });
-
-    std::map<std::string, double> train_metrics, eval_metrics;
-    if (t.do_train) train_metrics = trainer.train(resume_from);
-    if (t.do_eval) eval_metrics = trainer.evaluate();
-    lazy::GraphExecutor::get().wait_device_ops(runtime::current_device());
-    if (distributed::is_master_ordinal(false)) {
-      save_run_outputs(trainer.args(), trainer, *model, config.to_json(), *tokenizer, train_metrics, eval_metrics);
-    }
-    distributed::rendezvous("run_mlm.saved");
+    train_evaluate_and_save(trainer, *model, config.to_json(), *tokenizer, resume_from, "run_mlm");
   };
   run_replicas(t, replica);
   return 0;

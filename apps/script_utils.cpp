@@ -153,4 +153,17 @@ void save_run_outputs(const train::TrainingArguments& t, const train::Trainer& t
   if (t.metrics_debug) std::printf("%s", report.c_str());
 }
 
+void train_evaluate_and_save(train::Trainer& trainer, const nn::Module& model, const nlohmann::json& config,
+                             const data::Tokenizer& tokenizer, const std::string& resume_from, const std::string& command) {
+  const train::TrainingArguments& t = trainer.args();
+  trainer.set_model_config(config);
+  trainer.on_save([&](const std::string& dir) { tokenizer.save_pretrained(dir); });
+  std::map<std::string, double> train_metrics, eval_metrics;
+  if (t.do_train) train_metrics = trainer.train(resume_from);
+  if (t.do_eval) eval_metrics = trainer.evaluate();
+  lazy::GraphExecutor::get().wait_device_ops(runtime::current_device());
+  if (distributed::is_master_ordinal(false)) save_run_outputs(t, trainer, model, config, tokenizer, train_metrics, eval_metrics);
+  distributed::rendezvous(command + ".saved");
+}
+
 }  // namespace lazytrain::apps

@@ -62,4 +62,12 @@ void save_run_outputs(const train::TrainingArguments& args, const train::Trainer
                       const nlohmann::json& config, const data::Tokenizer& tokenizer,
                       const std::map<std::string, double>& train_metrics, const std::map<std::string, double>& eval_metrics);
 
+// The end of a replica of run_mlm / run_clm, as run_*.py's main(): the Trainer
+// saves the model config and the tokenizer with each checkpoint, trains from
+// `resume_from` (--do_train), evaluates (--do_eval), waits for the device, the
+// master ordinal writes save_run_outputs, and every replica meets at
+// "<command>.saved".
+void train_evaluate_and_save(train::Trainer& trainer, const nn::Module& model, const nlohmann::json& config,
+                             const data::Tokenizer& tokenizer, const std::string& resume_from, const std::string& command);
+
 }  // namespace lazytrain::apps

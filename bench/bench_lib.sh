@@ -99,3 +99,10 @@ best_run() {
   done
   echo "${best_name:-${prefix}_t$1}"
 }
+
+# per_thread PREFIX N...: "N thr: tok/s; " for each run PREFIX_tN (best step), one line.
+per_thread() {
+  local prefix=$1 t
+  shift
+  for t in "$@"; do printf "%s thr: %s; " "$t" "$(fmt "$(field "${prefix}_t$t" tokens_per_s_best)" 1)"; done
+}

@@ -46,7 +46,7 @@ steps_for() {
   esac
 }
 
-# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, print_peak_table, print_run_footer
+# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
 source bench/bench_lib.sh
 
 # Every run on the same cores: the first $THREADS of this machine.
@@ -114,7 +114,7 @@ for model in $MODELS; do
   pt_cpu=$(field "$ptn" cpu_s_per_step)
   ptb_rss=$(field "$ptbn" vmhwm_kb)
   batch=$(field "$ptn" batch)
-  PEER_NOTES+=("$model: PyTorch f32 $(for t in $TORCH_THREADS; do printf "%s thr %s, " "$t" "$(fmt "$(field "pt_${model}_f32_t$t" tokens_per_s_best)" 1)"; done)bf16 $(for t in $TORCH_THREADS; do printf "%s thr %s, " "$t" "$(fmt "$(field "pt_${model}_bf16_t$t" tokens_per_s_best)" 1)"; done)compared: f32 $(field "$ptn" threads) thr, bf16 $(field "$ptbn" threads) thr")
+  PEER_NOTES+=("$model: PyTorch f32 $(per_thread "pt_${model}_f32" $TORCH_THREADS)bf16 $(per_thread "pt_${model}_bf16" $TORCH_THREADS)compared: f32 $(field "$ptn" threads) thr, bf16 $(field "$ptbn" threads) thr")
   for backend in $BACKENDS; do
     n="lt_${model}_${backend}"
     lt=$(field "$n" tokens_per_s_best); lt_mean=$(field "$n" tokens_per_s)

@@ -42,7 +42,7 @@ steps_for() {
   esac
 }
 
-# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, print_peak_table, print_run_footer
+# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
 source bench/bench_lib.sh
 
 # Every run on the same cores: the first $THREADS of this machine.
@@ -91,7 +91,7 @@ for seq in $SEQS; do
     lt="lt_${seq}_${dtype}"
     pt=$(best_run "pt_${seq}_${dtype}" $TORCH_THREADS)
     peak=$PEAK_F32; [ "$dtype" = bf16 ] && peak=$PEAK_BF16
-    tried=$(for t in $TORCH_THREADS; do printf "%s thr: %s; " "$t" "$(fmt "$(field "pt_${seq}_${dtype}_t$t" tokens_per_s_best)" 1)"; done)
+    tried=$(per_thread "pt_${seq}_${dtype}" $TORCH_THREADS)
     printf "| %s (%s+%s steps) | %s | %s | %s (%s thr) | %s | %s | %s / %s | %s / %s | %s / %s |\n" \
       "$seq" "$warm" "$timed" "$dtype" "$(fmt "$(field "$lt" tokens_per_s_best)" 1)" "$(fmt "$(field "$pt" tokens_per_s_best)" 1)" \
       "$(field "$pt" threads)" "$(ratio "$(field "$lt" tokens_per_s_best)" "$(field "$pt" tokens_per_s_best)")" "$tried" \
