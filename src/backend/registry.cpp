@@ -44,6 +44,7 @@ CompilerOptions CompilerOptions::from_environment() {
   o.dump_dir = env.dump_hlo;
   o.profile = env.profile;
   o.cxx = env.cxx;
+  o.kernel_isa = env.kernel_isa;
   return o;
 }
 

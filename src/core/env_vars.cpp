@@ -17,6 +17,7 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   env.dump_hlo = get("LAZYTRAIN_DUMP_HLO");
   env.profile = lookup("LAZYTRAIN_PROFILE") != nullptr;
   env.cxx = get("CXX");
+  env.kernel_isa = get("LAZYTRAIN_KERNEL_ISA");
   if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(n.c_str(), &end, 10);

@@ -19,6 +19,7 @@ struct EnvironmentVariables {
   bool profile = false;                       // LAZYTRAIN_PROFILE set (any value): per-execution profile on stderr
   std::optional<size_t> graph_size_warning;   // LAZYTRAIN_GRAPH_SIZE_WARNING: IR nodes (0: never warn)
   std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
+  std::string kernel_isa;                     // LAZYTRAIN_KERNEL_ISA: auto, avx2 or avx512 (generated kernels); empty: auto
 };
 
 // Reads the variables above through `lookup` (a getenv: null or "" = unset).

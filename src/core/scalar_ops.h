@@ -18,10 +18,14 @@
 #include <type_traits>
 
 // Transcendental functions: SLEEF's 1.0-ULP (u10) kernels, defined (with their
-// 8-lane AVX2 variants, _ZGVdN8v_*) in core/scalar_functions.cpp, which is
-// compiled into the library and into every generated shared object. Declared
-// SIMD so that vectorized loops call the AVX2 variants.
-#ifdef _OPENMP
+// vector variants) in core/scalar_functions.cpp, which is compiled into the
+// library and into every generated shared object. Declared SIMD so that
+// vectorized loops call the vector variants: 8 lanes (_ZGVdN8v_*, SLEEF's AVX2)
+// when compiled for AVX2, 16 lanes (_ZGVeN16v_*, SLEEF's AVX-512) when
+// compiled for AVX-512 (generated kernels on an AVX-512 CPU, backend/cpu/kernel_isa.h).
+#if defined(_OPENMP) && defined(__AVX512F__)
+#define LAZYTRAIN_DECLARE_SIMD _Pragma("omp declare simd simdlen(16) notinbranch")
+#elif defined(_OPENMP)
 #define LAZYTRAIN_DECLARE_SIMD _Pragma("omp declare simd simdlen(8) notinbranch")
 #else
 #define LAZYTRAIN_DECLARE_SIMD

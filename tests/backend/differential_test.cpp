@@ -1,9 +1,10 @@
 // Differential tests of the CPU backend (HLO passes + generated fusion kernels)
 // against the interpreter, the reference backend, and against the golden files.
 //
-// - DifferentialRandomHlo.CpuBackendMatchesInterpreter/<i>: seeded random module i
-//   (tests/support/random_hlo.h) of kGraphsPerModule independent random graphs,
-//   run through both backends on the same arguments; every output compared with
+// - DifferentialRandomHloOnIsa.CpuBackendMatchesInterpreter/<isa>_<i>: seeded random
+//   module i (tests/support/random_hlo.h) of kGraphsPerModule independent random
+//   graphs, run through both backends on the same arguments, with the kernels
+//   generated for AVX2 and (where the CPU has it) for AVX-512; every output compared with
 //   the tolerance the generator derived for it. A failure prints the seed, the
 //   failing graph's own module (regenerated alone) and the CPU backend's
 //   optimized HLO of it. LAZYTRAIN_DIFFERENTIAL_MODULES / _SEED run a longer soak.
@@ -42,6 +43,7 @@
 #include "backend/registry.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
+#include "backend/cpu/kernel_isa.h"
 #include "hlo/hlo_builder.h"
 #include "backend/cpu/cpu_pipeline.h"
 #include "lazy/graph_executor.h"
@@ -176,9 +178,23 @@ std::string out_of_range(const Buffer& want, const RandomOutput& o) {
 // checks: a module test compiles its module (~1-2 s); the coverage tests only
 // run the HLO passes and the kernel emitter, which need no C++ compiler.
 
-std::unique_ptr<Executable> compile_cpu(hlo::HloModule module, std::string& error) {
+// The kernel ISAs this CPU runs (backend/cpu/kernel_isa.h): both paths are
+// compared with the interpreter where the CPU has AVX-512.
+std::vector<std::string> kernel_isas() {
+  std::vector<std::string> isas = {"avx2"};
+  if (backend::cpu::detect_kernel_isa() == backend::cpu::KernelIsa::kAvx512) isas.push_back("avx512");
+  return isas;
+}
+
+std::unique_ptr<backend::Compiler> cpu_compiler_for(const std::string& isa) {
+  backend::CompilerOptions options = backend::CompilerOptions::from_environment();
+  options.kernel_isa = isa;
+  return backend::make_compiler("cpu", options);
+}
+
+std::unique_ptr<Executable> compile_cpu(hlo::HloModule module, const std::string& isa, std::string& error) {
   try {
-    return backend::make_compiler("cpu")->compile(std::move(module));
+    return cpu_compiler_for(isa)->compile(std::move(module));
   } catch (const std::exception& e) {
     error = e.what();
     return nullptr;
@@ -207,14 +223,17 @@ std::string describe_graph(uint64_t seed, int graph) {
 }
 
 class DifferentialRandomHlo : public ::testing::TestWithParam<int> {};
+// (module, kernel ISA): every module on every kernel ISA this CPU runs.
+class DifferentialRandomHloOnIsa : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
-TEST_P(DifferentialRandomHlo, CpuBackendMatchesInterpreter) {
-  const uint64_t seed = seed_of(GetParam());
+TEST_P(DifferentialRandomHloOnIsa, CpuBackendMatchesInterpreter) {
+  const auto& [module_index, isa] = GetParam();
+  const uint64_t seed = seed_of(module_index);
   ASSERT_TRUE(backend::cpu::find_cxx_compiler(backend::CompilerOptions::from_environment().cxx)) << "no C++ compiler: the CPU backend would only interpret";
   const RandomHloCase c = testing::make_random_hlo_case(seed, options_for());
   std::string error;
   const auto t0 = std::chrono::steady_clock::now();
-  auto cpu = compile_cpu(c.module, error);
+  auto cpu = compile_cpu(c.module, isa, error);
   const double compile_seconds = seconds_since(t0);
   ASSERT_TRUE(cpu) << "seed 0x" << std::hex << seed << std::dec << ": the CPU backend fails to compile: " << error << "\n"
                    << c.module.to_string();
@@ -256,8 +275,8 @@ TEST_P(DifferentialRandomHlo, CpuBackendMatchesInterpreter) {
                   << what << "\n"
                   << (shown++ < 2 ? describe_graph(seed, graph) : std::string("  (HLO omitted: see the first failures)\n"));
   }
-  std::fprintf(stderr, "[differential] seed 0x%llx: %d graphs, %zu outputs, compiled in %.1f s\n", static_cast<unsigned long long>(seed),
-               kGraphsPerModule, want.size(), compile_seconds);
+  std::fprintf(stderr, "[differential] seed 0x%llx, %s kernels: %d graphs, %zu outputs, compiled in %.1f s\n",
+               static_cast<unsigned long long>(seed), isa.c_str(), kGraphsPerModule, want.size(), compile_seconds);
 }
 
 TEST_P(DifferentialRandomHlo, FusesIntoGeneratedKernels) {
@@ -283,6 +302,10 @@ TEST_P(DifferentialRandomHlo, FusesIntoGeneratedKernels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Differential, DifferentialRandomHlo, ::testing::Range(0, kModules));
+INSTANTIATE_TEST_SUITE_P(Differential, DifferentialRandomHloOnIsa, ::testing::Combine(::testing::Range(0, kModules), ::testing::ValuesIn(kernel_isas())),
+                         [](const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
+                           return std::get<1>(info.param) + "_" + std::to_string(std::get<0>(info.param));
+                         });
 
 // Across all modules: every kind of step was taken, both fusion kinds formed,
 // and the loop and input fusions got kernels.
@@ -359,7 +382,7 @@ TEST(CpuInPlace, KernelWritesOverADonatedArgumentOnly) {
   int scaled = b.binary(HloOpcode::kMultiply, g, b.broadcast(lr, {4, 8}, {}));
   hlo::HloModule m = b.build({b.binary(HloOpcode::kSubtract, p, b.unary(HloOpcode::kTanh, scaled))});
   std::string error;
-  auto cpu = compile_cpu(m, error);
+  auto cpu = compile_cpu(m, "", error);
   ASSERT_TRUE(cpu) << error;
   auto args = [] {
     std::vector<Buffer> a = {Buffer({4, 8}, DType::kFloat32), Buffer({4, 8}, DType::kFloat32), Buffer({}, DType::kFloat32)};
@@ -443,7 +466,7 @@ TEST(CpuDotEpilogue, BiasAndResidualPostOpsMatchTheInterpreter) {
   std::vector<Buffer> args = hlo::testing::random_arguments(m, 11);
   std::vector<Buffer> want = backend::make_compiler("interpreter")->compile(m)->execute(args);
   std::string error;
-  auto cpu = compile_cpu(m, error);
+  auto cpu = compile_cpu(m, "", error);
   ASSERT_TRUE(cpu) << error;
   std::vector<Buffer> got = cpu->execute(args);
   ASSERT_EQ(got.size(), 2u);
@@ -570,14 +593,16 @@ TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
     p[0] = NAN;  // the first element of row 0 and column 0
 
     auto want = backend::make_compiler("interpreter")->compile(module)->execute({arg});
-    auto got = backend::make_compiler("cpu")->compile(module)->execute({arg});
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) {
-      RandomOutput o;
-      o.rtol = 1e-5;
-      o.atol = 1e-5 * static_cast<double>(numel(s)) * 4;
-      o.exact = want[i].dtype() != DType::kFloat32;
-      EXPECT_EQ(mismatch(got[i], want[i], o), "") << "output " << i << " of\n" << module.to_string();
+    for (const std::string& isa : kernel_isas()) {
+      auto got = cpu_compiler_for(isa)->compile(module)->execute({arg});
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        RandomOutput o;
+        o.rtol = 1e-5;
+        o.atol = 1e-5 * static_cast<double>(numel(s)) * 4;
+        o.exact = want[i].dtype() != DType::kFloat32;
+        EXPECT_EQ(mismatch(got[i], want[i], o), "") << isa << " kernels, output " << i << " of\n" << module.to_string();
+      }
     }
   }
 }

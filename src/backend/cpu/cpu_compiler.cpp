@@ -17,6 +17,7 @@
 #include "backend/interpreter/interpreter_compiler.h"
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
+#include "backend/cpu/kernel_isa.h"
 #include "backend/literal_buffer.h"
 #include "backend/onednn_matmul.h"
 #include "backend/interpreter/kernels.h"
@@ -249,7 +250,9 @@ std::unique_ptr<Executable> make_executable(hlo::HloModule module, const std::ma
 
 class CpuCompiler : public Compiler {
  public:
-  explicit CpuCompiler(CompilerOptions options) : options_(std::move(options)) {}
+  // Throws Error for a kernel_isa this CPU cannot run (kernel_isa.h).
+  explicit CpuCompiler(CompilerOptions options)
+      : options_(std::move(options)), kernel_flags_(cpu::kernel_flags(cpu::resolve_kernel_isa(options_.kernel_isa))) {}
   std::string name() const override { return "cpu"; }
 
   std::unique_ptr<Executable> load_cached(const std::string& graph_key) override {
@@ -306,10 +309,11 @@ class CpuCompiler : public Compiler {
     return disk_ ? &*disk_ : nullptr;
   }
 
-  // Graph hash + backend + compiler version and flags + this build of lazytrain.
+  // Graph hash + backend + compiler version and flags (the kernel ISA among
+  // them) + this build of lazytrain.
   std::string entry_key(const std::string& graph_key) const {
     std::string flags;
-    for (const auto& f : cpu::kernel_flags()) flags += f + " ";
+    for (const auto& f : kernel_flags_) flags += f + " ";
     const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler(options_.cxx));
     return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
   }
@@ -370,7 +374,8 @@ class CpuCompiler : public Compiler {
     dump(graph_key, "kernels.cpp", sources[0].str() + sources[1].str());
     std::string so;
     if (!names.empty()) {
-      so = cpu::compile_shared_object(*cxx, {{"kernels0.cpp", sources[0].str()},
+      so = cpu::compile_shared_object(*cxx, kernel_flags_,
+                                      {{"kernels0.cpp", sources[0].str()},
                                              {"kernels1.cpp", sources[1].str()},
                                              {"prelude.cpp", cpu::kernel_prelude_source()}});
     }
@@ -378,6 +383,7 @@ class CpuCompiler : public Compiler {
   }
 
   CompilerOptions options_;
+  std::vector<std::string> kernel_flags_;
   bool disk_checked_ = false;
   std::optional<runtime::PersistentCache> disk_;
 };

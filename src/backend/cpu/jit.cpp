@@ -85,22 +85,17 @@ std::optional<std::string> find_cxx_compiler(const std::string& preferred) {
   return it->second;
 }
 
-const std::vector<std::string>& kernel_flags() {
-  static const std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=x86-64-v3", "-fno-math-errno", "-fopenmp",
-                                                 "-fPIC", "-shared", "-w"};
-  return flags;
-}
-
 std::string compiler_version(const std::string& compiler) {
   std::string output;
   run(quote(compiler) + " --version", output);
   return output.substr(0, output.find('\n'));
 }
 
-std::string compile_shared_object(const std::string& compiler, const std::vector<std::pair<std::string, std::string>>& sources) {
+std::string compile_shared_object(const std::string& compiler, const std::vector<std::string>& kernel_flags,
+                                  const std::vector<std::pair<std::string, std::string>>& sources) {
   TempDir dir;
   std::string flags;
-  for (const auto& f : kernel_flags()) flags += " " + f;
+  for (const auto& f : kernel_flags) flags += " " + f;
   // Each source compiles to an object in parallel (one per core), then one link.
   std::string command, objects;
   for (const auto& [name, text] : sources) {

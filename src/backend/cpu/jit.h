@@ -28,14 +28,14 @@ class SharedLibrary {
 // The C++ compiler: `preferred` (CompilerOptions::cxx; $CXX by default) when
 // not empty, else `c++` on PATH; nullopt when it does not run.
 std::optional<std::string> find_cxx_compiler(const std::string& preferred);
-// The flags kernels are compiled with (part of the persistent cache key).
-const std::vector<std::string>& kernel_flags();
 // "c++ (Debian 12.2.0-14) 12.2.0": the first line of `<compiler> --version`.
 std::string compiler_version(const std::string& compiler);
 
-// Compiles `sources` (file name → contents) into a shared object and returns its
-// bytes. Throws Error with the compiler's first error lines on failure.
-std::string compile_shared_object(const std::string& compiler, const std::vector<std::pair<std::string, std::string>>& sources);
+// Compiles `sources` (file name → contents) with `kernel_flags` (kernel_isa.h's
+// kernel_flags) into a shared object and returns its bytes. Throws Error with
+// the compiler's first error lines on failure.
+std::string compile_shared_object(const std::string& compiler, const std::vector<std::string>& kernel_flags,
+                                  const std::vector<std::pair<std::string, std::string>>& sources);
 
 // Writes `bytes` to a fresh temporary file and loads it.
 std::shared_ptr<SharedLibrary> load_shared_object(const std::string& bytes);

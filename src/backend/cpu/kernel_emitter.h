@@ -8,7 +8,8 @@
 // loop is a vectorizable `#pragma omp simd` loop; rows run in parallel.
 // Every elementwise op is a call of its functor from core/scalar_ops.h (the
 // interpreter's own), e.g. `Maximum()(v1, v2)`; transcendentals end in lt_*
-// functions whose 8-lane variants are SLEEF's AVX2 kernels.
+// functions whose vector variants are SLEEF's AVX2 (8 lanes) or AVX-512 (16
+// lanes) kernels, as the kernel ISA (kernel_isa.h) decides.
 #pragma once
 
 #include <optional>
