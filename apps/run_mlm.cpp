@@ -145,8 +145,10 @@ int run_mlm(const RunMlmOptions& options) {
     const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
-      models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
-      return train::ModelOutput(out.loss, out.logits);
+      // The LM head runs on the labelled tokens only (the same loss and accuracy as
+      // on all of them): logits [K, vocab] with their labels.
+      models::MaskedLMOutput out = model->forward_labelled(b.input_ids, b.attention_mask, b.masked_lm_positions, b.masked_lm_labels);
+      return train::ModelOutput(out.loss, out.logits, b.masked_lm_labels);
     };
     data::DataCollatorOptions collator_options;
     collator_options.mlm_probability = o.mlm_probability;

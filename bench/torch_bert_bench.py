@@ -3,7 +3,8 @@
 
 The same BertForMaskedLM (tools/torch_reference/bert.py, Hugging Face's architecture),
 the same random masked-LM batches (tokens in [1000, vocab), 15% of positions
-labelled), the same step: forward, backward, clip_grad_norm_(1.0), AdamW (weight
+labelled), the same step: forward (by default the MLM head on the labelled rows only,
+as bench_bert_train; --lm_head all for HF's every token), backward, clip_grad_norm_(1.0), AdamW (weight
 decay 0.01 except biases and LayerNorm weights), zero_grad, loss.item().
 --dtype f32 runs eager float32; --dtype bf16 runs the forward under
 torch.autocast('cpu', dtype=torch.bfloat16) (backward outside it, as recommended).
@@ -35,10 +36,11 @@ CONFIGS = {
 }
 
 
-def train_flops_per_token(c, seq):
-    """Matmul FLOPs of one training step per token (3x forward), as bench_bert_train."""
+def train_flops_per_token(c, seq, head_rows=1.0):
+    """Matmul FLOPs of one training step per token (3x forward), as bench_bert_train;
+    head_rows is the share of tokens the MLM head runs on."""
     h, i, n_layers, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-    forward = n_layers * (8 * h * h + 4 * h * i + 4 * seq * h) + 2 * h * h + 2 * h * v
+    forward = n_layers * (8 * h * h + 4 * h * i + 4 * seq * h) + head_rows * (2 * h * h + 2 * h * v)
     return 3 * forward
 
 
@@ -116,6 +118,9 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--lm_head", choices=["labelled", "all"], default="labelled",
+                   help="labelled: the MLM head on the labelled rows only (boolean indexing, a shape "
+                        "that varies per batch, free in eager mode); all: every token, as HF's forward")
     a = p.parse_args()
     if a.warmup < 1 or a.steps < 1:
         p.error("--warmup and --steps must be at least 1")
@@ -123,7 +128,6 @@ def main():
     torch.set_num_threads(a.threads)
     batch = a.batch_size or (4 if a.model == "bert-base" else 8)
     cfg = dict(vocab_size=30522, **CONFIGS[a.model])
-    flops = train_flops_per_token(cfg, a.seq_len)
     torch.manual_seed(a.seed)
     model = BertForMaskedLM(cfg)
     model.train()
@@ -143,17 +147,30 @@ def main():
                     x.float() if torch.is_tensor(x) and x.dtype == torch.bfloat16 else x for x in args))
     gen = torch.Generator().manual_seed(a.seed)
     batches = [random_batch(gen, batch, a.seq_len, cfg["vocab_size"]) for _ in range(4)]
+    labelled = sum(int((labels != -100).sum()) for _, _, labels in batches) / len(batches)
+    head_rows = labelled / (batch * a.seq_len) if a.lm_head == "labelled" else 1.0
+    flops = train_flops_per_token(cfg, a.seq_len, head_rows)
+    print(f"MLM head on {head_rows * batch * a.seq_len:.1f} of {batch * a.seq_len} rows on average (--lm_head {a.lm_head})")
     print(f"torch_bert_bench: {a.model} {CONFIGS[a.model]}, batch {batch} x seq {a.seq_len}, {a.dtype}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads, {a.warmup} warm-up + {a.steps} timed steps, "
           f"{n_params} parameters", flush=True)
+
+    def forward(ids, mask, labels):
+        if a.lm_head == "all":
+            return model(ids, mask, labels=labels)["loss"]
+        hidden = model.bert(ids, mask)[-1]
+        flat = labels.view(-1)
+        rows = flat != -100
+        logits = model.cls(hidden.reshape(-1, hidden.shape[-1])[rows])
+        return torch.nn.functional.cross_entropy(logits, flat[rows])
 
     def step(i):
         ids, mask, labels = batches[i % len(batches)]
         if a.dtype == "bf16":
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(ids, mask, labels=labels)["loss"]
+                loss = forward(ids, mask, labels)
         else:
-            loss = model(ids, mask, labels=labels)["loss"]
+            loss = forward(ids, mask, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -161,7 +178,7 @@ def main():
         return loss.item()
 
     time_training_steps(step, a.warmup, a.steps, batch * a.seq_len, flops,
-                        f"bench=torch_bert_train model={a.model} dtype={a.dtype} batch={batch} seq={a.seq_len}")
+                        f"bench=torch_bert_train model={a.model} dtype={a.dtype} batch={batch} seq={a.seq_len} lm_head={a.lm_head}")
 
 if __name__ == "__main__":
     main()

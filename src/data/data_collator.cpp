@@ -111,6 +111,7 @@ Batch DataCollatorForLanguageModeling::operator()(std::span<const Example> examp
     return batch;
   }
 
+  batch.mlm_probability = options_.mlm_probability;
   for (std::size_t k = 0; k < total; ++k) {
     if (special[k]) continue;
     if (!(uniform() < options_.mlm_probability)) continue;

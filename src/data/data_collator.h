@@ -22,6 +22,9 @@ struct Batch {
   std::vector<int64_t> input_ids;
   std::vector<int64_t> attention_mask;
   std::vector<int64_t> labels;  // -100 where no loss is taken (cross_entropy ignore_index)
+  // The masking probability that made the labels (0: not a masked-LM batch);
+  // it sizes the labelled rows' capacity (data/labelled_positions.h).
+  double mlm_probability = 0.0;
 };
 
 // What the collator needs from a tokenizer.

@@ -139,7 +139,7 @@ BertForMaskedLM::BertForMaskedLM(const BertConfig& config) : MaskedLMModel(confi
   register_module("cls", std::make_shared<Cls>(predictions));
 }
 
-MaskedLMOutput BertForMaskedLM::forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels) const {
+Tensor BertForMaskedLM::sequence_output(const Tensor& input_ids, const Tensor& attention_mask) const {
   if (input_ids.dim() != 2) throw Error("[BertForMaskedLM] input_ids must be [batch, sequence], got " + shape_str(input_ids.shape()));
   if (attention_mask.shape() != input_ids.shape()) {
     throw Error("[BertForMaskedLM] attention_mask " + shape_str(attention_mask.shape()) + " must match input_ids " + shape_str(input_ids.shape()));
@@ -148,10 +148,7 @@ MaskedLMOutput BertForMaskedLM::forward(const Tensor& input_ids, const Tensor& a
     throw Error("[BertForMaskedLM] sequence length " + std::to_string(input_ids.shape()[1]) + " exceeds max_position_embeddings " +
                 std::to_string(config_.max_position_embeddings));
   }
-  MaskedLMOutput out;
-  out.logits = predictions->forward(bert->forward(input_ids, attention_mask));
-  if (labels.defined()) out.loss = masked_lm_loss(out.logits, labels, "BertForMaskedLM");
-  return out;
+  return bert->forward(input_ids, attention_mask);
 }
 
 }  // namespace lazytrain::models

@@ -96,12 +96,16 @@ class BertLMPredictionHead : public nn::Module {
 
 class BertForMaskedLM : public MaskedLMModel {
  public:
+  // forward and forward_labelled (MaskedLMModel) throw Error when shapes
+  // disagree or S > max_position_embeddings.
   explicit BertForMaskedLM(const BertConfig& config);
-  // labels int64 [B, S], -100 where no loss is taken; may be undefined.
-  // Throws Error when shapes disagree or S > max_position_embeddings.
-  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const override;
   std::shared_ptr<BertModel> bert;
   std::shared_ptr<BertLMPredictionHead> predictions;
+
+ protected:
+  const char* model_name() const override { return "BertForMaskedLM"; }
+  Tensor sequence_output(const Tensor& input_ids, const Tensor& attention_mask) const override;
+  Tensor lm_logits(const Tensor& hidden) const override { return predictions->forward(hidden); }
 };
 
 }  // namespace lazytrain::models

@@ -20,12 +20,28 @@ class MaskedLMModel : public nn::Module {
  public:
   explicit MaskedLMModel(BertConfig config) : config_(std::move(config)) {}
   // input_ids, attention_mask int64 [B, S] (mask 1 = attend); labels int64
-  // [B, S] with -100 where no loss is taken, or undefined (no loss). Throws
-  // Error naming the model when shapes disagree or S exceeds the positions.
-  virtual MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const = 0;
+  // [B, S] with -100 where no loss is taken, or undefined (no loss). logits
+  // are [B, S, vocab_size], as Hugging Face's. Throws Error naming the model
+  // when shapes disagree or S exceeds the positions.
+  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const;
+  // The same loss, with the LM head run on the labelled tokens only:
+  // masked_lm_positions int64 [K] are flat indices into the B*S tokens and
+  // masked_lm_labels int64 [K] their labels (-100 ignored), as
+  // data::labelled_positions makes them. logits are [K, vocab_size]; the loss
+  // has the terms and the count of forward()'s. Throws Error as forward(), or
+  // when the two are not 1-D of one length.
+  MaskedLMOutput forward_labelled(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& masked_lm_positions,
+                                  const Tensor& masked_lm_labels) const;
   const BertConfig& config() const { return config_; }
 
  protected:
+  // "BertForMaskedLM": names the model in errors.
+  virtual const char* model_name() const = 0;
+  // The encoder's last hidden state [B, S, hidden] (checks the shapes first).
+  virtual Tensor sequence_output(const Tensor& input_ids, const Tensor& attention_mask) const = 0;
+  // The LM head: hidden [..., hidden] -> logits [..., vocab_size].
+  virtual Tensor lm_logits(const Tensor& hidden) const = 0;
+
   BertConfig config_;
 };
 

@@ -77,7 +77,7 @@ RobertaForMaskedLM::RobertaForMaskedLM(const BertConfig& config) : MaskedLMModel
   lm_head = register_module("lm_head", std::make_shared<RobertaLMHead>(config_, embeddings->word_embeddings->weight));
 }
 
-MaskedLMOutput RobertaForMaskedLM::forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels) const {
+Tensor RobertaForMaskedLM::sequence_output(const Tensor& input_ids, const Tensor& attention_mask) const {
   if (input_ids.dim() != 2) throw Error("[RobertaForMaskedLM] input_ids must be [batch, sequence], got " + shape_str(input_ids.shape()));
   if (attention_mask.shape() != input_ids.shape()) {
     throw Error("[RobertaForMaskedLM] attention_mask " + shape_str(attention_mask.shape()) + " must match input_ids " +
@@ -88,10 +88,7 @@ MaskedLMOutput RobertaForMaskedLM::forward(const Tensor& input_ids, const Tensor
                 std::to_string(input_ids.shape()[1] + config_.pad_token_id) + " (positions start at pad_token_id + 1), got " +
                 std::to_string(config_.max_position_embeddings));
   }
-  MaskedLMOutput out;
-  out.logits = lm_head->forward(encoder->forward(embeddings->forward(input_ids), get_extended_attention_mask(attention_mask)));
-  if (labels.defined()) out.loss = masked_lm_loss(out.logits, labels, "RobertaForMaskedLM");
-  return out;
+  return encoder->forward(embeddings->forward(input_ids), get_extended_attention_mask(attention_mask));
 }
 
 }  // namespace lazytrain::models

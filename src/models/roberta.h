@@ -46,13 +46,17 @@ class RobertaLMHead : public nn::Module {
 
 class RobertaForMaskedLM : public MaskedLMModel {
  public:
+  // forward and forward_labelled (MaskedLMModel) throw Error when shapes
+  // disagree or the positions (up to S + pad_token_id) exceed max_position_embeddings.
   explicit RobertaForMaskedLM(const BertConfig& config);
-  // As BertForMaskedLM::forward. Throws Error when shapes disagree or the
-  // positions (up to S + pad_token_id) exceed max_position_embeddings.
-  MaskedLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels = Tensor()) const override;
   std::shared_ptr<RobertaEmbeddings> embeddings;
   std::shared_ptr<BertEncoder> encoder;
   std::shared_ptr<RobertaLMHead> lm_head;
+
+ protected:
+  const char* model_name() const override { return "RobertaForMaskedLM"; }
+  Tensor sequence_output(const Tensor& input_ids, const Tensor& attention_mask) const override;
+  Tensor lm_logits(const Tensor& hidden) const override { return lm_head->forward(hidden); }
 };
 
 }  // namespace lazytrain::models

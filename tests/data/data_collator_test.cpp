@@ -47,6 +47,7 @@ TEST(DataCollatorTest, MaskingStatisticsMatchHuggingFace) {
   ASSERT_EQ(batch.batch_size, 64);
   ASSERT_EQ(batch.seq_len, 512);
   ASSERT_EQ(batch.input_ids.size(), 64u * 512u);
+  EXPECT_EQ(batch.mlm_probability, 0.15);  // sizes the labelled rows (data/labelled_positions.h)
 
   int64_t eligible = 0, selected = 0, to_mask = 0, to_random = 0, unchanged = 0;
   for (int64_t b = 0; b < batch.batch_size; ++b) {
@@ -162,6 +163,7 @@ TEST(DataCollatorTest, CausalModeCopiesInputsAndIgnoresPadding) {
   const Batch batch = collator(examples);
   EXPECT_EQ(batch.input_ids, (Ids{7, 8, 9, 10, kPad, kPad}));
   EXPECT_EQ(batch.labels, (Ids{7, 8, 9, 10, -100, -100}));
+  EXPECT_EQ(batch.mlm_probability, 0.0);
 }
 
 // run_clm's labels: a real token equal to the pad id (GPT-2's <|endoftext|>) keeps

@@ -4,10 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../support/golden.h"
+#include "core/error.h"
+#include "data/labelled_positions.h"
 #include "models/bert.h"
+#include "tensor/ops.h"
 #include "tensor/autocast.h"
 
 namespace lazytrain {
@@ -52,6 +56,42 @@ TEST_F(BertGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     expect_close(p.grad(), golden->floats("grad." + name), 1e-4, 1e-7, "grad." + name);
+  }
+}
+
+// The LM head on the labelled rows only (MaskedLMModel::forward_labelled, what
+// run_mlm trains with): the loss and every gradient are Hugging Face's, computed
+// on all rows, and the logits are the labelled rows of HF's.
+TEST_F(BertGolden, LabelledRowsGiveTheLossAndGradientsOfAllRows) {
+  const Tensor labels = golden->tensor("labels");
+  const data::LabelledPositions rows = data::labelled_positions(labels.to_vector<int64_t>());
+  const int64_t k = static_cast<int64_t>(rows.positions.size());
+  const int64_t labelled = std::count_if(rows.labels.begin(), rows.labels.end(), [](int64_t l) { return l != -100; });
+  ASSERT_GT(labelled, 1);
+  ASSERT_LT(labelled, labels.numel());  // some rows are left out
+  models::MaskedLMOutput out =
+      model->forward_labelled(golden->tensor("input_ids"), golden->tensor("attention_mask"), from_vector(rows.positions, {k}), from_vector(rows.labels, {k}));
+  out.loss.backward();
+  EXPECT_EQ(out.logits.shape(), (Shape{k, config.vocab_size}));
+  const std::vector<float> all = golden->floats("logits");
+  std::vector<float> want;
+  for (int64_t p : rows.positions) want.insert(want.end(), all.begin() + p * config.vocab_size, all.begin() + (p + 1) * config.vocab_size);
+  expect_close(out.logits, want, 1e-4, 1e-5, "logits of the labelled rows");
+  expect_close(out.loss, golden->floats("loss"), 1e-5, 0, "loss");
+  for (const auto& [name, p] : model->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    expect_close(p.grad(), golden->floats("grad." + name), 1e-4, 1e-7, "grad." + name);
+  }
+}
+
+TEST_F(BertGolden, LabelledRowsOfAnotherShapeAreOneError) {
+  const Tensor ids = golden->tensor("input_ids"), mask = golden->tensor("attention_mask");
+  try {
+    model->forward_labelled(ids, mask, from_vector(std::vector<int64_t>{0, 1, 2}, {3}), from_vector(std::vector<int64_t>{5, 6}, {2}));
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[BertForMaskedLM] masked_lm_positions [3] and masked_lm_labels [2] must both be [K]"), std::string::npos)
+        << e.what();
   }
 }
 

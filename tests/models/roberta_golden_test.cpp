@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/golden.h"
+#include "data/labelled_positions.h"
 #include "models/roberta.h"
+#include "tensor/ops.h"
 
 namespace lazytrain {
 namespace {
@@ -36,6 +38,25 @@ TEST(RobertaGolden, NamesLogitsLossAndEveryGradientMatchPyTorch) {
   expect_close(out.logits, golden.floats("logits"), 1e-4, 1e-5, "logits");
   expect_close(out.loss, golden.floats("loss"), 1e-5, 0, "loss");
   for (const auto& [name, p] : named) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    expect_close(p.grad(), golden.floats("grad." + name), 1e-4, 1e-7, "grad." + name);
+  }
+}
+
+// The LM head on the labelled rows only (run_mlm's path): HF's loss and gradients.
+TEST(RobertaGolden, LabelledRowsGiveTheLossAndGradientsOfAllRows) {
+  GoldenFile golden("roberta_tiny_mlm.safetensors");
+  models::BertConfig config = models::BertConfig::from_json(nlohmann::json::parse(golden.metadata().at("config")), "golden config");
+  models::RobertaForMaskedLM model(config);
+  for (const auto& [name, p] : model.named_parameters()) p.set_data(golden.tensor(name));
+  const data::LabelledPositions rows = data::labelled_positions(golden.tensor("labels").to_vector<int64_t>());
+  const int64_t k = static_cast<int64_t>(rows.positions.size());
+  models::MaskedLMOutput out =
+      model.forward_labelled(golden.tensor("input_ids"), golden.tensor("attention_mask"), from_vector(rows.positions, {k}), from_vector(rows.labels, {k}));
+  out.loss.backward();
+  EXPECT_EQ(out.logits.shape(), (Shape{k, config.vocab_size}));
+  expect_close(out.loss, golden.floats("loss"), 1e-5, 0, "loss");
+  for (const auto& [name, p] : model.named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     expect_close(p.grad(), golden.floats("grad." + name), 1e-4, 1e-7, "grad." + name);
   }
