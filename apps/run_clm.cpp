@@ -162,6 +162,7 @@ int run_clm(const RunClmOptions& options) {
     manual_seed(t.seed);
     auto model = std::make_shared<models::GPT2LMHeadModel>(config);
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
+    if (t.gradient_checkpointing) model->gradient_checkpointing_enable();
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
       models::CausalLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
       // Next-token accuracy: the prediction at i against the token at i + 1 (run_clm.py's

@@ -144,6 +144,7 @@ int run_mlm(const RunMlmOptions& options) {
     manual_seed(t.seed);
     const std::shared_ptr<models::MaskedLMModel> model = models::AutoModelForMaskedLM::from_config(config);
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
+    if (t.gradient_checkpointing) model->gradient_checkpointing_enable();
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
       // The LM head runs on the labelled tokens only (the same loss and accuracy as
       // on all of them): logits [K, vocab] with their labels.

@@ -64,6 +64,9 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
   c.add_option("--collective_timeout", t.collective_timeout,
                "Seconds a replica waits for the others at a gradient exchange or rendezvous before failing, naming the missing one");
   c.add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");
+  c.add_flag("--gradient_checkpointing", t.gradient_checkpointing,
+             "Recompute each transformer layer's activations during backward instead of keeping them: less memory, "
+             "about one more forward per step");
 }
 
 }  // namespace lazytrain::apps

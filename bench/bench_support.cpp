@@ -32,6 +32,10 @@ void parse_step_flags(int argc, char** argv, const std::string& program, const s
       f.bf16 = true;
       continue;
     }
+    if (flag == "--gradient_checkpointing") {
+      f.gradient_checkpointing = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error(program, usage, "unknown flag or missing value: " + flag);
     const std::string value = argv[++i];
     if (flag == "--config_overrides") f.config_overrides = value;

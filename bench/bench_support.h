@@ -67,6 +67,7 @@ struct StepFlags {
   int warmup = 1;
   int steps = 1;
   bool bf16 = false;
+  bool gradient_checkpointing = false;  // the model's gradient_checkpointing_enable()
   uint64_t seed = 42;
 };
 

@@ -41,7 +41,7 @@ struct Options : bench::StepFlags {
 
 const char* kUsage =
     "usage: bench_gpt2_train [--config CONFIG_JSON] [--config_overrides k=v,...] [--backend interpreter|cpu]\n"
-    "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N]\n"
+    "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N] [--gradient_checkpointing]\n"
     "  --config defaults to ../shared/data/gpt2/config.json (GPT-2 124M), relative to the repository root\n";
 
 [[noreturn]] void usage_error(const std::string& message) { bench::usage_error("bench_gpt2_train", kUsage, message); }
@@ -83,6 +83,7 @@ int run(const Options& o) {
   manual_seed(o.seed);
   models::GPT2LMHeadModel model(config);
   model.train();
+  if (o.gradient_checkpointing) model.gradient_checkpointing_enable();
   train::DecayGroups groups = train::split_weight_decay(model);
   optim::AdamW optimizer({{groups.decay, 0.01}, {groups.no_decay, 0.0}}, {1e-4, 0.9, 0.999, 1e-8, 0.0});
   const std::vector<Tensor> params = model.parameters();

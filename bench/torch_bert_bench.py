@@ -33,6 +33,7 @@ CONFIGS = {
     "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
     "bert-mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
     "bert-base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "bert-large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
 }
 
 
@@ -112,7 +113,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=sorted(CONFIGS), default="bert-tiny")
     p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
-    p.add_argument("--batch_size", type=int, default=0, help="0: 8 for tiny/mini, 4 for base")
+    p.add_argument("--batch_size", type=int, default=0, help="0: 8 for tiny/mini, 4 for base/large")
     p.add_argument("--seq_len", type=int, default=128)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=10)
@@ -126,7 +127,7 @@ def main():
         p.error("--warmup and --steps must be at least 1")
 
     torch.set_num_threads(a.threads)
-    batch = a.batch_size or (4 if a.model == "bert-base" else 8)
+    batch = a.batch_size or (4 if a.model in ("bert-base", "bert-large") else 8)
     cfg = dict(vocab_size=30522, **CONFIGS[a.model])
     torch.manual_seed(a.seed)
     model = BertForMaskedLM(cfg)

@@ -76,6 +76,15 @@ int HloBuilder::rng_bit_generator(int seed, const Shape& shape) {
   return add(std::move(in));
 }
 
+int HloBuilder::optimization_barrier(int x, int after) {
+  HloInstruction in;
+  in.opcode = HloOpcode::kOptimizationBarrier;
+  in.shape = at(x).shape;
+  in.dtype = at(x).dtype;
+  in.operands = {x, after};
+  return add(std::move(in));
+}
+
 int HloBuilder::unary(HloOpcode opcode, int x) {
   HloInstruction in;
   in.opcode = opcode;

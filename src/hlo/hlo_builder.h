@@ -26,6 +26,9 @@ class HloBuilder {
   int full(double value, const Shape& shape, DType dtype);
   int iota(const Shape& shape, DType dtype, int64_t dimension);
   int rng_bit_generator(int seed, const Shape& shape);
+  // opt-barrier(x, after): x's value, computed after `after` and never merged
+  // with an equal computation (XLA's opt-barrier, with one value passed through).
+  int optimization_barrier(int x, int after);
 
   int unary(HloOpcode opcode, int x);
   int convert(int x, DType dtype);

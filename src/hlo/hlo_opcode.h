@@ -72,6 +72,8 @@ enum HloOpcodeProperty : uint32_t {
   V(kScatter, "scatter", 3, 0)                                                                         \
   V(kDot, "dot", 2, 0)                                                                                 \
   V(kReduce, "reduce", 2, 0)                                                                           \
+  /* opt-barrier(x, after): x, computed no earlier than `after` and never merged (rematerialization) */ \
+  V(kOptimizationBarrier, "opt-barrier", 2, kPropertyNeverFold | kPropertyNeverMerge)                  \
   V(kTuple, "tuple", -1, kPropertyNeverFold | kPropertyNeverMerge)                                     \
   /* cross-replica collectives (HloInstruction::replica_groups): values of other replicas */           \
   V(kAllReduce, "all-reduce", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
@@ -89,7 +91,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 41;
+inline constexpr int kHloOpcodeCount = 42;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \

@@ -118,6 +118,9 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     c.require(in.dtype == DType::kInt32, "rng-bit-generator produces s32 bits");
     return {in.shape, in.dtype};
   }
+  if (op == HloOpcode::kOptimizationBarrier) {
+    return {operand(0).shape, operand(0).dtype};
+  }
   if (op == HloOpcode::kConvert) {
     return {operand(0).shape, in.dtype};
   }

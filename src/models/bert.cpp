@@ -1,3 +1,4 @@
+#include "nn/checkpoint.h"
 #include "models/bert.h"
 
 #include <cmath>
@@ -90,7 +91,13 @@ BertEncoder::BertEncoder(const BertConfig& c) {
 
 Tensor BertEncoder::forward(const Tensor& hidden, const Tensor& extended_mask) const {
   Tensor h = hidden;
-  for (const auto& l : layer) h = l->forward(h, extended_mask);
+  for (const auto& l : layer) {
+    if (gradient_checkpointing && is_training()) {
+      h = nn::checkpoint([l, extended_mask](const Tensor& x) { return l->forward(x, extended_mask); }, h);
+    } else {
+      h = l->forward(h, extended_mask);
+    }
+  }
   return h;
 }
 

@@ -73,6 +73,9 @@ class BertEncoder : public nn::Module {
   // get_extended_attention_mask. Shared by BERT and RoBERTa.
   Tensor forward(const Tensor& hidden, const Tensor& extended_mask) const;
   std::vector<std::shared_ptr<BertLayer>> layer;
+  // Hugging Face's encoder.gradient_checkpointing: in training, each layer's
+  // activations are recomputed during backward (nn/checkpoint.h).
+  bool gradient_checkpointing = false;
 };
 
 class BertModel : public nn::Module {
@@ -101,6 +104,7 @@ class BertForMaskedLM : public MaskedLMModel {
   explicit BertForMaskedLM(const BertConfig& config);
   std::shared_ptr<BertModel> bert;
   std::shared_ptr<BertLMPredictionHead> predictions;
+  void gradient_checkpointing_enable() override { bert->encoder->gradient_checkpointing = true; }
 
  protected:
   const char* model_name() const override { return "BertForMaskedLM"; }

@@ -1,3 +1,4 @@
+#include "nn/checkpoint.h"
 #include "models/gpt2.h"
 
 #include <cmath>
@@ -114,7 +115,13 @@ Tensor GPT2Model::forward(const Tensor& input_ids, const Tensor& attention_mask)
   Tensor mask = attention_mask.defined() ? get_extended_attention_mask(attention_mask) : Tensor();
   runtime::DeviceGuard on_input_device(input_ids.device());
   Tensor x = drop->forward(wte->forward(input_ids) + wpe->forward(arange(s)).unsqueeze(0));
-  for (const auto& block : h) x = block->forward(x, mask);
+  for (const auto& block : h) {
+    if (gradient_checkpointing && is_training()) {
+      x = nn::checkpoint([block, mask](const Tensor& in) { return block->forward(in, mask); }, x);
+    } else {
+      x = block->forward(x, mask);
+    }
+  }
   return ln_f->forward(x);
 }
 

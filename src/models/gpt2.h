@@ -90,6 +90,9 @@ class GPT2Model : public nn::Module {
   std::shared_ptr<nn::Dropout> drop;
   std::vector<std::shared_ptr<GPT2Block>> h;
   std::shared_ptr<nn::LayerNorm> ln_f;
+  // Hugging Face's transformer.gradient_checkpointing: in training, each
+  // block's activations are recomputed during backward (nn/checkpoint.h).
+  bool gradient_checkpointing = false;
 };
 
 struct CausalLMOutput {
@@ -124,6 +127,8 @@ class GPT2LMHeadModel : public nn::Module {
                         const CacheWrite& write) const;
   const GPT2Config& config() const { return config_; }
   std::shared_ptr<GPT2Model> transformer;
+  // Hugging Face's gradient_checkpointing_enable() (nn/checkpoint.h).
+  void gradient_checkpointing_enable() { transformer->gradient_checkpointing = true; }
 
  private:
   GPT2Config config_;

@@ -33,6 +33,9 @@ class MaskedLMModel : public nn::Module {
   MaskedLMOutput forward_labelled(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& masked_lm_positions,
                                   const Tensor& masked_lm_labels) const;
   const BertConfig& config() const { return config_; }
+  // Hugging Face's gradient_checkpointing_enable(): the encoder recomputes each
+  // layer's activations during backward in training (nn/checkpoint.h).
+  virtual void gradient_checkpointing_enable() = 0;
 
  protected:
   // "BertForMaskedLM": names the model in errors.

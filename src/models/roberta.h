@@ -52,6 +52,7 @@ class RobertaForMaskedLM : public MaskedLMModel {
   std::shared_ptr<RobertaEmbeddings> embeddings;
   std::shared_ptr<BertEncoder> encoder;
   std::shared_ptr<RobertaLMHead> lm_head;
+  void gradient_checkpointing_enable() override { encoder->gradient_checkpointing = true; }
 
  protected:
   const char* model_name() const override { return "RobertaForMaskedLM"; }

@@ -136,6 +136,12 @@ Tensor expand(const Tensor& x, const Shape& shape, Loc loc = Loc::current());
 // x[start:end:step] along dim, Python-style clamping of start/end.
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1, Loc loc = Loc::current());
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = Loc::current());
+// x's value, computed no earlier than `after` (any shape and dtype) and never
+// merged with an equal computation by the compiler: XLA's opt-barrier (with one
+// value passed through), as jax.lax.optimization_barrier and PyTorch/XLA's
+// xm.optimization_barrier_ use it for rematerialization (nn/checkpoint.h). The
+// gradient passes to x unchanged; `after` gets none.
+Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc = Loc::current());
 // Rows of x along dim selected by int32/int64 `index` (1-D).
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = Loc::current());
 

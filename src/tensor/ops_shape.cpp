@@ -224,6 +224,14 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   });
 }
 
+Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
+  OpLocationScope at(loc);
+  Tensor out = make_op("xla::optimization_barrier", {x, after}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
+    return c.builder().optimization_barrier(c.operand(n, 0), c.operand(n, 1));
+  });
+  return record(out, "OptimizationBarrierBackward", {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
   OpLocationScope at(loc);
   if (index.dim() != 1) throw_error("aten::index_select", "index must be 1-D, got " + shape_str(index.shape()), loc);

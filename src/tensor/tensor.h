@@ -135,6 +135,19 @@ class NoGradGuard {
   bool previous_;
 };
 
+// torch.enable_grad(): ops inside the scope record autograd history, also
+// inside a NoGradGuard or a backward pass (nn/checkpoint.h recomputes there).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace lazytrain
 
 #include "tensor/ops.h"

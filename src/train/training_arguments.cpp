@@ -138,6 +138,7 @@ nlohmann::json TrainingArguments::to_json() const {
           {"debug_graphs", debug_graphs},
           {"disable_tqdm", disable_tqdm},
           {"bf16", bf16},
+          {"gradient_checkpointing", gradient_checkpointing},
           {"dataloader_num_workers", dataloader_num_workers},
           {"loader_prefetch_size", loader_prefetch_size},
           {"device_prefetch_size", device_prefetch_size},

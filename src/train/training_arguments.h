@@ -63,6 +63,10 @@ struct TrainingArguments {
   // torch.autocast('cpu', dtype=torch.bfloat16) semantics (tensor/autocast.h);
   // weights, gradients and optimizer state stay f32.
   bool bf16 = false;
+  // Recompute each transformer layer's activations during backward instead of
+  // keeping them (the model's gradient_checkpointing_enable(); nn/checkpoint.h):
+  // less memory, one more forward of the layers per step.
+  bool gradient_checkpointing = false;
   // Threads that collate batches (0: the DeviceLoader's loader thread does it).
   int64_t dataloader_num_workers = 0;
   // DeviceLoader queues (PyTorch/XLA's MpDeviceLoader arguments).

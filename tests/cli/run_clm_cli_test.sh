@@ -41,6 +41,20 @@ print("run_clm tiny GPT-2: eval_loss %.4f, perplexity %.1f, eval_accuracy %.4f" 
 PY
 check train_and_evaluate $?
 
+# --gradient_checkpointing: GPT-2's blocks recomputed in backward give the same losses.
+"$bin" run_clm "${common[@]}" --train_file "$data/wikitext-2/valid.txt" --validation_file "$data/wikitext-2/test.txt" \
+  --do_train --do_eval --max_train_samples 64 --max_eval_samples 16 --per_device_train_batch_size 4 --per_device_eval_batch_size 4 \
+  --max_steps 6 --learning_rate 1e-3 --gradient_checkpointing --output_dir "$work/out_gc" > "$work/stdout" 2> "$work/stderr"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^\[Trainer\] training ran 1 distinct graph' "$work/stderr" &&
+  "$python" - "$work/out" "$work/out_gc" <<'PY'
+import json, sys
+plain, gc = (json.load(open(d + "/all_results.json")) for d in sys.argv[1:3])
+for key in ("train_loss", "eval_loss"):
+    assert abs(plain[key] - gc[key]) <= 1e-5 * plain[key], (key, plain[key], gc[key])
+PY
+check gradient_checkpointing $?
+
 "$bin" run_clm --tokenizer_name "$data/gpt2" --block_size 32 --disable_tqdm --report_to none --model_name_or_path "$work/out" \
   --validation_file "$data/wikitext-2/test.txt" --do_eval --max_eval_samples 16 --per_device_eval_batch_size 4 \
   --output_dir "$work/eval" > "$work/stdout" 2> "$work/stderr" &&

@@ -114,6 +114,24 @@ else
   failed=$((failed + 1)); echo "FAIL bf16_run: rc=$rc train_loss f32=$loss_f32 bf16=$loss_bf16"; cat "$work/stderr"
 fi
 
+# --gradient_checkpointing: the same training and evaluation losses as the tiny
+# run (the layers are recomputed in backward, dropout masks replayed), one
+# training graph still, and the flag lands in training_args.json.
+"$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" --validation_file "$text" \
+  --do_eval --per_device_eval_batch_size 2 --gradient_checkpointing --output_dir "$work/run_gc" > /dev/null 2> "$work/stderr"
+rc=$?
+loss_gc=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run_gc/train_results.json" 2>/dev/null)
+eval_f32=$(sed -n 's/.*"eval_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run/eval_results.json")
+eval_gc=$(sed -n 's/.*"eval_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run_gc/eval_results.json" 2>/dev/null)
+close() { awk -v a="$1" -v b="$2" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(a != "" && b != "" && d <= 1e-5*a)}'; }
+if [ $rc -eq 0 ] && close "$loss_f32" "$loss_gc" && close "$eval_f32" "$eval_gc" &&
+   grep -A1 "Metric: CompileTime" "$work/run_gc/metrics_report.txt" | grep -q "TotalSamples: 2" &&
+   grep -q '"gradient_checkpointing": true' "$work/run_gc/training_args.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL gradient_checkpointing: rc=$rc train_loss $loss_f32 vs $loss_gc, eval_loss $eval_f32 vs $eval_gc"; cat "$work/stderr"
+fi
+
 # Resume from the tiny run's model: evaluation only, with the trained weights.
 "$bin" run_mlm --model_name_or_path "$work/run" --validation_file "$text" --do_eval --max_seq_length 32 \
   --per_device_eval_batch_size 2 --disable_tqdm --output_dir "$work/eval" > /dev/null 2> "$work/stderr"

@@ -47,9 +47,10 @@ TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
             (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
   EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple,
-                                                                     O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+                                                                     O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
   EXPECT_EQ(with([](O o) { return never_merged(o); }),
-            (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+            (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter,
+                         O::kOptimizationBarrier}));
   EXPECT_EQ(with([](O o) { return is_collective(o); }), (std::set<O>{O::kAllReduce, O::kAllGather, O::kReduceScatter}));
   EXPECT_EQ(with([](O o) { return is_splat_preserving(o); }), (std::set<O>{O::kReshape, O::kTranspose, O::kBroadcast, O::kSlice}));
 }
@@ -62,6 +63,7 @@ TEST(HloOpcode, AritiesMatchTheOperationSemantics) {
   EXPECT_EQ(opcode_arity(O::kCompare), 2);
   EXPECT_EQ(opcode_arity(O::kScatter), 3);
   EXPECT_EQ(opcode_arity(O::kReduce), 2);
+  EXPECT_EQ(opcode_arity(O::kOptimizationBarrier), 2);
   EXPECT_EQ(opcode_arity(O::kConcatenate), -1);
   EXPECT_EQ(opcode_arity(O::kFusion), -1);
 }

@@ -333,8 +333,10 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   const auto& dims = reduce.dimensions;
   bool suffix = true;
   for (size_t k = 0; k < dims.size(); ++k) suffix = suffix && dims[k] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(k);
-  const int64_t reduced = product(s, suffix ? static_cast<size_t>(rank) - dims.size() : 0, suffix ? s.size() : dims.size());
-  const int64_t kept = numel(s) / std::max<int64_t>(reduced, 1);
+  const size_t split = suffix ? static_cast<size_t>(rank) - dims.size() : dims.size();
+  const int64_t reduced = suffix ? product(s, split, s.size()) : product(s, 0, split);
+  // Counted directly, not as numel / reduced: a reduce over an empty dim keeps its rows (each the init value).
+  const int64_t kept = suffix ? product(s, 0, split) : product(s, split, s.size());
   const int64_t inner = suffix ? reduced : kept;
   const int64_t rows = suffix ? kept : reduced;
   Emitter e(f, s);

@@ -80,6 +80,7 @@ class GroupBuilder {
         owner_[id] = -2;  // not fused; never a member either
       }
     }
+    add_lone_reduces();
     return groups_;
   }
 
@@ -122,22 +123,44 @@ class GroupBuilder {
     return n;
   }
 
-  // A reduce over leading or trailing dims whose operand is this group's root
-  // (and its only user) becomes part of the fusion (kInput).
-  void attach_reduce(Group& g) {
-    if (users_[g.root].size() != 1) return;
-    const HloInstruction& r = m_.at(users_[g.root][0]);
-    if (r.opcode != HloOpcode::kReduce || r.operands[0] != g.root || !is_scalar_constant(m_.at(r.operands[1]))) return;
-    if (!rules_.ShouldFuseReduce(m_, r)) return;
-    const int64_t rank = static_cast<int64_t>(m_.at(g.root).shape.size());
+  // A reduce a kernel can compute: over leading or trailing dims, from a scalar
+  // constant, and allowed by the backend's rules.
+  bool reduce_fusible(const HloInstruction& r) const {
+    if (r.opcode != HloOpcode::kReduce || !is_scalar_constant(m_.at(r.operands[1]))) return false;
+    if (!rules_.ShouldFuseReduce(m_, r)) return false;
+    const int64_t rank = static_cast<int64_t>(m_.at(r.operands[0]).shape.size());
     const auto& dims = r.dimensions;
-    if (dims.empty()) return;
+    if (dims.empty()) return false;
     bool prefix = true, suffix = true;
     for (size_t i = 0; i < dims.size(); ++i) {
       prefix = prefix && dims[i] == static_cast<int64_t>(i);
       suffix = suffix && dims[i] == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(i);
     }
-    if (prefix || suffix) g.reduce = r.id;
+    return prefix || suffix;
+  }
+
+  // A reduce whose operand is this group's root (and its only user) becomes
+  // part of the fusion (kInput).
+  void attach_reduce(Group& g) {
+    if (users_[g.root].size() != 1) return;
+    const HloInstruction& r = m_.at(users_[g.root][0]);
+    if (r.operands[0] == g.root && reduce_fusible(r)) g.reduce = r.id;
+  }
+
+  // A reduce no group took (its operand is a dot, a parameter, another fusion
+  // or has other users) becomes a kInput fusion of its own, so that the backend
+  // runs a generated kernel for it rather than an interpreted reduce: the
+  // softmax max and sum over a vocabulary-sized dot, a bias gradient's column sum.
+  void add_lone_reduces() {
+    std::set<int> taken;
+    for (const Group& g : groups_) taken.insert(g.reduce);
+    for (const HloInstruction& in : m_.instructions) {
+      if (taken.count(in.id) || !reduce_fusible(in)) continue;
+      Group g;
+      g.root = in.id;
+      g.reduce = in.id;
+      groups_.push_back(std::move(g));
+    }
   }
 
   const HloModule& m_;

@@ -8,7 +8,9 @@
 //   (a fusion parameter or a scalar constant), so index arithmetic stays affine.
 // - kInput: a reduce over trailing dims (a row reduction: softmax sums, layer
 //   norm statistics) or leading dims (a column reduction: bias gradients),
-//   together with the loop fusion that produces its operand.
+//   together with the loop fusion that produces its operand; a reduce with no
+//   such producer (its operand a dot, a parameter, a value read elsewhere too)
+//   is a kInput fusion of its own, so that it too runs as a generated kernel.
 // Cheap producers (broadcasts, scalar constants, iota, and non-transcendental
 // elementwise ops of those only, such as masks) are duplicated into every
 // consumer fusion rather than materialised; a value that reads a real array is
@@ -35,7 +37,7 @@ class InstructionFusion : public HloPass {
   // pass would pull in; false keeps it out (materialised by itself).
   virtual bool ShouldFuse(const HloModule& module, const HloInstruction& instruction) const = 0;
   // Whether `reduce` (over leading or trailing dims, a scalar constant init)
-  // may join the loop fusion that produces its operand, making a kInput fusion.
+  // may be a kInput fusion: with the loop fusion that produces its operand, or alone.
   virtual bool ShouldFuseReduce(const HloModule& module, const HloInstruction& reduce) const = 0;
 };
 
