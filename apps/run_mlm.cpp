@@ -47,7 +47,7 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
                 "With --line_by_line and no --pad_to_max_length: pad each batch to its longest line rounded up to a multiple of "
                 "this, which must divide --max_seq_length (bounded dynamic shapes: at most max_seq_length / N graphs)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--mlm_probability", o.mlm_probability, "Ratio of tokens to mask, above 0 and at most 1")->check(CLI::Range(0.0, 1.0));
   c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many examples (for debugging or quicker runs)");
   c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many examples");
   add_training_arguments(*c, t);

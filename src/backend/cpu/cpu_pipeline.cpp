@@ -6,6 +6,7 @@
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
+#include "hlo/passes/memory_scheduler.h"
 
 namespace lazytrain::backend::cpu {
 
@@ -18,7 +19,8 @@ std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline() {
   passes.push_back(std::make_unique<hlo::Cse>());
   passes.push_back(std::make_unique<hlo::Dce>());
   passes.push_back(std::make_unique<DotEpilogueFusion>());     // before loop fusion takes the bias adds
-  passes.push_back(std::make_unique<CpuInstructionFusion>());  // last: it consumes the simplified graph
+  passes.push_back(std::make_unique<CpuInstructionFusion>());  // it consumes the simplified graph
+  passes.push_back(std::make_unique<hlo::MemoryScheduler>());  // last: orders what will run
   return passes;
 }
 
