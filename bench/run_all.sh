@@ -151,7 +151,7 @@ done
 echo
 echo "tok/s: best timed step (mean over the timed steps in parentheses). ratio = lazytrain / PyTorch, best steps"
 echo "(above 1: lazytrain is faster). Both run the MLM head on the labelled rows only (--lm_head labelled: about 15%"
-echo "of the tokens; lazytrain pads them to a static capacity, 256 of 1024 rows at batch 8, PyTorch indexes exactly the"
+echo "of the tokens; lazytrain pads them to a static capacity, 224 of 1024 rows at batch 8, PyTorch indexes exactly the"
 echo "labelled ones). MFU = best-step matmul FLOPs/s (3 x forward matmul FLOPs per token, the head counted on the"
 echo "labelled rows only for both, x tokens/s) / the oneDNN matmul peak below. CPU s/step: process user + system time per timed step, all threads"
 echo "(OpenMP/OpenBLAS spin-waits included), barely moved by other load; its ratio is PyTorch / lazytrain (above 1:"

@@ -7,7 +7,7 @@ namespace lazytrain::data {
 
 namespace {
 constexpr int64_t kIgnoreIndex = -100;
-constexpr int64_t kBuckets = 16;
+constexpr int64_t kBuckets = 64;
 }  // namespace
 
 int64_t labelled_capacity(int64_t tokens, int64_t labelled, double mlm_probability) {

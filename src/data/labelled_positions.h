@@ -6,12 +6,12 @@
 //
 // The number of labelled tokens varies from batch to batch; a compiled step
 // needs a static shape. The positions are padded to a capacity: a multiple of
-// ceil(n / 16) for a batch of n tokens, at least the expected count plus six
+// ceil(n / 64) for a batch of n tokens, at least the expected count plus six
 // standard deviations when the masking probability p is known (binomial: p*n +
 // 6*sqrt(n*p*(1-p))). Under BERT's 15% masking a batch of 8 x 128 tokens
-// (mean 154 labels at most, s.d. 11) always gets 256 rows, so training compiles
+// (mean 154 labels at most, s.d. 11) always gets 224 rows, so training compiles
 // one graph; a count above the floor, about one batch in a billion, costs one
-// more graph of the next bucket, never a wrong loss. At most 16 capacities
+// more graph of the next bucket, never a wrong loss. At most 64 capacities
 // exist per batch shape.
 #pragma once
 
@@ -31,8 +31,8 @@ struct LabelledPositions {
 
 // The capacity for `labelled` labelled tokens among `tokens` under masking
 // probability `mlm_probability` (0: unknown): the smallest multiple of
-// ceil(tokens / 16) that is >= labelled and >= the expected count + 6 s.d.,
-// at least ceil(tokens / 16), at most `tokens`. 0 when tokens is 0.
+// ceil(tokens / 64) that is >= labelled and >= the expected count + 6 s.d.,
+// at least ceil(tokens / 64), at most `tokens`. 0 when tokens is 0.
 int64_t labelled_capacity(int64_t tokens, int64_t labelled, double mlm_probability = 0.0);
 
 // The positions of `labels` (one per token, -100 where no loss is taken) that

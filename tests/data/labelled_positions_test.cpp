@@ -11,13 +11,13 @@
 namespace lazytrain::data {
 namespace {
 
-TEST(LabelledCapacity, IsTheSmallestMultipleOfASixteenthThatHoldsTheLabels) {
-  // 1024 tokens, masking probability unknown: buckets of 64 rows.
-  EXPECT_EQ(labelled_capacity(1024, 0), 64);
-  EXPECT_EQ(labelled_capacity(1024, 1), 64);
-  EXPECT_EQ(labelled_capacity(1024, 64), 64);
-  EXPECT_EQ(labelled_capacity(1024, 65), 128);
-  EXPECT_EQ(labelled_capacity(1024, 1000), 1024);
+TEST(LabelledCapacity, IsTheSmallestMultipleOfASixtyFourthThatHoldsTheLabels) {
+  // 1024 tokens, masking probability unknown: buckets of 16 rows.
+  EXPECT_EQ(labelled_capacity(1024, 0), 16);
+  EXPECT_EQ(labelled_capacity(1024, 1), 16);
+  EXPECT_EQ(labelled_capacity(1024, 16), 16);
+  EXPECT_EQ(labelled_capacity(1024, 17), 32);
+  EXPECT_EQ(labelled_capacity(1024, 1000), 1008);
   EXPECT_EQ(labelled_capacity(1024, 1024), 1024);
   // 10 tokens: buckets of 1.
   EXPECT_EQ(labelled_capacity(10, 3), 3);
@@ -26,13 +26,13 @@ TEST(LabelledCapacity, IsTheSmallestMultipleOfASixteenthThatHoldsTheLabels) {
 }
 
 TEST(LabelledCapacity, CoversTheExpectedCountPlusSixDeviations) {
-  // 15% of 1024: 153.6 + 6 * sqrt(1024 * 0.15 * 0.85) = 222.1 -> 256, whatever the count below it.
-  EXPECT_EQ(labelled_capacity(1024, 0, 0.15), 256);
-  EXPECT_EQ(labelled_capacity(1024, 120, 0.15), 256);
-  EXPECT_EQ(labelled_capacity(1024, 256, 0.15), 256);
-  EXPECT_EQ(labelled_capacity(1024, 257, 0.15), 320);  // a rare count above: the next bucket
-  // 15% of 4096: 614.4 + 137.0 = 751.4 -> 768 (buckets of 256).
-  EXPECT_EQ(labelled_capacity(4096, 600, 0.15), 768);
+  // 15% of 1024: 153.6 + 6 * sqrt(1024 * 0.15 * 0.85) = 222.1 -> 224, whatever the count below it.
+  EXPECT_EQ(labelled_capacity(1024, 0, 0.15), 224);
+  EXPECT_EQ(labelled_capacity(1024, 120, 0.15), 224);
+  EXPECT_EQ(labelled_capacity(1024, 224, 0.15), 224);
+  EXPECT_EQ(labelled_capacity(1024, 225, 0.15), 240);  // a rare count above: the next bucket
+  // 15% of 2048 (the main job's batch): 307.2 + 96.9 = 404.1 -> 416 (buckets of 32).
+  EXPECT_EQ(labelled_capacity(2048, 300, 0.15), 416);
   // Every token masked: every row.
   EXPECT_EQ(labelled_capacity(1024, 1024, 1.0), 1024);
 }
@@ -40,9 +40,9 @@ TEST(LabelledCapacity, CoversTheExpectedCountPlusSixDeviations) {
 TEST(LabelledPositions, ListsTheLabelledTokensInOrderThenPads) {
   const std::vector<int64_t> labels = {-100, 7, -100, -100, 3, -100, -100, -100, 9, -100, -100, -100, -100, -100, -100, -100,
                                        -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100};
-  const LabelledPositions rows = labelled_positions(labels);  // buckets of 2
-  EXPECT_EQ(rows.positions, (std::vector<int64_t>{1, 4, 8, 0}));
-  EXPECT_EQ(rows.labels, (std::vector<int64_t>{7, 3, 9, -100}));
+  const LabelledPositions rows = labelled_positions(labels, 0.1);  // 3.2 + 6 * 1.70 = 13.4: 14 rows (buckets of 1)
+  EXPECT_EQ(rows.positions, (std::vector<int64_t>{1, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(rows.labels, (std::vector<int64_t>{7, 3, 9, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100, -100}));
 }
 
 TEST(LabelledPositions, EveryTokenLabelledKeepsEveryRow) {
@@ -52,7 +52,7 @@ TEST(LabelledPositions, EveryTokenLabelledKeepsEveryRow) {
   EXPECT_EQ(rows.labels, labels);
 }
 
-// Under BERT's 15% masking, batches of 8 x 128 tokens all land in one bucket:
+// Under BERT's 15% masking, batches of 8 x 128 tokens all land in one bucket (224 rows):
 // one compiled training graph.
 TEST(LabelledPositions, FifteenPercentMaskingOfABatchStaysInOneBucket) {
   std::mt19937_64 rng(1);
@@ -60,7 +60,7 @@ TEST(LabelledPositions, FifteenPercentMaskingOfABatchStaysInOneBucket) {
   for (int batch = 0; batch < 200; ++batch) {
     std::vector<int64_t> labels(1024, -100);
     for (int64_t& l : labels) l = masked(rng) ? 42 : -100;
-    EXPECT_EQ(labelled_positions(labels, 0.15).positions.size(), 256u) << batch;
+    EXPECT_EQ(labelled_positions(labels, 0.15).positions.size(), 224u) << batch;
   }
 }
 
