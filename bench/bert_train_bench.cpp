@@ -98,6 +98,9 @@ double train_flops_per_token(const models::BertConfig& c, int64_t seq, double he
   return 3 * forward;
 }
 
+// The share of positions random_batch labels, as BERT's masking selects them.
+constexpr double kMaskProbability = 0.15;
+
 struct HostBatch {
   std::vector<int64_t> input_ids, attention_mask, labels;
 };
@@ -109,7 +112,7 @@ HostBatch random_batch(std::mt19937_64& rng, int64_t batch, int64_t seq, int64_t
   const size_t n = static_cast<size_t>(batch * seq);
   const int64_t low = vocab > 2000 ? 1000 : 0;
   std::uniform_int_distribution<int64_t> token(low, vocab - 1);
-  std::bernoulli_distribution masked(0.15);
+  std::bernoulli_distribution masked(kMaskProbability);
   b.input_ids.resize(n);
   b.attention_mask.assign(n, 1);
   b.labels.assign(n, -100);
@@ -156,7 +159,7 @@ int run(const Options& o) {
   std::vector<data::LabelledPositions> labelled;
   double labelled_rows = 0;
   for (const HostBatch& b : batches) {
-    labelled.push_back(data::labelled_positions(b.labels, 0.15));
+    labelled.push_back(data::labelled_positions(b.labels, kMaskProbability));
     labelled_rows += static_cast<double>(std::count_if(b.labels.begin(), b.labels.end(), [](int64_t l) { return l != -100; }));
   }
   labelled_rows /= static_cast<double>(batches.size());

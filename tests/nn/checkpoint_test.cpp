@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "../support/backend_scope.h"
 #include "backend/cpu/cpu_pipeline.h"
 #include "backend/registry.h"
 #include "hlo/hlo_instruction.h"
@@ -107,23 +108,11 @@ TEST(GradientCheckpointing, RecomputesUnderTheForwardsAutocast) {
   EXPECT_NE(plain.loss, f32.loss);  // autocast engaged (the recomputation too, or the gradients would differ)
 }
 
-// Sets the CPU backend (its passes include CSE) for the scope.
-class CpuBackendScope {
- public:
-  CpuBackendScope() : was_cpu_(lazy::GraphExecutor::get().compiler().name() == "cpu") {
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu"));
-  }
-  ~CpuBackendScope() { lazy::GraphExecutor::get().set_compiler(backend::make_compiler(was_cpu_ ? "cpu" : "interpreter")); }
-
- private:
-  bool was_cpu_;
-};
-
 // The layers' forward runs twice: the step's dot FLOPs on the CPU backend grow
 // by exactly the encoder layers' forward dots (CSE did not merge the
 // recomputation with the forward).
 TEST(GradientCheckpointing, RecomputationRunsEveryLayersForwardAgain) {
-  CpuBackendScope cpu;
+  testing::CpuBackendScope cpu;  // its passes include CSE
   const StepResult plain = bert_step(false);
   const StepResult checkpointed = bert_step(true);
   expect_same_step(checkpointed, plain, 1e-5);

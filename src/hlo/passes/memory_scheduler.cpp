@@ -45,11 +45,11 @@ int64_t peak_live_bytes(const HloModule& module) {
 bool MemoryScheduler::run(HloModule& module) {
   const size_t n = module.instructions.size();
   const int root = module.root;
-  std::vector<std::vector<int>> users(n);
+  std::vector<std::vector<int>> users(n), operands(n);  // operands: each distinct one once
   std::vector<int> remaining_uses(n, 0), pending(n, 0);
   for (const auto& in : module.instructions) {
     if (in.id == root) continue;
-    const std::vector<int> ops = distinct_operands(in);
+    const std::vector<int>& ops = operands[static_cast<size_t>(in.id)] = distinct_operands(in);
     pending[static_cast<size_t>(in.id)] = static_cast<int>(ops.size());
     for (int o : ops) {
       users[static_cast<size_t>(o)].push_back(in.id);
@@ -60,12 +60,11 @@ bool MemoryScheduler::run(HloModule& module) {
   for (int o : module.at(root).operands) remaining_uses[static_cast<size_t>(o)] += 1;
 
   auto priority = [&](int id) {
-    const HloInstruction& in = module.at(id);
     int64_t freed = 0;
-    for (int o : distinct_operands(in)) {
+    for (int o : operands[static_cast<size_t>(id)]) {
       if (remaining_uses[static_cast<size_t>(o)] == 1) freed += bytes_of(module.at(o));
     }
-    return freed - bytes_of(in);
+    return freed - bytes_of(module.at(id));
   };
   // Max priority first; among equals the smaller id (the original order).
   // Entries go stale when an operand's other users run; a popped entry is
@@ -95,7 +94,7 @@ bool MemoryScheduler::run(HloModule& module) {
     }
     order.push_back(id);
     scheduled[static_cast<size_t>(id)] = true;
-    for (int o : distinct_operands(module.at(id))) {
+    for (int o : operands[static_cast<size_t>(id)]) {
       // Down to one user: running that user now frees o, so it moves up.
       if (--remaining_uses[static_cast<size_t>(o)] != 1) continue;
       for (int u : users[static_cast<size_t>(o)]) {
