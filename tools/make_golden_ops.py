@@ -219,6 +219,7 @@ OPS = {
     # nn functions
     "embedding": lambda i, a: F.embedding(i[1], i[0], padding_idx=a.get("padding_idx")),
     "softmax": lambda i, a: torch.softmax(i[0], a["dim"]),
+    "logsumexp": lambda i, a: torch.logsumexp(i[0], dim=reduce_dims(i[0], a), keepdim=a["keepdim"]),
     "log_softmax": lambda i, a: torch.log_softmax(i[0], a["dim"]),
     "layer_norm": layer_norm,
     "dropout": lambda i, a: F.dropout(i[0], a["p"], training=a["training"]),
@@ -487,6 +488,16 @@ case("softmax_middle", "softmax", [randn(2, 5, 3)], dim=1)
 case("softmax_attention", "softmax", [randn(2, 2, 4, 4, scale=3.0)], dim=-1)
 case("softmax_large_values", "softmax", [randn(4, 6, scale=50.0)], dim=1)
 case("softmax_large_64x1000", "softmax", [randn(64, 1000, scale=3.0)], dim=-1)
+case("logsumexp_last", "logsumexp", [randn(3, 7, scale=2.0)], dims=[-1], keepdim=False)
+case("logsumexp_first_keepdim", "logsumexp", [randn(4, 3)], dims=[0], keepdim=True)
+case("logsumexp_two_dims", "logsumexp", [randn(2, 3, 4)], dims=[0, 2], keepdim=False)
+case("logsumexp_all", "logsumexp", [randn(3, 4, scale=3.0)], dims=[], keepdim=False)
+# Rows longer than the CPU kernel's 2048-element chunks, with a large spread: the
+# running sum is rescaled whenever a later chunk holds a new maximum.
+case("logsumexp_wide_rows", "logsumexp", [randn(3, 5000, scale=20.0)], dims=[1], keepdim=True)
+case("logsumexp_infinities", "logsumexp",
+     [const([[float("-inf"), float("-inf"), float("-inf")], [float("inf"), 1.0, float("-inf")],
+             [float("-inf"), 2.0, 3.0], [float("nan"), 0.0, float("inf")]], grad=False)], dims=[1], keepdim=False)
 case("log_softmax_last", "log_softmax", [randn(3, 7, scale=2.0)], dim=-1)
 case("log_softmax_first", "log_softmax", [randn(4, 3)], dim=0)
 case("log_softmax_middle", "log_softmax", [randn(2, 5, 3)], dim=1)
@@ -511,6 +522,8 @@ case("cross_entropy_large_64x1000", "cross_entropy",
      [randn(64, 1000, scale=2.0), targets(64, 1000, ignored=[0, 7, 13, 21, 40, 63])])
 # A batch without a single target (an MLM batch with no masked token): the loss is NaN (0/0)
 # but the gradient is 0, not NaN, so one such batch does not poison the weights.
+case("cross_entropy_wide_rows", "cross_entropy",
+     [randn(6, 5000, scale=8.0), targets(6, 5000, ignored=[2])])
 case("cross_entropy_all_ignored", "cross_entropy", [randn(3, 5), targets(3, 5, ignored=[0, 1, 2])])
 case("linear", "linear", [randn(4, 3), randn(5, 3), randn(5)])
 case("linear_3d", "linear", [randn(2, 4, 6), randn(3, 6), randn(3)])

@@ -255,6 +255,7 @@ int HloBuilder::reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind) 
   DType t = module_.at(x).dtype;
   double init = 0.0;
   if (kind == ReduceKind::kMul) init = 1.0;
+  if (kind == ReduceKind::kLogAddExp) init = -INFINITY;  // logaddexp's identity
   if (kind == ReduceKind::kMax) init = t == DType::kInt64 || t == DType::kInt32 ? -9.2e18 : -INFINITY;
   if (kind == ReduceKind::kMin) init = t == DType::kInt64 || t == DType::kInt32 ? 9.2e18 : INFINITY;
   if (t == DType::kInt32 && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) init = kind == ReduceKind::kMax ? -2147483648.0 : 2147483647.0;

@@ -23,7 +23,7 @@ std::string direction_name(ComparisonDirection d) {
 }
 
 std::string reduce_kind_name(ReduceKind kind) {
-  static const char* names[] = {"add", "maximum", "minimum", "multiply"};
+  static const char* names[] = {"add", "maximum", "minimum", "multiply", "logaddexp"};
   return names[static_cast<int>(kind)];
 }
 

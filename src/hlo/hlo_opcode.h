@@ -128,7 +128,11 @@ enum class ComparisonDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 std::string direction_name(ComparisonDirection direction);
 
 // The reduction computation of a kReduce (XLA spells it as a called computation).
-enum class ReduceKind { kAdd, kMax, kMin, kMul };
+// kLogAddExp is the computation log(exp(a) + exp(b)): reduced from -inf it is
+// logsumexp (torch.logsumexp), which a backend may compute in one pass per row
+// (online softmax) where max-then-sum-of-exp reads its operand twice. Floating
+// point only, and never a collective's combiner.
+enum class ReduceKind { kAdd, kMax, kMin, kMul, kLogAddExp };
 std::string reduce_kind_name(ReduceKind kind);
 
 // What a fusion computes, as XLA names it: kLoop (elementwise, one output

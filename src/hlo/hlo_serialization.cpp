@@ -125,7 +125,7 @@ HloModule read_module(Reader& r) {
     in.slice_limits = r.ints();
     in.slice_strides = r.ints();
     in.direction = checked_enum<ComparisonDirection>(r.i64(), 6, "comparison direction");
-    in.reduce_kind = checked_enum<ReduceKind>(r.i64(), 4, "reduce kind");
+    in.reduce_kind = checked_enum<ReduceKind>(r.i64(), 5, "reduce kind");
     in.dot.lhs_batch_dimensions = r.ints();
     in.dot.rhs_batch_dimensions = r.ints();
     in.dot.lhs_contracting_dimensions = r.ints();

@@ -77,6 +77,7 @@ ShapeAndType infer_collective(const HloModule& m, const HloInstruction& in, cons
   const auto& x = m.at(in.operands[0]);
   const int64_t group_size = replica_group_size(in, c);
   c.require(in.channel_id >= 1, "a collective needs a channel_id >= 1");
+  c.require(in.reduce_kind != ReduceKind::kLogAddExp, "a collective cannot combine with logaddexp");
   if (in.opcode == HloOpcode::kAllReduce) return {x.shape, x.dtype};
   c.require(in.dimensions.size() == 1 && in.dimensions[0] >= 0 && in.dimensions[0] < static_cast<int64_t>(x.shape.size()),
             "needs one dimension within the operand's rank");
@@ -217,6 +218,7 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     case HloOpcode::kReduce: {
       const auto& x = operand(0);
       c.require(operand(1).shape.empty() && operand(1).dtype == x.dtype, "reduce init value must be a scalar of the operand's dtype");
+      c.require(in.reduce_kind != ReduceKind::kLogAddExp || is_floating_point(x.dtype), "reduce to_apply=logaddexp needs a floating-point operand");
       Shape out;
       for (size_t i = 0; i < x.shape.size(); ++i) {
         if (std::find(in.dimensions.begin(), in.dimensions.end(), static_cast<int64_t>(i)) == in.dimensions.end()) out.push_back(x.shape[i]);

@@ -121,6 +121,11 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current());
 // Values of torch.max(x, dim) / torch.amax.
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = Loc::current());
+// log(sum(exp(x))) over dims, computed stably (torch.logsumexp): a floating
+// x; rows of -inf give -inf, a +inf gives +inf, a NaN gives NaN. Lowered to
+// one reduce with to_apply=logaddexp, which the CPU backend computes in one
+// pass over x (online softmax). Gradient: g * exp(x - result).
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = Loc::current());
 // Index of the first maximum along dim, int64.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = Loc::current());
 
@@ -173,6 +178,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor dropout(const Tensor& x, double p, bool training, Loc loc = Loc::current());
 // logits [N, C] (or [C]), target int [N] (or []): mean over targets != ignore_index
 // of -log_softmax(logits)[target] (torch.nn.functional.cross_entropy, reduction='mean').
+// Computed as logsumexp(logits) - logits[target] without materialising the
+// log-probabilities: the forward reads the logits once (online softmax) and the
+// backward, softmax - one_hot(target), is one elementwise pass (the fused loss).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = Loc::current());
 // Linear layer: x [..., in] @ weight[out, in]^T + bias[out].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = Loc::current());

@@ -22,10 +22,12 @@ int broadcast_back(hlo::HloBuilder& b, int reduced, const Shape& shape, int64_t 
   return b.broadcast(reduced, shape, keep);
 }
 
-// x - max(x, dim): the numerically safe shift of softmax.
-int shifted(hlo::HloBuilder& b, int x, const Shape& s, int64_t dim) {
-  int mx = b.reduce(x, {dim}, hlo::ReduceKind::kMax);
-  return b.binary(HloOpcode::kSubtract, x, broadcast_back(b, mx, s, dim));
+// x - logsumexp(x, dim): log_softmax, and the exponent of softmax. One
+// logaddexp reduce reads x once (online softmax) where the max shift and the
+// sum of exponentials would read it twice.
+int minus_logsumexp(hlo::HloBuilder& b, int x, const Shape& s, int64_t dim) {
+  int lse = b.reduce(x, {dim}, hlo::ReduceKind::kLogAddExp);
+  return b.binary(HloOpcode::kSubtract, x, broadcast_back(b, lse, s, dim));
 }
 
 void check_float(const Tensor& x, const char* op, Loc loc) {
@@ -69,9 +71,7 @@ Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   Tensor out = make_op("aten::softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     int64_t dd = n.int_attr("dim");
-    int e = b.unary(HloOpcode::kExp, shifted(b, c.operand(n, 0), n.shape(), dd));
-    int total = b.reduce(e, {dd}, hlo::ReduceKind::kAdd);
-    return b.binary(HloOpcode::kDivide, e, broadcast_back(b, total, n.shape(), dd));
+    return b.unary(HloOpcode::kExp, minus_logsumexp(b, c.operand(n, 0), n.shape(), dd));
   });
   return record(out, "SoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
     return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {d}, true)))};
@@ -86,9 +86,7 @@ Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   Tensor out = make_op("aten::_log_softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     int64_t dd = n.int_attr("dim");
-    int z = shifted(b, c.operand(n, 0), n.shape(), dd);
-    int lse = b.unary(HloOpcode::kLog, b.reduce(b.unary(HloOpcode::kExp, z), {dd}, hlo::ReduceKind::kAdd));
-    return b.binary(HloOpcode::kSubtract, z, broadcast_back(b, lse, n.shape(), dd));
+    return minus_logsumexp(b, c.operand(n, 0), n.shape(), dd);
   });
   return record(out, "LogSoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
     return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {d}, true)))};
@@ -142,17 +140,17 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
   if (target.dtype() != DType::kInt64 && target.dtype() != DType::kInt32) {
     throw_error("aten::cross_entropy", "target must be int64 class indices, got " + torch_name(target.dtype()), loc);
   }
-  Tensor logp = log_softmax(logits, 1, loc);
   Tensor valid = ne(target, static_cast<double>(ignore_index));
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));
-  Tensor picked = pick_along_dim1(logp, safe);
+  // -log_softmax(logits)[target] = logsumexp(logits) - logits[target].
+  Tensor nll = sub(logsumexp(logits, {1}), pick_along_dim1(logits, safe));
   Tensor weight = to_dtype(valid, logits.dtype());
   Tensor total = sum(weight);
   // Every target ignored: PyTorch's loss is NaN (0/0) but its gradient is 0. Divide by 1
   // instead of 0 so that the gradient stays 0, and add a NaN that carries no gradient.
   Tensor has_targets = gt(total, 0.0);
   Tensor zero = constant(0.0, logits.dtype());
-  Tensor loss = div(neg(sum(mul(picked, weight))), where(has_targets, total, constant(1.0, logits.dtype())));
+  Tensor loss = div(sum(mul(nll, weight)), where(has_targets, total, constant(1.0, logits.dtype())));
   return add(loss, where(has_targets, zero, constant(std::nan(""), logits.dtype())));
 }
 

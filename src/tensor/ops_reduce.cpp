@@ -86,6 +86,17 @@ Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   });
 }
 
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
+  if (!is_floating_point(x.dtype())) throw_error("aten::logsumexp", "expects a floating-point tensor, got " + torch_name(x.dtype()), loc);
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::logsumexp");
+  Tensor out = make_op("aten::logsumexp", {x}, reduced_shape(x.shape(), d, keepdim), x.dtype(), {{"dims", d}, {"keepdim", int64_t{keepdim}}},
+                       lower_reduce<hlo::ReduceKind::kLogAddExp>);
+  return record(out, "LogsumexpBackward0", {x}, [x = x.detach(), y = out.detach(), kept = reduced_shape(x.shape(), d, true)](const Tensor& g) {
+    return std::vector<Tensor>{mul(expand(reshape(g, kept), x.shape()), exp(sub(x, reshape(y, kept))))};
+  });
+}
+
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Loc loc) {
   OpLocationScope at(loc);
   (void)loc;

@@ -39,6 +39,7 @@
 #include "../support/golden.h"
 #include "../support/golden_ops.h"
 #include "../support/hlo_pass_test_util.h"
+#include "../support/kernel_isas.h"
 #include "../support/random_hlo.h"
 #include "backend/registry.h"
 #include "backend/cpu/jit.h"
@@ -59,6 +60,8 @@ using runtime::Buffer;
 using testing::RandomHloCase;
 using testing::RandomHloOptions;
 using testing::RandomOutput;
+using testing::cpu_compiler_for;
+using testing::kernel_isas;
 
 constexpr int kGraphsPerModule = 30;
 
@@ -180,18 +183,6 @@ std::string out_of_range(const Buffer& want, const RandomOutput& o) {
 
 // The kernel ISAs this CPU runs (backend/cpu/kernel_isa.h): both paths are
 // compared with the interpreter where the CPU has AVX-512.
-std::vector<std::string> kernel_isas() {
-  std::vector<std::string> isas = {"avx2"};
-  if (backend::cpu::detect_kernel_isa() == backend::cpu::KernelIsa::kAvx512) isas.push_back("avx512");
-  return isas;
-}
-
-std::unique_ptr<backend::Compiler> cpu_compiler_for(const std::string& isa) {
-  backend::CompilerOptions options = backend::CompilerOptions::from_environment();
-  options.kernel_isa = isa;
-  return backend::make_compiler("cpu", options);
-}
-
 std::unique_ptr<Executable> compile_cpu(hlo::HloModule module, const std::string& isa, std::string& error) {
   try {
     return cpu_compiler_for(isa)->compile(std::move(module));
@@ -334,7 +325,7 @@ TEST(DifferentialRandomHloCoverage, EveryPatternAndFusionKindOccurs) {
   for (const char* k : {"exponential", "log", "sqrt", "rsqrt", "tanh", "erf", "negate", "abs", "maximum", "minimum", "power", "compare",
                         "select", "not", "convert-f32-int-f32", "convert-pred-f32", "convert-int-f32", "convert-pred-int", "s64",
                         "broadcast-param", "broadcast-scalar-param", "broadcast-constant", "broadcast-value", "reshape", "iota",
-                        "reduce-trailing", "reduce-leading", "reduce-middle", "reduce-all", "reduce-multiply", "reduce-broadcast-back",
+                        "reduce-trailing", "reduce-leading", "reduce-middle", "reduce-all", "reduce-multiply", "reduce-logaddexp", "reduce-broadcast-back",
                         "transpose", "slice", "dot", "dot-transposed", "large-shape", "reuse"}) {
     EXPECT_GT(steps[k], 0) << "no random graph took the step '" << k << "'";
   }
@@ -561,7 +552,8 @@ TEST(DifferentialSizeOneDims, BroadcastsWithSizeOneDimsGetKernels) {
 // ---- special values ----
 
 // NaN and infinities through fused elementwise ops and fused reductions (row
-// and column, max/min/add): the CPU backend propagates them as the interpreter does.
+// and column, max/min/add/logaddexp): the CPU backend propagates them as the
+// interpreter does.
 TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
   using hlo::HloOpcode;
   using hlo::ReduceKind;
@@ -572,7 +564,7 @@ TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
     int k = 0;
     auto producer = [&] { return b.binary(HloOpcode::kAdd, x, b.full(0.25 * ++k, s, DType::kFloat32)); };
     std::vector<int> outputs;
-    for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin, ReduceKind::kAdd}) {
+    for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMin, ReduceKind::kAdd, ReduceKind::kLogAddExp}) {
       outputs.push_back(b.reduce(producer(), {1}, kind));
       outputs.push_back(b.reduce(producer(), {0}, kind));
     }

@@ -154,6 +154,8 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"embedding", {"embedding(const Tensor&, const Tensor&, int64_t, Loc)",
                      [](const Args& in, const json& a) { return embedding(in[0], in[1], a.value("padding_idx", int64_t{-1})); }}},
       {"softmax", {"softmax(const Tensor&, int64_t, Loc)", [](const Args& in, const json& a) { return softmax(in[0], a["dim"].get<int64_t>()); }}},
+      {"logsumexp", {"logsumexp(const Tensor&, std::vector<int64_t>, bool, Loc)",
+                     [](const Args& in, const json& a) { return logsumexp(in[0], a["dims"].get<std::vector<int64_t>>(), a["keepdim"].get<bool>()); }}},
       {"log_softmax", {"log_softmax(const Tensor&, int64_t, Loc)",
                        [](const Args& in, const json& a) { return log_softmax(in[0], a["dim"].get<int64_t>()); }}},
       {"layer_norm", {"layer_norm(const Tensor&, const Shape&, const Tensor&, const Tensor&, double, Loc)",

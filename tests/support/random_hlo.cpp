@@ -530,6 +530,10 @@ class Generator {
         count("reduce-multiply");
       }
     }
+    if (kind != ReduceKind::kMul && x.dtype == DType::kFloat32 && rng_.chance(0.2)) {
+      kind = ReduceKind::kLogAddExp;  // logsumexp: the online-softmax kernel on rows
+      count("reduce-logaddexp");
+    }
     count(what);
     Val red = reduce(in, dims, kind);
     if (!rng_.chance(0.5)) return red;
@@ -810,6 +814,15 @@ class Generator {
       if (x.dtype == DType::kFloat32) {
         v.err = x.exact() && grid_ok(big, v.q) ? 0 : n * std::pow(x.bound(), n - 1) * x.err + n * big;
       }
+    } else if (kind == ReduceKind::kLogAddExp) {
+      // max(x) <= logsumexp(x) <= max(x) + log(n). The softmax weights sum to 1,
+      // so an input error passes through once; the sum of n exponentials adds up
+      // to n rounding errors of exp relative to the sum, and log and the final add
+      // one of the result each.
+      v.lo = x.lo, v.hi = x.hi + std::log(n);
+      v.err = x.err + kTranscendentalUlps * (n + 1) + v.bound();
+      v.q = kNoGrid;
+      v.trans = true;
     }
     v.expr = shorten("reduce-" + hlo::reduce_kind_name(kind) + "(" + x.expr + ")");
     keep(v);

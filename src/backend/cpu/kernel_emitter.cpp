@@ -324,6 +324,41 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
   return os.str();
 }
 
+// Rows of a logaddexp reduce (logsumexp) in one pass over memory: online
+// softmax over chunks small enough to stay in L1. Each chunk's max is found,
+// the running sum is rescaled to it once (s * exp(m_old - m_new)), and the
+// chunk's exp(v - m) is summed from cache, so each element is read from memory
+// once and costs one exp, where max-then-sum reads it twice.
+std::string online_logsumexp_kernel(const Emitter& e, const std::string& params, const std::string& body, const std::string& value,
+                                    const std::string& init, int64_t rows, int64_t inner, int64_t elements, const std::string& name) {
+  constexpr int64_t kOnlineChunk = 2048;
+  std::ostringstream os;
+  const std::string loop = "    for (int64_t j = c0; j < c1; ++j) {\n      const int64_t i = r * " + std::to_string(inner) + "LL + j;\n" + body;
+  os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
+     << params << "  float* __restrict__ out = static_cast<float*>(out_raw);\n"
+     << "#pragma omp parallel for schedule(static) if (" << elements << "LL >= " << kParallelElements << "LL)\n"
+     << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
+     << "    const int64_t c = 0; (void)c;\n"
+     << e.row_code(inner)
+     << "    float m = " << init << ";\n"
+     << "    int has_nan = m != m;\n"
+     << "    float s = m > -__builtin_inff() && m < __builtin_inff() ? 1.0f : 0.0f;\n"
+     << "    for (int64_t c0 = 0; c0 < " << inner << "LL; c0 += " << kOnlineChunk << "LL) {\n"
+     << "    const int64_t c1 = c0 + " << kOnlineChunk << "LL < " << inner << "LL ? c0 + " << kOnlineChunk << "LL : " << inner << "LL;\n"
+     << "    float cm = -__builtin_inff();\n    int cn = 0;\n"
+     << "#pragma omp simd reduction(max:cm) reduction(|:cn)\n"
+     << loop << "      cm = " << value << " > cm ? " << value << " : cm;\n      cn |= " << value << " != " << value << ";\n    }\n"
+     << "    has_nan |= cn;\n"
+     << "    if (cm > m) {\n      s = m == -__builtin_inff() ? 0.0f : s * Exp()(m - cm);\n      m = cm;\n    }\n"
+     << "    if (!(m > -__builtin_inff() && m < __builtin_inff())) continue;\n"
+     << "    float cs = 0.0f;\n"
+     << "#pragma omp simd reduction(+:cs)\n"
+     << loop << "      cs += Exp()(" << value << " - m);\n    }\n"
+     << "    s += cs;\n    }\n"
+     << "    out[r] = has_nan ? __builtin_nanf(\"\") : m > -__builtin_inff() && m < __builtin_inff() ? m + Log()(s) : m;\n  }\n}\n";
+  return os.str();
+}
+
 std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name) {
   const HloInstruction& operand = f.at(reduce.operands[0]);
   // bf16 accumulators round like the interpreter's float ones only in float: not emitted.
@@ -346,12 +381,17 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   const std::string t = *ctype(reduce.dtype);
   const std::string init = literal(f.at(reduce.operands[1]).literal);
   const std::string value = e.name_of(operand.id);
+  if (reduce.reduce_kind == hlo::ReduceKind::kLogAddExp) {
+    if (!suffix || t != "float") return std::nullopt;
+    return online_logsumexp_kernel(e, e.params("  "), body.str(), value, init, rows, inner, numel(s), name);
+  }
   std::string combine, omp;
   switch (reduce.reduce_kind) {
     case hlo::ReduceKind::kAdd: combine = "acc + " + value; omp = "+"; break;
     case hlo::ReduceKind::kMul: combine = "acc * " + value; omp = "*"; break;
     case hlo::ReduceKind::kMax: combine = value + " > acc ? " + value + " : acc"; omp = "max"; break;
     case hlo::ReduceKind::kMin: combine = value + " < acc ? " + value + " : acc"; omp = "min"; break;
+    case hlo::ReduceKind::kLogAddExp: return std::nullopt;  // emitted above
   }
   // max/min propagate NaN, as the interpreter's do. The row loop's omp max/min
   // reduction may drop a NaN lane, so a NaN is flagged separately; the column

@@ -29,6 +29,7 @@ runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
     case hlo::ReduceKind::kMax: return runtime::ReduceOp::kMax;
     case hlo::ReduceKind::kMin: return runtime::ReduceOp::kMin;
     case hlo::ReduceKind::kMul: return runtime::ReduceOp::kProduct;
+    case hlo::ReduceKind::kLogAddExp: break;  // refused by shape inference
   }
   return runtime::ReduceOp::kSum;
 }

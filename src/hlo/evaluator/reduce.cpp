@@ -62,9 +62,34 @@ void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, accum_t<T>
   }
 }
 
+// logaddexp over each row, from `init`: m + log(sum exp(v - m)) with m the
+// largest value, summed in double. A NaN gives NaN; m = +-inf gives m (as
+// torch.logsumexp, which shifts by 0 there: exp(inf) = inf, exp(-inf) = 0).
+template <typename T>
+void logsumexp_rows(const T* x, T* out, int64_t outer, int64_t inner, double init) {
+  if constexpr (std::is_floating_point_v<compute_t<T>>) {
+#pragma omp parallel for if (outer * inner > kParallelThreshold) schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = x + o * inner;
+      double m = init;
+      for (int64_t i = 0; i < inner; ++i) m = scalar_ops::Maximum()(static_cast<double>(static_cast<compute_t<T>>(row[i])), m);
+      if (std::isfinite(m)) {
+        double s = std::exp(init - m);
+        for (int64_t i = 0; i < inner; ++i) s += std::exp(static_cast<double>(static_cast<compute_t<T>>(row[i])) - m);
+        m += std::log(s);
+      }
+      out[o] = static_cast<T>(static_cast<compute_t<T>>(m));
+    }
+  } else {
+    (void)x, (void)out, (void)outer, (void)inner, (void)init;
+    throw Error("reduce to_apply=logaddexp needs a floating-point operand");
+  }
+}
+
 template <typename T>
 void reduce_rows(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind kind, accum_t<T> init) {
   switch (kind) {
+    case ReduceKind::kLogAddExp: logsumexp_rows<T>(x, out, outer, inner, static_cast<double>(init)); break;
     case ReduceKind::kAdd: reduce_rows<ReduceKind::kAdd>(x, out, outer, inner, init); break;
     case ReduceKind::kMul: reduce_rows<ReduceKind::kMul>(x, out, outer, inner, init); break;
     case ReduceKind::kMax: reduce_rows<ReduceKind::kMax>(x, out, outer, inner, init); break;
@@ -79,6 +104,7 @@ void reduce_columns(const T* x, T* out, int64_t outer, int64_t inner, ReduceKind
     case ReduceKind::kMul: reduce_columns<ReduceKind::kMul>(x, out, outer, inner, init); break;
     case ReduceKind::kMax: reduce_columns<ReduceKind::kMax>(x, out, outer, inner, init); break;
     case ReduceKind::kMin: reduce_columns<ReduceKind::kMin>(x, out, outer, inner, init); break;
+    case ReduceKind::kLogAddExp: throw Error("reduce_columns: logaddexp is reduced as rows");
   }
 }
 
@@ -106,7 +132,7 @@ void eval_reduce(const HloInstruction& in, const Operands& args, const MutableAr
     accum_t<T> init = static_cast<accum_t<T>>(static_cast<compute_t<T>>(*init_buf.data<T>()));
     if (suffix) {
       reduce_rows<T>(x.data<T>(), out.data<T>(), outer, inner, in.reduce_kind, init);
-    } else if (prefix) {
+    } else if (prefix && in.reduce_kind != ReduceKind::kLogAddExp) {
       reduce_columns<T>(x.data<T>(), out.data<T>(), inner, outer, in.reduce_kind, init);
     } else {
       Shape moved;
