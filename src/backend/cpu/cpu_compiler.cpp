@@ -22,6 +22,7 @@
 #include "backend/onednn_matmul.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
+#include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
 #include "runtime/persistent_cache.h"
@@ -45,6 +46,13 @@ class CpuExecutable : public Executable {
       for (int o : in.operands) last_use_[o] = in.id;
     }
     for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
+    // A scatter-add adds its updates into a copy of operand 0; it may add into
+    // operand 0 itself once nothing else reads it (the embedding gradient: the
+    // decoder's weight gradient plus the looked-up rows, without a copy of the
+    // vocabulary-sized matrix).
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kScatter) in_place_operands_[in.id] = {0};
+    }
     // oneDNN primitives: created once per executable, for every dot and dot epilogue fusion.
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kConstant) constants_[in.id] = buffer_from_literal(in.literal);
@@ -90,6 +98,11 @@ class CpuExecutable : public Executable {
         const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
         const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
         matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
+        values[in.id] = std::move(out);
+      } else if (Buffer out; in.opcode == HloOpcode::kScatter && (out = reusable_operand(in, values, donated)).defined()) {
+        std::vector<hlo::ArrayRef> refs;
+        for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
+        hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
         values[in.id] = std::move(out);
       } else if (kernel != kernels_.end()) {
         Buffer out = reusable_operand(in, values, donated);
@@ -142,7 +155,7 @@ class CpuExecutable : public Executable {
     return out;
   }
 
-  // Storage the kernel of `in` may write its output into: an in-place candidate
+  // Storage the kernel (or in-place scatter) of `in` may write its output into: an in-place candidate
   // operand read for the last time here, owned by nobody else (an intermediate)
   // or donated by the caller (an argument). Undefined when there is none.
   Buffer reusable_operand(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated) const {
@@ -180,7 +193,7 @@ class CpuExecutable : public Executable {
   std::shared_ptr<cpu::SharedLibrary> library_;  // keeps the kernels loaded
   std::map<int, KernelFn> kernels_;
   std::vector<int> last_use_;
-  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel instruction -> operand indices
+  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel or scatter instruction -> operand indices
   std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
   std::map<int, Buffer> constants_;                       // each constant's value, copied once
   // CompilerOptions::profile (LAZYTRAIN_PROFILE): per-execution totals by instruction kind.

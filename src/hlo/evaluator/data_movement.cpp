@@ -109,7 +109,8 @@ void eval_scatter(const HloInstruction& in, const Operands& args, const MutableA
   const ArrayRef& x = args[0];
   const ArrayRef& idx = args[1];
   const ArrayRef& upd = args[2];
-  std::memcpy(out.raw(), x.raw(), x.nbytes());
+  // `out` may be operand 0's own storage (the CPU backend's in-place scatter).
+  if (out.raw() != x.raw()) std::memcpy(out.raw(), x.raw(), x.nbytes());
   const int64_t rows = x.shape()[0];
   const int64_t row = x.numel() / std::max<int64_t>(rows, 1);
   const int64_t n = idx.numel();

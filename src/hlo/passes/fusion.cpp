@@ -40,8 +40,20 @@ bool is_generator(const HloInstruction& in) {
 // reads a real array is not: duplicating it re-reads its inputs in every consumer,
 // and through a chain of such ops (the residual stream of a transformer) each
 // backward kernel would recompute the whole forward pass.
+//
+// A widening convert of an array that no loop fusion computes (a dot, a
+// parameter, a scatter: bf16 weight gradients under autocast) is cheap too:
+// each consumer reading the narrow operand moves fewer bytes than writing the
+// wide copy once and reading it in every consumer, and nothing is recomputed.
+bool widening_convert_of_array(const HloModule& m, const HloInstruction& in) {
+  if (in.opcode != HloOpcode::kConvert) return false;
+  const HloInstruction& x = m.at(in.operands[0]);
+  return itemsize(in.dtype) > itemsize(x.dtype) && is_floating_point(in.dtype) && is_floating_point(x.dtype) &&
+         !loop_fusible_opcode(x);
+}
+
 bool cheap(const HloModule& m, const HloInstruction& in) {
-  if (is_generator(in)) return true;
+  if (is_generator(in) || widening_convert_of_array(m, in)) return true;
   if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
   return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
