@@ -400,6 +400,41 @@ TEST(CpuInPlace, KernelWritesOverADonatedArgumentOnly) {
   EXPECT_EQ(given[1].data<float>()[0], -2.0f);
 }
 
+// A scatter-add (the embedding gradient) adds into its operand's storage when
+// the caller donated it, and into a copy otherwise; repeated indices add up.
+TEST(CpuInPlace, ScatterAddsIntoADonatedOperandOnly) {
+  hlo::HloBuilder b("embedding_grad");
+  int grad = b.parameter({6, 4}, DType::kFloat32);
+  int ids = b.parameter({3}, DType::kInt64);
+  int rows = b.parameter({3, 4}, DType::kFloat32);
+  hlo::HloModule m = b.build({b.scatter_add(grad, ids, rows)});
+  std::string error;
+  auto cpu = compile_cpu(m, "", error);
+  ASSERT_TRUE(cpu) << error;
+  auto args = [] {
+    std::vector<Buffer> a = {Buffer({6, 4}, DType::kFloat32), Buffer({3}, DType::kInt64), Buffer({3, 4}, DType::kFloat32)};
+    for (int i = 0; i < 24; ++i) a[0].data<float>()[i] = static_cast<float>(i);
+    const int64_t ids[] = {4, 1, 4};
+    for (int i = 0; i < 3; ++i) a[1].data<int64_t>()[i] = ids[i];
+    for (int i = 0; i < 12; ++i) a[2].data<float>()[i] = 0.5f * static_cast<float>(i + 1);
+    return a;
+  };
+  std::vector<Buffer> kept = args();
+  std::vector<Buffer> copied = cpu->execute(kept, {false, false, false});
+  EXPECT_NE(copied[0].raw(), kept[0].raw());
+  EXPECT_EQ(kept[0].data<float>()[16], 16.0f);  // not donated: untouched
+  std::vector<Buffer> given = args();
+  std::vector<Buffer> in_place = cpu->execute(given, {true, false, false});
+  EXPECT_EQ(in_place[0].raw(), given[0].raw());
+  for (int i = 0; i < 24; ++i) {
+    float want = static_cast<float>(i);
+    if (i / 4 == 4) want += 0.5f * static_cast<float>(i % 4 + 1) + 0.5f * static_cast<float>(8 + i % 4 + 1);  // rows 0 and 2
+    if (i / 4 == 1) want += 0.5f * static_cast<float>(4 + i % 4 + 1);                                         // row 1
+    EXPECT_EQ(in_place[0].data<float>()[i], want) << i;
+    EXPECT_EQ(copied[0].data<float>()[i], want) << i;
+  }
+}
+
 // The CPU backend's persistent compile cache: a graph compiled by one compiler is
 // loaded by another (a second process) without compiling, runs the same, and the
 // load is timed (PersistentCacheLoadTime); another graph key misses.

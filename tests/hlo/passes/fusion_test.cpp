@@ -42,6 +42,40 @@ TEST(Fusion, ElementwiseChainBecomesOneLoopFusion) {
   EXPECT_EQ(count(*f[0]->fused_computation, HloOpcode::kTanh), 1);
 }
 
+// A bf16 weight gradient (a dot) read by the clipping norm and the optimizer
+// update: the widening convert to f32 is duplicated into both consumers, which
+// read the bf16 value, instead of materialising an f32 copy. A narrowing
+// convert, or a convert of a value a loop fusion computes, is not duplicated.
+TEST(Fusion, WideningConvertOfADotIsDuplicatedIntoEachConsumer) {
+  HloBuilder b("bf16_grad");
+  int a = b.parameter({8, 16}, DType::kBFloat16);
+  int w = b.parameter({16, 4}, DType::kBFloat16);
+  int p = b.parameter({8, 4}, DType::kFloat32);
+  int grad = b.convert(b.matmul(a, w), DType::kFloat32);
+  int norm = b.reduce(b.binary(HloOpcode::kMultiply, grad, grad), {0, 1}, ReduceKind::kAdd);
+  int update = b.binary(HloOpcode::kSubtract, p, b.unary(HloOpcode::kTanh, grad));
+  int narrow = b.convert(b.binary(HloOpcode::kAdd, p, p), DType::kBFloat16);  // a loop fusion's value, narrowed
+  int narrow_users = b.binary(HloOpcode::kMultiply, narrow, narrow);
+  HloModule m = b.build({norm, update, narrow_users, b.unary(HloOpcode::kNegate, narrow)});
+  run_and_compare(m);
+  int widening_outside = 0, widening_inside = 0;
+  for (const HloInstruction& in : m.instructions) {
+    if (in.opcode == HloOpcode::kConvert && in.dtype == DType::kFloat32) ++widening_outside;
+    if (in.opcode != HloOpcode::kFusion) continue;
+    for (const HloInstruction& f : in.fused_computation->instructions) {
+      if (f.opcode == HloOpcode::kConvert && f.dtype == DType::kFloat32) ++widening_inside;
+    }
+  }
+  EXPECT_EQ(widening_outside, 0) << m.to_string();
+  EXPECT_EQ(widening_inside, 2) << m.to_string();  // the norm's kInput fusion and the update's kLoop fusion
+  // p + p is computed once: its narrowing convert stays a value of its own fusion.
+  int adds = 0;
+  for (const HloInstruction& in : m.instructions) {
+    if (in.opcode == HloOpcode::kFusion) adds += count(*in.fused_computation, HloOpcode::kAdd);
+  }
+  EXPECT_EQ(adds, 1) << m.to_string();
+}
+
 TEST(Fusion, RowReductionTakesItsProducer) {
   HloBuilder b("softmax_sum");
   int x = b.parameter({16, 32}, DType::kFloat32);
