@@ -29,8 +29,10 @@ struct MatmulShape {
 };
 
 const char* kUsage =
-    "usage: bench_matmul_peak [--shapes MxKxN,...] [--dtypes f32,bf16] [--min_time SECONDS]\n"
-    "  default shapes 4096x768x768,4096x768x3072,4096x3072x768 (tokens x in x out of BERT-base linears)\n";
+    "usage: bench_matmul_peak [--shapes MxKxN,...] [--dtypes f32,bf16] [--min_time SECONDS] [--rhs rowmajor|packed]\n"
+    "  default shapes 4096x768x768,4096x768x3072,4096x3072x768 (tokens x in x out of BERT-base linears)\n"
+    "  --rhs packed: the rhs is reordered from row-major to oneDNN's chosen layout in every timed run\n"
+    "  (what lazytrain does for wide f32 rhs, src/backend/onednn_matmul.cpp); default row-major in place\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "bench_matmul_peak: %s\n%s", message.c_str(), kUsage);
@@ -72,11 +74,12 @@ struct Timing {
   std::string impl;
 };
 
-Timing time_matmul(dnnl::engine& engine, const MatmulShape& s, dnnl::memory::data_type dt, double min_time) {
+Timing time_matmul(dnnl::engine& engine, const MatmulShape& s, dnnl::memory::data_type dt, double min_time, bool packed_rhs) {
   using dims = dnnl::memory::dims;
   dnnl::memory::desc a_md(dims{s.m, s.k}, dt, dims{s.k, 1}), b_md(dims{s.k, s.n}, dt, dims{s.n, 1}),
       c_md(dims{s.m, s.n}, dt, dims{s.n, 1});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+  const dnnl::memory::desc weights_md = packed_rhs ? dnnl::memory::desc(dims{s.k, s.n}, dt, dnnl::memory::format_tag::any) : b_md;
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, weights_md, c_md), engine);
   dnnl::matmul primitive(pd);
 
   const size_t elem = dt == dnnl::memory::data_type::f32 ? 4 : 2;
@@ -99,9 +102,13 @@ Timing time_matmul(dnnl::engine& engine, const MatmulShape& s, dnnl::memory::dat
   fill(a);
   fill(b);
   dnnl::memory a_mem(a_md, engine, a.data()), b_mem(b_md, engine, b.data()), c_mem(c_md, engine, c.data());
+  dnnl::memory weights_mem = packed_rhs ? dnnl::memory(pd.weights_desc(), engine) : b_mem;
+  dnnl::reorder pack;
+  if (packed_rhs) pack = dnnl::reorder(b_mem, weights_mem);
   dnnl::stream stream(engine);
   auto run_once = [&] {
-    primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    if (packed_rhs) pack.execute(stream, b_mem, weights_mem);
+    primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, weights_mem}, {DNNL_ARG_DST, c_mem}});
     stream.wait();
   };
   run_once();  // untimed: first-touch of the output, kernel caches
@@ -130,6 +137,7 @@ int main(int argc, char** argv) {
   std::string shapes_arg = "4096x768x768,4096x768x3072,4096x3072x768";
   std::string dtypes_arg = "f32,bf16";
   double min_time = 1.0;
+  bool packed_rhs = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -142,6 +150,9 @@ int main(int argc, char** argv) {
       shapes_arg = value;
     } else if (flag == "--dtypes") {
       dtypes_arg = value;
+    } else if (flag == "--rhs") {
+      if (value != "rowmajor" && value != "packed") usage_error("--rhs expects rowmajor or packed, got '" + value + "'");
+      packed_rhs = value == "packed";
     } else if (flag == "--min_time") {
       char* end = nullptr;
       min_time = std::strtod(value.c_str(), &end);
@@ -158,8 +169,8 @@ int main(int argc, char** argv) {
   }
 
   const dnnl::version_t* v = dnnl::version();
-  std::printf("bench_matmul_peak: oneDNN %d.%d.%d, %d OpenMP threads, min %.2f s per shape\n", v->major, v->minor, v->patch,
-              omp_get_max_threads(), min_time);
+  std::printf("bench_matmul_peak: oneDNN %d.%d.%d, %d OpenMP threads, min %.2f s per shape, rhs %s\n", v->major, v->minor, v->patch,
+              omp_get_max_threads(), min_time, packed_rhs ? "packed in every run" : "row-major");
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   for (const std::string& d : dtypes) {
     const auto dt = d == "f32" ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
@@ -167,7 +178,7 @@ int main(int argc, char** argv) {
     for (const MatmulShape& s : shapes) {
       Timing t;
       try {
-        t = time_matmul(engine, s, dt, min_time);
+        t = time_matmul(engine, s, dt, min_time, packed_rhs);
       } catch (const dnnl::error& e) {
         std::printf("%-4s %lldx%lldx%lld: unsupported (%s)\n", d.c_str(), static_cast<long long>(s.m), static_cast<long long>(s.k),
                     static_cast<long long>(s.n), e.what());

@@ -40,6 +40,11 @@ class OneDnnMatmul {
   void run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
            runtime::Buffer& out) const;
 
+  // True when run() reorders rhs into oneDNN's own layout before multiplying:
+  // an unbatched f32 dot whose rhs is stored [k, n] with n > 1024, where
+  // oneDNN reading it in place is up to 3x slower (onednn_matmul.cpp).
+  bool repacks_rhs() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
