@@ -16,7 +16,7 @@
 #   THREADS     [2]      lazytrain's threads (OMP_NUM_THREADS)
 #   TORCH_THREADS ["1 2"]  PyTorch thread counts tried per model and dtype (torch.set_num_threads and
 #                        OPENBLAS_NUM_THREADS); the fastest is compared and every one is printed
-#   ONE_THREAD  [1]      1: also run lazytrain's cpu backend on one thread (core 0) and print a second
+#   ONE_THREAD  [1]      1: also run lazytrain's cpu backend on one thread (pinned as PyTorch's runs) and print a second
 #                        table against PyTorch's one-thread runs (needs 1 in TORCH_THREADS); 0: skip
 #   RUN_TIMEOUT [600]    seconds before one run is killed (its cells read "timeout")
 #   PEAK_MIN_TIME [1]    seconds per matmul shape in bench_matmul_peak
@@ -89,8 +89,8 @@ for model in $MODELS; do
     run "lt_${model}_${backend}_bf16" "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16 --warmup "$warm" --steps "$timed"
   done
   if [ "$ONE_THREAD" = 1 ]; then
-    run "lt1_${model}_cpu" env OMP_NUM_THREADS=1 taskset -c 0 "$BENCH_TRAIN" --model "$model" --backend cpu --warmup "$warm" --steps "$timed"
-    run "lt1_${model}_cpu_bf16" env OMP_NUM_THREADS=1 taskset -c 0 "$BENCH_TRAIN" --model "$model" --backend cpu --bf16 --warmup "$warm" --steps "$timed"
+    run "lt1_${model}_cpu" env OMP_NUM_THREADS=1 "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend cpu --warmup "$warm" --steps "$timed"
+    run "lt1_${model}_cpu_bf16" env OMP_NUM_THREADS=1 "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend cpu --bf16 --warmup "$warm" --steps "$timed"
   fi
   for t in $TORCH_THREADS; do
     # shellcheck disable=SC2046
@@ -159,7 +159,7 @@ echo "lazytrain needs less CPU). PyTorch BLAS for f32:" \
      "$(for m in $MODELS; do printf "%s %s; " "$m" "$(field "$(best_run "pt_${m}_f32" $TORCH_THREADS)" blas)"; done)"
 if [ "$ONE_THREAD" = 1 ]; then
   echo
-  echo "### One thread (core 0): lazytrain cpu backend vs PyTorch 1.13 at one thread"
+  echo "### One thread: lazytrain cpu backend vs PyTorch 1.13 at one thread, both pinned to the same cores"
   echo
   echo "| model | lazytrain f32 tok/s | PyTorch f32 tok/s | ratio | lazytrain bf16 tok/s | PyTorch bf16 tok/s | ratio |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
