@@ -498,6 +498,10 @@ case("logsumexp_wide_rows", "logsumexp", [randn(3, 5000, scale=20.0)], dims=[1],
 case("logsumexp_infinities", "logsumexp",
      [const([[float("-inf"), float("-inf"), float("-inf")], [float("inf"), 1.0, float("-inf")],
              [float("-inf"), 2.0, 3.0], [float("nan"), 0.0, float("inf")]], grad=False)], dims=[1], keepdim=False)
+case("log_softmax_large_offset", "log_softmax", [uniform(1e6, 1e6 + 4.0, 3, 7)], dim=-1)
+# A fully masked attention row (scores + finfo.min, as Hugging Face masks): uniform, not all ones.
+case("softmax_masked_row", "softmax",
+     [const([[-3.4e38, -3.4e38, -3.4e38, -3.4e38, -3.4e38], [0.5, -3.4e38, 1.0, -3.4e38, 2.0]])], dim=-1)
 case("log_softmax_last", "log_softmax", [randn(3, 7, scale=2.0)], dim=-1)
 case("log_softmax_first", "log_softmax", [randn(4, 3)], dim=0)
 case("log_softmax_middle", "log_softmax", [randn(2, 5, 3)], dim=1)
@@ -524,6 +528,11 @@ case("cross_entropy_large_64x1000", "cross_entropy",
 # but the gradient is 0, not NaN, so one such batch does not poison the weights.
 case("cross_entropy_wide_rows", "cross_entropy",
      [randn(6, 5000, scale=8.0), targets(6, 5000, ignored=[2])])
+# Large logits: the loss must keep its own precision (a logsumexp rounded to f32
+# before the target's logit is subtracted would be off by ulp(1e4) = 1e-3, and
+# give 0 at 1e7).
+case("cross_entropy_large_logits", "cross_entropy", [uniform(1e4, 1e4 + 6.0, 5, 40), targets(5, 40)])
+case("cross_entropy_huge_logits", "cross_entropy", [uniform(-1e7 - 6.0, -1e7, 4, 30), targets(4, 30)])
 case("cross_entropy_all_ignored", "cross_entropy", [randn(3, 5), targets(3, 5, ignored=[0, 1, 2])])
 case("linear", "linear", [randn(4, 3), randn(5, 3), randn(5)])
 case("linear_3d", "linear", [randn(2, 4, 6), randn(3, 6), randn(3)])

@@ -178,8 +178,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor dropout(const Tensor& x, double p, bool training, Loc loc = Loc::current());
 // logits [N, C] (or [C]), target int [N] (or []): mean over targets != ignore_index
 // of -log_softmax(logits)[target] (torch.nn.functional.cross_entropy, reduction='mean').
-// Computed as logsumexp(logits) - logits[target] without materialising the
-// log-probabilities: the forward reads the logits once (online softmax) and the
+// Computed as logsumexp(logits - logits[target]) without materialising the
+// log-probabilities: the forward reads the logits once (online softmax) and is
+// exact to the loss's own precision whatever the logits' magnitude; the
 // backward, softmax - one_hot(target), is one elementwise pass (the fused loss).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = Loc::current());
 // Linear layer: x [..., in] @ weight[out, in]^T + bias[out].

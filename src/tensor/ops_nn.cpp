@@ -22,12 +22,16 @@ int broadcast_back(hlo::HloBuilder& b, int reduced, const Shape& shape, int64_t 
   return b.broadcast(reduced, shape, keep);
 }
 
-// x - logsumexp(x, dim): log_softmax, and the exponent of softmax. One
-// logaddexp reduce reads x once (online softmax) where the max shift and the
-// sum of exponentials would read it twice.
+// x - logsumexp(x, dim): log_softmax, and the exponent of softmax, as torch
+// computes them: z = x - max(x) first (exact where it matters), then
+// z - log(sum(exp(z))) through a logaddexp reduce. Shifting after a combined
+// logsumexp would round m + log(s) to f32 first: wrong by ulp(max) for large
+// logits, and a row of huge negative values (a fully masked attention row)
+// would give all ones instead of a uniform row.
 int minus_logsumexp(hlo::HloBuilder& b, int x, const Shape& s, int64_t dim) {
-  int lse = b.reduce(x, {dim}, hlo::ReduceKind::kLogAddExp);
-  return b.binary(HloOpcode::kSubtract, x, broadcast_back(b, lse, s, dim));
+  int z = b.binary(HloOpcode::kSubtract, x, broadcast_back(b, b.reduce(x, {dim}, hlo::ReduceKind::kMax), s, dim));
+  int lse = b.reduce(z, {dim}, hlo::ReduceKind::kLogAddExp);
+  return b.binary(HloOpcode::kSubtract, z, broadcast_back(b, lse, s, dim));
 }
 
 void check_float(const Tensor& x, const char* op, Loc loc) {
@@ -142,8 +146,17 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
   }
   Tensor valid = ne(target, static_cast<double>(ignore_index));
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));
-  // -log_softmax(logits)[target] = logsumexp(logits) - logits[target].
-  Tensor nll = sub(logsumexp(logits, {1}), pick_along_dim1(logits, safe));
+  // -log_softmax(logits)[target] = logsumexp(logits - logits[target]): one
+  // online pass over the logits, and exact to the loss's own precision (the
+  // shift is the target's logit, so the result is the loss itself, never a
+  // large logsumexp from which a large logit is subtracted). The shift is
+  // detached and its gradient, -one_hot(target), enters through the zero term
+  // (shift - picked): autograd would otherwise sum the softmax over the
+  // vocabulary again. The gradient, softmax - one_hot(target), is one
+  // elementwise pass.
+  Tensor picked = pick_along_dim1(logits, safe);
+  Tensor shift = picked.detach();
+  Tensor nll = add(logsumexp(sub(logits, unsqueeze(shift, 1)), {1}), sub(shift, picked));
   Tensor weight = to_dtype(valid, logits.dtype());
   Tensor total = sum(weight);
   // Every target ignored: PyTorch's loss is NaN (0/0) but its gradient is 0. Divide by 1

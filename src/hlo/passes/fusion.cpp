@@ -41,19 +41,27 @@ bool is_generator(const HloInstruction& in) {
 // and through a chain of such ops (the residual stream of a transformer) each
 // backward kernel would recompute the whole forward pass.
 //
-// A widening convert of an array that no loop fusion computes (a dot, a
-// parameter, a scatter: bf16 weight gradients under autocast) is cheap too:
-// each consumer reading the narrow operand moves fewer bytes than writing the
-// wide copy once and reading it in every consumer, and nothing is recomputed.
-bool widening_convert_of_array(const HloModule& m, const HloInstruction& in) {
-  if (in.opcode != HloOpcode::kConvert) return false;
-  const HloInstruction& x = m.at(in.operands[0]);
-  return itemsize(in.dtype) > itemsize(x.dtype) && is_floating_point(in.dtype) && is_floating_point(x.dtype) &&
-         !loop_fusible_opcode(x);
+// So is a cheap elementwise op of one array that no loop fusion computes (a
+// dot, a parameter, a scatter) and otherwise only of generators, when its
+// result is no narrower than that array: a widening convert (bf16 weight
+// gradients under autocast), the logits shifted by a row's value (the loss and
+// its gradient). Each consumer reading the array moves no more bytes than
+// writing the result once and reading it in every consumer, and nothing but
+// this one op is recomputed (the array itself is never a fused chain).
+bool cheap_op_of_one_array(const HloModule& m, const HloInstruction& in) {
+  if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
+  int arrays = 0;
+  for (int o : in.operands) {
+    const HloInstruction& x = m.at(o);
+    if (is_generator(x)) continue;
+    if (loop_fusible_opcode(x) || itemsize(in.dtype) < itemsize(x.dtype)) return false;
+    ++arrays;
+  }
+  return arrays == 1;
 }
 
 bool cheap(const HloModule& m, const HloInstruction& in) {
-  if (is_generator(in) || widening_convert_of_array(m, in)) return true;
+  if (is_generator(in) || cheap_op_of_one_array(m, in)) return true;
   if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
   return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
@@ -78,6 +86,7 @@ class GroupBuilder {
     for (int id = static_cast<int>(m_.instructions.size()) - 1; id >= 0; --id) {
       const HloInstruction& in = m_.at(id);
       if (owner_[id] >= 0 || !is_elementwise(in) || !loop_fusible(in)) continue;
+      if (absorbed_by_every_user(in)) continue;
       Group g;
       g.root = id;
       g.members.insert(id);
@@ -163,6 +172,8 @@ class GroupBuilder {
   // or has other users) becomes a kInput fusion of its own, so that the backend
   // runs a generated kernel for it rather than an interpreted reduce: the
   // softmax max and sum over a vocabulary-sized dot, a bias gradient's column sum.
+  // A cheap op of one array (the logits shifted by a row's value) feeding a
+  // lone reduce is computed inside the reduce's kernel too.
   void add_lone_reduces() {
     std::set<int> taken;
     for (const Group& g : groups_) taken.insert(g.reduce);
@@ -171,8 +182,28 @@ class GroupBuilder {
       Group g;
       g.root = in.id;
       g.reduce = in.id;
+      const HloInstruction& x = m_.at(in.operands[0]);
+      if (cheap_op_of_one_array(m_, x) && loop_fusible(x)) {
+        g.root = x.id;
+        g.members.insert(x.id);
+        for (int o : x.operands) {
+          if (is_generator(m_.at(o)) && loop_fusible(m_.at(o))) g.members.insert(o);
+        }
+      }
       groups_.push_back(std::move(g));
     }
+  }
+
+  // A cheap op of one array whose every user computes it in its own kernel
+  // (loop fusions take it as a cheap member; a reduce of it gets it in
+  // add_lone_reduces) forms no fusion of its own: it is never materialised.
+  bool absorbed_by_every_user(const HloInstruction& in) const {
+    if (!cheap_op_of_one_array(m_, in) || users_[in.id].empty()) return false;
+    return std::all_of(users_[in.id].begin(), users_[in.id].end(), [&](int u) {
+      const HloInstruction& user = m_.at(u);
+      if (user.opcode == HloOpcode::kReduce) return user.operands[0] == in.id && reduce_fusible(user);
+      return is_elementwise(user) && loop_fusible(user);
+    });
   }
 
   const HloModule& m_;
