@@ -1,5 +1,6 @@
 #include "apps/script_utils.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
@@ -114,6 +115,7 @@ void run_replicas(const train::TrainingArguments& t, const std::function<void(in
   if (t.num_cores > 1) {
     distributed::SpawnOptions spawn_options;
     spawn_options.collective_timeout = t.collective_timeout;
+    if (t.num_threads > 0) spawn_options.threads_per_replica = std::max(1, static_cast<int>(t.num_threads / t.num_cores));
     distributed::spawn(replica, static_cast<int>(t.num_cores), spawn_options);
   } else {
     runtime::set_collective_timeout(t.collective_timeout);

@@ -58,6 +58,9 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
   c.add_option("--num_cores", t.num_cores,
                "Data-parallel replicas in this process (cpu:0..N-1, a thread each; as xla_spawn.py --num_cores); "
                "per_device_train_batch_size is per replica. Under mpirun, each process runs this many");
+  c.add_option("--num_threads", t.num_threads,
+               "Compute threads of this process (torch.set_num_threads); 0: the CPUs it may use (affinity mask and "
+               "cgroup CPU quota; OMP_NUM_THREADS when set). --num_cores replicas divide them");
   c.add_flag("--sharded_optimizer", t.sharded_optimizer,
              "With several replicas, shard the AdamW state (ZeRO stage 1): each keeps 1/N of it; gradients are "
              "reduce-scattered and parameters all-gathered");

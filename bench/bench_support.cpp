@@ -114,13 +114,21 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   std::printf("       ExecuteTime %.3f s (%.1f%% of the step), CompileTime %.3f s, recompiles %lld, model %.2f GFLOP/s (best step %.2f)\n",
               execute_s, 100.0 * execute_s / total_s, compile_s, static_cast<long long>(recompiles), gflops, gflops_best);
   std::printf("       process CPU time %.3f s per step (user + system, all threads)\n", cpu_s_per_step);
+  // The thread governor (runtime/thread_governor.h) during the timed steps.
+  const int64_t reduced = runtime::counter_value("ExecutionThreadsReduced");
+  const int64_t raised = runtime::counter_value("ExecutionThreadsRaised");
+  const int64_t in_use = runtime::counter_value("ExecutionThreadsInUse");
+  std::printf("       compute threads %lld allowed, %lld in the last step; fewer %lld times, more %lld times\n",
+              static_cast<long long>(runtime::counter_value("ExecutionThreads")), static_cast<long long>(in_use),
+              static_cast<long long>(reduced), static_cast<long long>(raised));
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
   std::printf("RESULT %s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
               "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
-              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f\n",
+              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f threads_in_use=%lld threads_reduced=%lld threads_raised=%lld\n",
               run.result_prefix.c_str(), run.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s,
               first_step_s, static_cast<long long>(recompiles), run.flops_per_token, gflops, gflops_best, cpu_s_per_step,
-              static_cast<long long>(hwm_kb), loss);
+              static_cast<long long>(hwm_kb), loss, static_cast<long long>(in_use), static_cast<long long>(reduced),
+              static_cast<long long>(raised));
 }
 
 }  // namespace lazytrain::bench

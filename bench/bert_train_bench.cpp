@@ -25,7 +25,9 @@
 #include "models/bert.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
+#include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
+#include "runtime/thread_budget.h"
 #include "tensor/autocast.h"
 #include "train/trainer.h"
 
@@ -133,6 +135,8 @@ int run(const Options& o) {
               static_cast<long long>(config.num_attention_heads), static_cast<long long>(config.intermediate_size),
               static_cast<long long>(config.vocab_size), static_cast<long long>(batch), static_cast<long long>(o.seq_len),
               o.backend.c_str(), o.bf16 ? "bf16" : "f32", o.warmup, o.steps);
+  std::printf("compute threads: %d (%s), OpenMP waiting %s\n", runtime::threads_per_execution(),
+              runtime::default_thread_budget().reason.c_str(), runtime::omp_wait_policy().c_str());
   const std::string common = "bench=bert_train model=" + o.model + " backend=" + o.backend + " batch=" + std::to_string(batch) +
                              " seq=" + std::to_string(o.seq_len) + " lm_head=" + o.lm_head +
                              " gradient_checkpointing=" + (o.gradient_checkpointing ? "1" : "0");

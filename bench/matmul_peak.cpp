@@ -22,6 +22,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "runtime/execution_queue.h"
+#include "runtime/thread_budget.h"
+
 namespace {
 
 struct MatmulShape {
@@ -169,8 +172,10 @@ int main(int argc, char** argv) {
   }
 
   const dnnl::version_t* v = dnnl::version();
-  std::printf("bench_matmul_peak: oneDNN %d.%d.%d, %d OpenMP threads, min %.2f s per shape, rhs %s\n", v->major, v->minor, v->patch,
-              omp_get_max_threads(), min_time, packed_rhs ? "packed in every run" : "row-major");
+  lazytrain::runtime::use_execution_threads();  // the threads and wait policy a training step gets
+  std::printf("bench_matmul_peak: oneDNN %d.%d.%d, %d OpenMP threads (waiting %s), min %.2f s per shape, rhs %s\n", v->major, v->minor,
+              v->patch, omp_get_max_threads(), lazytrain::runtime::omp_wait_policy().c_str(), min_time,
+              packed_rhs ? "packed in every run" : "row-major");
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   for (const std::string& d : dtypes) {
     const auto dt = d == "f32" ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;

@@ -27,7 +27,7 @@ echo "test_install: built in $((SECONDS - start)) s"
 
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
-for f in bin/lazytrain lib/liblazytrain.a include/lazytrain/tensor/ops.h include/lazytrain/lazy/graph_executor.h \
+for f in bin/lazytrain lib/liblazytrain.a lib/liblazytrain_omp_defaults.so include/lazytrain/tensor/ops.h include/lazytrain/lazy/graph_executor.h \
          lib/cmake/lazytrain/lazytrainConfig.cmake lib/cmake/lazytrain/lazytrainConfigVersion.cmake \
          lib/cmake/lazytrain/lazytrainTargets.cmake; do
   [ -e "$prefix/$f" ] || fail "the install lacks $f"
@@ -35,6 +35,9 @@ done
 [ "$(ls "$prefix/bin")" = lazytrain ] || fail "bin/ holds more than lazytrain: $(ls "$prefix/bin" | tr '\n' ' ')"
 if grep -rl -e "$repo" "$prefix/lib/cmake" "$prefix/include"; then fail "installed files name the source or build tree"; fi
 "$prefix/bin/lazytrain" --help > /dev/null || fail "the installed lazytrain does not run"
+# It waits passively: liblazytrain_omp_defaults.so (found through its RUNPATH) ran before libgomp.
+spin=$(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose "$prefix/bin/lazytrain" --help 2>&1 | sed -n "s/^ *GOMP_SPINCOUNT = '\([0-9]*\)'/\1/p")
+[ "$spin" = 0 ] || fail "the installed lazytrain's OpenMP threads spin (GOMP_SPINCOUNT '$spin', expected '0')"
 
 # The example, as a user would build it: its own folder, the prefix, nothing else.
 cp -r examples/custom_training_loop "$tmp/example"

@@ -1,7 +1,11 @@
 #include "backend/onednn_matmul.h"
 
+#include <omp.h>
+
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -41,15 +45,53 @@ bool repack_rhs(DType t, bool rhs_transposed, int64_t batch, int64_t n) {
   return t == DType::kFloat32 && !rhs_transposed && batch == 1 && n > 1024;
 }
 
-struct OneDnnMatmul::Impl {
-  MatmulEpilogue epilogue;
-  int64_t m = 0, n = 0, k = 0;
-  dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md, scratchpad_md;
+// The primitives for one OpenMP thread count: oneDNN splits the work for the
+// threads it sees at creation and asks for that many when it runs, so an
+// execution on fewer threads (runtime/thread_governor.h) needs its own.
+struct Primitives {
+  dnnl::memory::desc scratchpad_md;
   dnnl::matmul primitive;
   // repack_rhs: rhs is reordered from b_md into packed_b_md (oneDNN's choice) before each run.
   bool packed = false;
   dnnl::memory::desc packed_b_md, pack_scratchpad_md;
   dnnl::reorder pack;
+};
+
+struct OneDnnMatmul::Impl {
+  MatmulEpilogue epilogue;
+  int64_t m = 0, n = 0, k = 0;
+  dnnl::memory::desc a_md, b_md, weights_md, c_md, bias_md, residual_md;
+  dnnl::primitive_attr attr;
+  mutable std::mutex mutex;
+  mutable std::map<int, std::shared_ptr<const Primitives>> by_threads;  // OpenMP threads -> primitives
+
+  // The primitives for the calling thread's OpenMP thread count, made at first use.
+  std::shared_ptr<const Primitives> primitives() const {
+    const int threads = omp_get_max_threads();
+    std::lock_guard<std::mutex> lock(mutex);
+    std::shared_ptr<const Primitives>& p = by_threads[threads];
+    if (!p) p = make_primitives();
+    return p;
+  }
+
+  std::shared_ptr<const Primitives> make_primitives() const {
+    auto p = std::make_shared<Primitives>();
+    dnnl::matmul::primitive_desc pd =
+        epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, weights_md, bias_md, c_md), attr, cpu_engine())
+                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, weights_md, c_md), attr, cpu_engine());
+    p->scratchpad_md = pd.scratchpad_desc();
+    p->primitive = dnnl::matmul(pd);
+    if (pd.weights_desc() != b_md) {
+      p->packed = true;
+      p->packed_b_md = pd.weights_desc();
+      dnnl::primitive_attr pack_attr;
+      pack_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::reorder::primitive_desc pack_pd(cpu_engine(), b_md, cpu_engine(), p->packed_b_md, pack_attr);
+      p->pack_scratchpad_md = pack_pd.scratchpad_desc();
+      p->pack = dnnl::reorder(pack_pd);
+    }
+    return p;
+  }
 };
 
 OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, MatmulEpilogue epilogue) : impl_(std::make_unique<Impl>()) {
@@ -77,54 +119,41 @@ OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, Mat
   p.a_md = desc(m, k, lhs_t ? dims{1, m} : dims{k, 1});
   p.b_md = desc(k, n, rhs_t ? dims{1, k} : dims{n, 1});
   p.c_md = desc(m, n, dims{n, 1});
-  dnnl::primitive_attr attr;
   // Our scratchpad per run: one primitive serves every device's execution
   // thread at once, and oneDNN's library scratchpad is shared between
   // primitives and bound to a thread (DNNL_ENABLE_CONCURRENT_EXEC=OFF).
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  p.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (epilogue.residual) {
     p.residual_md = p.c_md;
     dnnl::post_ops ops;
     ops.append_binary(dnnl::algorithm::binary_add, p.residual_md);
-    attr.set_post_ops(ops);
+    p.attr.set_post_ops(ops);
   }
   if (epilogue.bias) p.bias_md = batched ? dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1}) : dnnl::memory::desc({1, n}, dt, dims{n, 1});
-  const dnnl::memory::desc weights_md =
-      repack_rhs(dot.dtype, rhs_t, batch, n) ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any) : p.b_md;
-  dnnl::matmul::primitive_desc pd =
-      epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, weights_md, p.bias_md, p.c_md), attr, cpu_engine())
-                    : dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, weights_md, p.c_md), attr, cpu_engine());
-  p.scratchpad_md = pd.scratchpad_desc();
-  p.primitive = dnnl::matmul(pd);
-  if (pd.weights_desc() != p.b_md) {
-    p.packed = true;
-    p.packed_b_md = pd.weights_desc();
-    dnnl::primitive_attr pack_attr;
-    pack_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::reorder::primitive_desc pack_pd(cpu_engine(), p.b_md, cpu_engine(), p.packed_b_md, pack_attr);
-    p.pack_scratchpad_md = pack_pd.scratchpad_desc();
-    p.pack = dnnl::reorder(pack_pd);
-  }
+  p.weights_md = repack_rhs(dot.dtype, rhs_t, batch, n) ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any) : p.b_md;
+  p.primitives();  // for the creating thread's count now: a compile error surfaces here, not in the first run
 }
 
 OneDnnMatmul::~OneDnnMatmul() = default;
 
-bool OneDnnMatmul::repacks_rhs() const { return impl_->packed; }
+bool OneDnnMatmul::repacks_rhs() const { return impl_->m * impl_->n > 0 && impl_->k > 0 && impl_->primitives()->packed; }
 
 void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
                        runtime::Buffer& out) const {
-  const Impl& p = *impl_;
-  check((bias != nullptr) == p.epilogue.bias && (residual != nullptr) == p.epilogue.residual, "OneDnnMatmul",
+  const Impl& i = *impl_;
+  check((bias != nullptr) == i.epilogue.bias && (residual != nullptr) == i.epilogue.residual, "OneDnnMatmul",
         "epilogue operands do not match the primitive");
-  if (p.m * p.n == 0) return;
-  if (p.k == 0) {
+  if (i.m * i.n == 0) return;
+  if (i.k == 0) {
     // An empty sum: zeros, plus the epilogue (not reached from the passes, kept exact anyway).
-    check(!p.epilogue.bias && !p.epilogue.residual, "OneDnnMatmul", "an epilogue on a dot with no contracting elements");
+    check(!i.epilogue.bias && !i.epilogue.residual, "OneDnnMatmul", "an epilogue on a dot with no contracting elements");
     std::memset(out.raw(), 0, static_cast<size_t>(out.nbytes()));
     return;
   }
+  const std::shared_ptr<const Primitives> primitives = i.primitives();
+  const Primitives& p = *primitives;
   dnnl::stream stream(cpu_engine());
-  dnnl::memory a(p.a_md, cpu_engine(), lhs.raw()), b(p.b_md, cpu_engine(), rhs.raw()), c(p.c_md, cpu_engine(), out.raw());
+  dnnl::memory a(i.a_md, cpu_engine(), lhs.raw()), b(i.b_md, cpu_engine(), rhs.raw()), c(i.c_md, cpu_engine(), out.raw());
   // Buffers of this run alone (thread-safe: runs never share one).
   std::unique_ptr<uint8_t[]> packed_rhs, pack_scratchpad;
   if (p.packed) {
@@ -139,8 +168,8 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
     b = packed;
   }
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias_md, cpu_engine(), bias->raw()));
-  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(p.residual_md, cpu_engine(), residual->raw()));
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(i.bias_md, cpu_engine(), bias->raw()));
+  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(i.residual_md, cpu_engine(), residual->raw()));
   const size_t scratchpad_bytes = p.scratchpad_md.get_size();
   std::unique_ptr<uint8_t[]> scratchpad;
   if (scratchpad_bytes > 0) {

@@ -26,6 +26,14 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
     }
     env.graph_size_warning = static_cast<size_t>(value);
   }
+  if (const std::string n = get("OMP_NUM_THREADS"); !n.empty()) {
+    char* end = nullptr;
+    const long value = std::strtol(n.c_str(), &end, 10);
+    if (end == n.c_str() || (*end != '\0' && *end != ',') || value < 1 || value > 4096 || n[0] == '+' || n[0] == ' ') {
+      throw Error("[environment] OMP_NUM_THREADS='" + n + "': expected a positive whole number of threads (or OpenMP's list, e.g. 2,1)");
+    }
+    env.omp_num_threads = static_cast<int>(value);
+  }
   return env;
 }
 

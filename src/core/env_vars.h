@@ -20,11 +20,15 @@ struct EnvironmentVariables {
   std::optional<size_t> graph_size_warning;   // LAZYTRAIN_GRAPH_SIZE_WARNING: IR nodes (0: never warn)
   std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
   std::string kernel_isa;                     // LAZYTRAIN_KERNEL_ISA: auto, avx2 or avx512 (generated kernels); empty: auto
+  // OMP_NUM_THREADS (OpenMP's own): the first number of its list, the user's
+  // choice of compute threads; unset: lazytrain picks (runtime/thread_budget.h).
+  std::optional<int> omp_num_threads;
 };
 
 // Reads the variables above through `lookup` (a getenv: null or "" = unset).
 // Throws lazytrain::Error naming the variable when a value is malformed
-// (LAZYTRAIN_GRAPH_SIZE_WARNING not a whole number).
+// (LAZYTRAIN_GRAPH_SIZE_WARNING not a whole number, OMP_NUM_THREADS not a list
+// of positive whole numbers).
 EnvironmentVariables parse_environment(const std::function<const char*(const char*)>& lookup);
 
 // The process environment, parsed at the first call (then cached for good).

@@ -38,6 +38,9 @@ struct DataLoaderOptions {
   bool drop_last = false;
   int num_workers = 0;
   int prefetch_factor = 2;  // batches made ahead per worker
+  // Called first on each worker thread with its id (torch's worker_init_fn);
+  // the Trainer lowers the workers' priority below the compute threads'.
+  std::function<void(int worker_id)> worker_init_fn;
   // Data parallelism: this replica batches only its DistributedSampler share of
   // each epoch (data/distributed_sampler.h; drop_last applies to both).
   int64_t num_replicas = 1;
@@ -82,7 +85,12 @@ class DataLoader {
         : collate_(loader.collate_), batches_(epoch_batches(loader.dataset_size_, loader.options_, epoch)),
           first_number_(epoch * loader.size() + start), ahead_(static_cast<size_t>(loader.options_.num_workers * loader.options_.prefetch_factor)) {
       batches_.erase(batches_.begin(), batches_.begin() + static_cast<std::ptrdiff_t>(std::min(start, batches_.size())));
-      for (int w = 0; w < loader.options_.num_workers; ++w) workers_.emplace_back([this] { work(); });
+      for (int w = 0; w < loader.options_.num_workers; ++w) {
+        workers_.emplace_back([this, w, init = loader.options_.worker_init_fn] {
+          if (init) init(w);
+          work();
+        });
+      }
     }
     ~Epoch() {
       {

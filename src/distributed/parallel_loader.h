@@ -27,6 +27,7 @@
 #include "lazy/graph_executor.h"
 #include "runtime/device.h"
 #include "runtime/metrics.h"
+#include "runtime/thread_budget.h"
 
 namespace lazytrain::distributed {
 
@@ -47,12 +48,16 @@ class DeviceLoader {
       : source_(std::move(source)), to_device_(std::move(to_device)), options_(options), target_device_(runtime::current_device()) {
     check(options_.loader_prefetch_size >= 1 && options_.device_prefetch_size >= 1, "DeviceLoader",
           "loader_prefetch_size and device_prefetch_size must be at least 1");
+    // Both threads wait on cv_ (passively) and yield the CPU to the compute
+    // threads when both want it (runtime/thread_budget.h).
     loader_ = std::thread([this] {
       runtime::DeviceGuard guard(target_device_);
+      runtime::yield_to_compute_threads();
       load();
     });
     transfer_ = std::thread([this] {
       runtime::DeviceGuard guard(target_device_);
+      runtime::yield_to_compute_threads();
       transfer();
     });
   }

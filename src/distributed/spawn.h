@@ -13,8 +13,9 @@ struct SpawnOptions {
   // Seconds a replica waits in a collective or rendezvous before it fails
   // naming the replicas that did not arrive (runtime/collectives.h).
   double collective_timeout = 300.0;
-  // OpenMP threads per replica; 0: the process's cores divided among the
-  // replicas (at least 1), so replicas never oversubscribe the cores.
+  // OpenMP threads per replica; 0: the process's threads
+  // (runtime::threads_per_execution(): --num_threads or the CPUs it may use)
+  // divided among the replicas (at least 1), so they never oversubscribe them.
   int threads_per_replica = 0;
 };
 

@@ -210,6 +210,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
     // An eager op is one instruction: nothing to gain from the disk cache or generated kernels.
     const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
+    runtime::use_execution_threads();  // oneDNN primitives are made for the threads that will run them
     std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : compiler->load_cached(key);
     if (!executable) {  // not in the persistent compile cache either: compile
       {

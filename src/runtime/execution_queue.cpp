@@ -6,11 +6,35 @@
 #include <map>
 #include <vector>
 
+#include "core/env_vars.h"
 #include "core/error.h"
 
 #include "runtime/metrics.h"
+#include "runtime/thread_budget.h"
+#include "runtime/thread_governor.h"
 
 namespace lazytrain::runtime {
+
+namespace {
+std::atomic<int> execution_threads{0};
+
+// `threads` for this thread's parallel regions; the report's ExecutionThreads
+// is the count allowed (a governor's reductions are counted apart).
+void use_threads(int threads) {
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  static Counter& reported = counter("ExecutionThreads");
+  reported.set(threads_per_execution());
+}
+
+struct Queues {
+  std::mutex mutex;
+  std::map<Device, ExecutionQueue*> by_device;  // never destroyed: executions may outlive statics
+};
+Queues& queues() {
+  static Queues* q = new Queues();
+  return *q;
+}
+}  // namespace
 
 ExecutionQueue::ExecutionQueue(Device device)
     : worker_([this, device] {
@@ -48,6 +72,7 @@ void ExecutionQueue::wait_idle() {
 }
 
 void ExecutionQueue::run() {
+  ThreadGovernor governor;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     cv_.wait(lock, [&] { return stop_ || pending_ != nullptr; });
@@ -55,8 +80,14 @@ void ExecutionQueue::run() {
     std::function<void()> execution = std::move(pending_);
     pending_ = nullptr;
     lock.unlock();
-    if (int threads = threads_per_execution(); threads > 0 && omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    // lazytrain's default thread count gives way to other work (thread_governor.h); a count the user set is kept.
+    const bool governed = threads_are_governed();
+    const int threads = governed ? governor.threads(threads_per_execution()) : threads_per_execution();
+    use_threads(threads);
+    static Counter& in_use = counter("ExecutionThreadsInUse");
+    in_use.set(threads);
     execution();
+    if (governed) governor.observe();
     execution = nullptr;  // release what it captured before the device counts as free
     lock.lock();
     busy_ = false;
@@ -64,18 +95,6 @@ void ExecutionQueue::run() {
   }
 }
 
-namespace {
-std::atomic<int> execution_threads{0};
-
-struct Queues {
-  std::mutex mutex;
-  std::map<Device, ExecutionQueue*> by_device;  // never destroyed: executions may outlive statics
-};
-Queues& queues() {
-  static Queues* q = new Queues();
-  return *q;
-}
-}  // namespace
 
 ExecutionQueue& execution_queue(const Device& device) {
   Queues& q = queues();
@@ -100,6 +119,13 @@ void set_threads_per_execution(int threads) {
   execution_threads.store(threads);
 }
 
-int threads_per_execution() { return execution_threads.load(); }
+int threads_per_execution() {
+  const int threads = execution_threads.load();
+  return threads > 0 ? threads : default_thread_budget().threads;
+}
+
+void use_execution_threads() { use_threads(threads_per_execution()); }
+
+bool threads_are_governed() { return execution_threads.load() == 0 && !environment().omp_num_threads; }
 
 }  // namespace lazytrain::runtime

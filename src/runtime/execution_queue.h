@@ -49,8 +49,20 @@ void wait_all_idle();
 // The OpenMP threads each execution may use (the worker calls
 // omp_set_num_threads before it runs one; oneDNN and the kernels follow):
 // replicas of one process divide the cores (distributed::spawn), so they do
-// not oversubscribe them. 0 (default): OpenMP's own default. Error for < 0.
+// not oversubscribe them. 0 (default): default_thread_budget() (the CPUs this
+// process may use; runtime/thread_budget.h). Error for < 0. The count allowed
+// is the metrics report's counter ExecutionThreads; the count the last
+// execution ran on (fewer while a ThreadGovernor gives way) ExecutionThreadsInUse.
 void set_threads_per_execution(int threads);
 int threads_per_execution();
+// Gives the calling thread's OpenMP parallel regions threads_per_execution()
+// threads. For threads that create oneDNN primitives (the compiling thread):
+// oneDNN sizes its work split at creation and asks for as many threads when
+// it runs, so creation and execution must agree.
+void use_execution_threads();
+// True when the count is lazytrain's default (no set_threads_per_execution,
+// no OMP_NUM_THREADS): each queue's ThreadGovernor may then run executions on
+// fewer threads while other work holds the CPUs (runtime/thread_governor.h).
+bool threads_are_governed();
 
 }  // namespace lazytrain::runtime

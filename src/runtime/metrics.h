@@ -107,6 +107,8 @@ class Counter {
   void add(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
   int64_t value() const { return value_.load(std::memory_order_relaxed); }
   const std::string& name() const { return name_; }
+  // Sets the value (a gauge such as ExecutionThreads).
+  void set(int64_t n) { value_.store(n, std::memory_order_relaxed); }
   // Sets the value back to 0.
   void clear() { value_.store(0, std::memory_order_relaxed); }
 

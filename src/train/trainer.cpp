@@ -13,6 +13,9 @@
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
+#include "runtime/collectives.h"
+#include "runtime/execution_queue.h"
+#include "runtime/thread_budget.h"
 #include "tensor/autocast.h"
 #include "train/checkpoint.h"
 #include "train/json_file.h"
@@ -50,6 +53,10 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std:
   state_.train_batch_size = args_.per_device_train_batch_size;
   replicas_ = distributed::world_size();
   replica_ = distributed::ordinal();
+  // --num_threads of a process without replica threads (spawn divides it among them).
+  if (args_.num_threads > 0 && runtime::replica_world().local_replicas == 1) {
+    runtime::set_threads_per_execution(static_cast<int>(args_.num_threads));
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -162,7 +169,10 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
   options.shuffle = training;
   options.seed = args_.seed;
   options.drop_last = drop_last;
-  options.num_workers = static_cast<int>(args_.dataloader_num_workers);
+  // Workers beyond the CPUs the compute threads leave would only take CPU time
+  // from them; they also yield to them when both want a CPU (issue 15).
+  options.num_workers = runtime::bounded_data_workers(static_cast<int>(args_.dataloader_num_workers), runtime::threads_per_execution());
+  options.worker_init_fn = [](int) { runtime::yield_to_compute_threads(); };
   auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
   if (!training && replicas_ > 1) {
     // Evaluation: batch k of the one-replica evaluation to replica k mod W,

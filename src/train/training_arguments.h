@@ -76,6 +76,10 @@ struct TrainingArguments {
   // one device and thread each (distributed::spawn); under mpirun every
   // process runs as many. Threads are divided among them.
   int64_t num_cores = 1;
+  // Compute threads of this process (torch.set_num_threads; --num_threads).
+  // 0: the CPUs it may use (affinity mask and cgroup quota, or
+  // OMP_NUM_THREADS; runtime/thread_budget.h). Replicas divide them.
+  int64_t num_threads = 0;
   // Seconds a replica waits at a collective or rendezvous for the others
   // before failing with the missing replica's name.
   double collective_timeout = 300.0;

@@ -52,6 +52,20 @@ TEST(Environment, MalformedNumberNamesTheVariable) {
   }
 }
 
+TEST(Environment, OmpNumThreadsIsTheFirstNumberOfOpenMPsList) {
+  EXPECT_FALSE(parse({}).omp_num_threads.has_value());
+  EXPECT_EQ(parse({{"OMP_NUM_THREADS", "3"}}).omp_num_threads, 3);
+  EXPECT_EQ(parse({{"OMP_NUM_THREADS", "2,1"}}).omp_num_threads, 2);  // nested levels: the outer one
+  for (const char* bad : {"0", "-1", "two", "2x", " 2", "+2"}) {
+    try {
+      parse({{"OMP_NUM_THREADS", bad}});
+      FAIL() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("OMP_NUM_THREADS='" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Environment, FillsCompilerOptionsDefaults) {
   // The process's own environment, as parsed once: the options mirror it.
   const backend::CompilerOptions o = backend::CompilerOptions::from_environment();

@@ -62,6 +62,10 @@ def parse_args():
     p.add_argument("--mlm_probability", type=float, default=0.15)
     p.add_argument("--max_grad_norm", type=float, default=1.0)
     p.add_argument("--output_dir", required=True)
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    p.add_argument("--dataloader_num_workers", type=int, default=0,
+                   help="> 0: batches are masked in torch DataLoader worker processes (bench/shared_machine.sh); "
+                        "each batch then has its own mask generator, so the losses differ from a 0-worker run")
     return p.parse_args()
 
 
@@ -106,6 +110,30 @@ def mask_tokens(inputs, tok, prob, gen):
     return inputs, labels  # the remaining 10% of selected tokens stay unchanged
 
 
+class MaskedBatches(torch.utils.data.Dataset):
+    """Batch b of an epoch, masked with its own generator (for DataLoader worker processes)."""
+
+    def __init__(self, blocks, perm, steps, epoch, tok, args):
+        self.blocks, self.perm, self.steps, self.epoch, self.tok, self.args = blocks, perm, steps, epoch, tok, args
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, b):
+        bs = self.args.per_device_train_batch_size
+        gen = torch.Generator().manual_seed(self.args.seed * 1000003 + self.epoch * self.steps + b)
+        return mask_tokens(self.blocks[self.perm[b * bs:(b + 1) * bs]], self.tok, self.args.mlm_probability, gen)
+
+
+def epoch_batches(blocks, perm, steps, epoch, tok, args, collate_gen):
+    """One epoch's (inputs, labels): masked here in order with collate_gen, or by DataLoader workers."""
+    if args.dataloader_num_workers == 0:
+        bs = args.per_device_train_batch_size
+        return (mask_tokens(blocks[perm[b * bs:(b + 1) * bs]], tok, args.mlm_probability, collate_gen) for b in range(steps))
+    return torch.utils.data.DataLoader(MaskedBatches(blocks, perm, steps, epoch, tok, args), batch_size=None,
+                                       num_workers=args.dataloader_num_workers)
+
+
 def linear_schedule(warmup, total):
     """get_linear_schedule_with_warmup's lr multiplier at (0-based) step."""
     return lambda step: step / max(1, warmup) if step < warmup else \
@@ -135,7 +163,7 @@ def evaluate(model, blocks, tok, args):
 
 def main():
     args = parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     os.makedirs(args.output_dir, exist_ok=True)
 
     tok = BertTokenizer(args.tokenizer_name)
@@ -171,9 +199,7 @@ def main():
     t_start = time.time()
     while step < args.max_steps:
         perm = torch.randperm(len(train_blocks), generator=torch.Generator().manual_seed(args.seed + epoch))
-        for b in range(steps_per_epoch):
-            inputs, labels = mask_tokens(train_blocks[perm[b * bs:(b + 1) * bs]], tok,
-                                         args.mlm_probability, collate_gen)
+        for b, (inputs, labels) in enumerate(epoch_batches(train_blocks, perm, steps_per_epoch, epoch, tok, args, collate_gen)):
             loss = model(inputs, torch.ones_like(inputs), labels=labels)["loss"]
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
