@@ -25,7 +25,7 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
   check(num_replicas >= 1, "spawn", "num_replicas must be >= 1, got " + std::to_string(num_replicas));
   check(options.threads_per_replica >= 0, "spawn", "threads_per_replica must be >= 0, got " + std::to_string(options.threads_per_replica));
   const int threads = options.threads_per_replica > 0 ? options.threads_per_replica : std::max(1, runtime::threads_per_execution() / num_replicas);
-  const int previous_threads = runtime::threads_per_execution();
+  const int previous_threads = runtime::threads_are_governed() ? 0 : runtime::threads_per_execution();  // 0: the default again
   const double previous_timeout = runtime::collective_timeout();
   runtime::set_collective_timeout(options.collective_timeout);
   runtime::set_local_replicas(num_replicas);

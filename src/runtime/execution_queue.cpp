@@ -95,7 +95,6 @@ void ExecutionQueue::run() {
   }
 }
 
-
 ExecutionQueue& execution_queue(const Device& device) {
   Queues& q = queues();
   std::lock_guard<std::mutex> lock(q.mutex);
