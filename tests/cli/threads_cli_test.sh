@@ -6,7 +6,9 @@
 #  - `lazytrain run_mlm` reports the compute threads it used (metrics report,
 #    counter ExecutionThreads): all CPUs by default, one under `taskset -c 0`,
 #    one in a cgroup with a CPU quota of one CPU (when this machine lets the
-#    test make one), --num_threads when given (also in training_args.json).
+#    test make one), --num_threads when given (also in training_args.json);
+#  - executions give way to busy processes (the governor's gtest, run here
+#    without OMP_NUM_THREADS).
 # Usage: threads_cli_test.sh <lazytrain binary> <shared data dir> <other binaries linking lazytrain...>
 set -uo pipefail
 bin="$1"
@@ -99,6 +101,17 @@ if [ -n "$made" ] && [ "$cpus" -gt 1 ]; then
   check cgroup_quota_of_one_cpu_gives_one_thread $?
 else
   echo "SKIP cgroup quota: cannot make a cgroup with a CPU quota here (or one CPU only)"
+fi
+
+# The governor end to end (ctest runs the test binary with OMP_NUM_THREADS=1, a
+# count the user gave, so that test skips there): busy processes take CPUs away.
+tests_bin=""
+for b in "$@"; do [ "$(basename "$b")" = lazytrain_tests ] && tests_bin=$b; done
+if [ -n "$tests_bin" ] && [ "$cpus" -gt 1 ]; then
+  "$tests_bin" --gtest_filter=ThreadGovernor.ExecutionsGiveWayToBusyProcesses > "$work/stderr" 2>&1
+  rc=$?
+  grep -q '^\[       OK \] ThreadGovernor.ExecutionsGiveWayToBusyProcesses' "$work/stderr" && [ $rc -eq 0 ]
+  check governor_gives_way_to_busy_processes $?
 fi
 
 echo "threads_cli_test: $passed passed, $failed failed"
