@@ -1,6 +1,8 @@
 #include "core/env_vars.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <vector>
 
 #include "core/error.h"
 
@@ -27,12 +29,26 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
     env.graph_size_warning = static_cast<size_t>(value);
   }
   if (const std::string n = get("OMP_NUM_THREADS"); !n.empty()) {
-    char* end = nullptr;
-    const long value = std::strtol(n.c_str(), &end, 10);
-    if (end == n.c_str() || (*end != '\0' && *end != ',') || value < 1 || value > 4096 || n[0] == '+' || n[0] == ' ') {
+    // OpenMP's list "N[,N...]" (one per nesting level), blanks allowed around each: the first is ours.
+    std::vector<long> levels;
+    size_t at = 0;
+    bool ok = true;
+    while (ok) {
+      const size_t comma = n.find(',', at);
+      std::string item = n.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      char* end = nullptr;
+      const long value = item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) ? 0 : std::strtol(item.c_str(), &end, 10);
+      ok = value >= 1 && value <= 4096 && end != nullptr && *end == '\0';
+      levels.push_back(value);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    if (!ok) {
       throw Error("[environment] OMP_NUM_THREADS='" + n + "': expected a positive whole number of threads (or OpenMP's list, e.g. 2,1)");
     }
-    env.omp_num_threads = static_cast<int>(value);
+    env.omp_num_threads = static_cast<int>(levels.front());
   }
   return env;
 }

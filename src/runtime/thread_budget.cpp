@@ -125,14 +125,12 @@ std::optional<double> cgroup_cpu_limit(const std::string& root) {
   return limit;
 }
 
-const ThreadBudget& default_thread_budget() {
+namespace {
+
+// available_cpus() and how it was found.
+const ThreadBudget& cpu_budget() {
   static const ThreadBudget budget = [] {
     ThreadBudget b;
-    if (std::optional<int> user = environment().omp_num_threads) {
-      b.threads = *user;
-      b.reason = "OMP_NUM_THREADS=" + std::to_string(*user);
-      return b;
-    }
     const int cpus = affinity_cpu_count();
     const std::optional<double> quota = cgroup_cpu_limit();
     b.threads = cpus;
@@ -150,6 +148,18 @@ const ThreadBudget& default_thread_budget() {
   return budget;
 }
 
+}  // namespace
+
+int available_cpus() { return cpu_budget().threads; }
+
+const ThreadBudget& default_thread_budget() {
+  static const ThreadBudget budget = [] {
+    if (std::optional<int> user = environment().omp_num_threads) return ThreadBudget{*user, "OMP_NUM_THREADS=" + std::to_string(*user)};
+    return cpu_budget();
+  }();
+  return budget;
+}
+
 std::string omp_wait_policy() {
   if (lazytrain_omp_wait_policy_defaulted()) return "passive (lazytrain's default)";
   std::string out;
@@ -161,7 +171,7 @@ std::string omp_wait_policy() {
 
 int bounded_data_workers(int requested, int compute_threads) {
   if (requested <= 0) return 0;
-  const int left = std::max(1, default_thread_budget().threads - std::max(0, compute_threads));
+  const int left = std::max(1, available_cpus() - std::max(0, compute_threads));
   return std::min(requested, left);
 }
 

@@ -32,14 +32,17 @@ int affinity_cpu_count();
 // /proc/self/mountinfo and the cgroup files): tests point it at a fake tree.
 std::optional<double> cgroup_cpu_limit(const std::string& root = "");
 
+// The CPUs this process may use: min(affinity_cpu_count(), ceil(cgroup_cpu_limit())),
+// at least 1. Computed once per process.
+int available_cpus();
+
 // The default compute thread count and why, e.g. {2, "2 CPUs in the affinity
 // mask, no cgroup CPU quota"}.
 struct ThreadBudget {
   int threads = 1;
   std::string reason;
 };
-// From OMP_NUM_THREADS when set, else min(affinity_cpu_count(),
-// ceil(cgroup_cpu_limit())), at least 1. Computed once per process.
+// From OMP_NUM_THREADS when set, else available_cpus(). Computed once per process.
 const ThreadBudget& default_thread_budget();
 
 // How OpenMP threads wait, for reports: "passive (lazytrain's default)" or
@@ -47,8 +50,8 @@ const ThreadBudget& default_thread_budget();
 std::string omp_wait_policy();
 
 // Threads a data-preparation pool (DataLoader workers) may use beside
-// `compute_threads`: `requested` bounded by the CPUs left over, at least 1
-// when requested >= 1; 0 stays 0.
+// `compute_threads`: `requested` bounded by the CPUs left over
+// (available_cpus() - compute_threads), at least 1 when requested >= 1; 0 stays 0.
 int bounded_data_workers(int requested, int compute_threads);
 
 // Lowers the calling thread's scheduling priority (nice +10, Linux threads

@@ -10,8 +10,9 @@
 // other processes use of the CPUs it may run on, over windows of at least
 // kWindowNs:
 //
-//   others = (busy time of those CPUs in /proc/stat, steal included)
-//            - (this process's CPU time), per second of the window
+//   others = (busy time of those CPUs in /proc/stat, steal included, niced
+//            work not: it yields to ours) - (this process's CPU time and its
+//            finished children's, the JIT's compiler), per second of the window
 //   threads = clamp(floor(cpus - others + 0.5), 1, maximum)
 //
 // One CPU-bound neighbour on 2 CPUs takes about 2/3 of a CPU beside our 2
@@ -35,8 +36,8 @@ namespace lazytrain::runtime {
 // Cumulative CPU times at one moment, in seconds.
 struct CpuTimes {
   double wall = 0;      // a monotonic clock
-  double cpus_busy = 0; // summed over the CPUs this process may use: not idle, not waiting for I/O
-  double own = 0;       // this process's threads, all CPUs
+  double cpus_busy = 0; // summed over the CPUs this process may use: not idle, not niced, not waiting for I/O
+  double own = 0;       // this process's threads, all CPUs, and its finished child processes
   int cpus = 1;         // how many CPUs cpus_busy covers
 };
 

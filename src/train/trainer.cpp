@@ -172,6 +172,12 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
   // Workers beyond the CPUs the compute threads leave would only take CPU time
   // from them; they also yield to them when both want a CPU (issue 15).
   options.num_workers = runtime::bounded_data_workers(static_cast<int>(args_.dataloader_num_workers), runtime::threads_per_execution());
+  if (options.num_workers < args_.dataloader_num_workers && !workers_capped_noted_) {
+    workers_capped_noted_ = true;
+    std::fprintf(stderr, "[Trainer] --dataloader_num_workers %lld: %d worker(s), what %d CPU(s) leave beside %d compute thread(s)\n",
+                 static_cast<long long>(args_.dataloader_num_workers), options.num_workers, runtime::available_cpus(),
+                 runtime::threads_per_execution());
+  }
   options.worker_init_fn = [](int) { runtime::yield_to_compute_threads(); };
   auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
   if (!training && replicas_ > 1) {

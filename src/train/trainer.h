@@ -208,6 +208,7 @@ class Trainer {
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
   int replicas_ = 1, replica_ = 0;  // distributed::world_size() and ordinal() when the Trainer was made
+  bool workers_capped_noted_ = false;  // the notice that --dataloader_num_workers was bounded, printed once
 };
 
 // Parameters split as the Trainer does: weight decay for all but biases and

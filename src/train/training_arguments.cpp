@@ -42,7 +42,8 @@ void TrainingArguments::validate() const {
   require(dataloader_num_workers >= 0 && dataloader_num_workers <= 64, "--dataloader_num_workers must be between 0 and 64");
   require(loader_prefetch_size >= 1 && device_prefetch_size >= 1, "--loader_prefetch_size and --device_prefetch_size must be at least 1");
   require(num_cores >= 1 && num_cores <= 256, "--num_cores must be between 1 and 256");
-  require(num_threads >= 0 && num_threads <= 4096, "--num_threads must be between 0 (the CPUs this process may use) and 4096");
+  require(num_threads >= 0 && num_threads <= 4096,
+          "--num_threads must be between 0 (the CPUs this process may use) and 4096, got " + std::to_string(num_threads));
   require(one_of(execution_mode, {"lazy", "debug_eager", "strict_eager", "fused_eager"}),
           "--execution_mode '" + execution_mode + "' is not one of lazy, debug_eager, strict_eager, fused_eager");
   require(collective_timeout > 0 && std::isfinite(collective_timeout), "--collective_timeout must be a positive number of seconds");

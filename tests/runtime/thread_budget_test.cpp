@@ -115,7 +115,8 @@ TEST(ThreadBudget, TheAffinityMaskIsCounted) {
 }
 
 TEST(ThreadBudget, DataWorkersAreBoundedByTheCpusTheComputeThreadsLeave) {
-  const int cpus = default_thread_budget().threads;
+  const int cpus = available_cpus();  // not OMP_NUM_THREADS: workers are bounded by CPUs
+  EXPECT_LE(cpus, affinity_cpu_count());
   EXPECT_EQ(bounded_data_workers(0, cpus), 0);
   EXPECT_EQ(bounded_data_workers(8, cpus), 1);  // nothing left: one worker still
   EXPECT_EQ(bounded_data_workers(64, 0), std::min(64, cpus));
@@ -137,7 +138,7 @@ TEST(ThreadBudget, DataThreadsYieldToComputeThreads) {
 }
 
 TEST(ThreadBudget, ExecutionsUseAndReportTheDefaultUnlessTold) {
-  const int previous = threads_per_execution();
+  const int previous = threads_are_governed() ? 0 : threads_per_execution();
   set_threads_per_execution(0);
   EXPECT_EQ(threads_per_execution(), default_thread_budget().threads);
   EXPECT_DOUBLE_EQ(sum(add(ones({4, 4}), ones({4, 4}))).item(), 32.0);
