@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <vector>
 
 #include "core/error.h"
 
@@ -30,7 +29,7 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   }
   if (const std::string n = get("OMP_NUM_THREADS"); !n.empty()) {
     // OpenMP's list "N[,N...]" (one per nesting level), blanks allowed around each: the first is ours.
-    std::vector<long> levels;
+    long first = 0;
     size_t at = 0;
     bool ok = true;
     while (ok) {
@@ -41,14 +40,14 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
       char* end = nullptr;
       const long value = item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) ? 0 : std::strtol(item.c_str(), &end, 10);
       ok = value >= 1 && value <= 4096 && end != nullptr && *end == '\0';
-      levels.push_back(value);
+      if (at == 0) first = value;
       if (comma == std::string::npos) break;
       at = comma + 1;
     }
     if (!ok) {
       throw Error("[environment] OMP_NUM_THREADS='" + n + "': expected a positive whole number of threads (or OpenMP's list, e.g. 2,1)");
     }
-    env.omp_num_threads = static_cast<int>(levels.front());
+    env.omp_num_threads = static_cast<int>(first);
   }
   return env;
 }
