@@ -1,7 +1,15 @@
 # Shell helpers of the benchmark scripts (bench/run_all.sh, bench/run_gpt2.sh):
 # running one benchmark into $LOG_DIR/NAME.log with a timeout, reading its RESULT
 # line, formatting cells, and the matmul peak measured several times (the best counts).
-# The sourcing script sets LOG_DIR, RUN_TIMEOUT, BENCH_PEAK and PEAK_MIN_TIME.
+# The sourcing script sets LOG_DIR, RUN_TIMEOUT, BENCH_PEAK, PEAK_MIN_TIME and PYTHON.
+
+# require_torch: exits with one line unless $PYTHON imports torch. Every PyTorch cell would
+# read "failed" otherwise, and shared_machine.sh's competing process would never start.
+require_torch() {
+  "$PYTHON" -c "import torch" 2>/dev/null && return
+  echo "$(basename "$0"): the PyTorch peer needs Debian's python3-torch for $PYTHON (apt-get install -y python3-torch)" >&2
+  exit 1
+}
 
 COMMANDS=()
 LOADS=()  # the load average (1, 5, 15 min) as each run starts

@@ -55,6 +55,7 @@ skip_backend() { [ "$1" = bert-large ] && [ "$2" = interpreter ]; }
 
 # run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
 source bench/bench_lib.sh
+require_torch
 
 # Every run on the same cores: the first $THREADS of this machine.
 PIN=()

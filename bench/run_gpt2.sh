@@ -44,6 +44,7 @@ steps_for() {
 
 # run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
 source bench/bench_lib.sh
+require_torch
 
 # Every run on the same cores: the first $THREADS of this machine.
 PIN=()

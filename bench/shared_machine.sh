@@ -10,7 +10,7 @@
 #   competing   another 2-thread training process: PyTorch training bert-mini
 #               (bench/torch_bert_bench.py --threads 2) in a loop, started first
 # Configurations (bench_bert_train / torch_bert_bench.py, same model, batch, steps):
-#   lazytrain default     no thread setting: the CPUs it may use, passive waiting
+#   lazytrain default     no thread setting: the CPUs it may use, 30,000 spins then sleep, the governor
 #   lazytrain spinning    GOMP_SPINCOUNT=300000 OMP_NUM_THREADS=<CPUs>: lazytrain before issue 15
 #                         (libgomp's own spin count; a thread count given, so not governed)
 #   lazytrain 1 thread    OMP_NUM_THREADS=1
@@ -31,7 +31,7 @@
 #   ROUNDS [2]    runs of each lazytrain configuration, in turn; cells are their mean
 #   RUN_TIMEOUT [600]  LOG_DIR [a new /tmp/lazytrain-shared.XXXXXX]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 BUILD_DIR=${BUILD_DIR:-build}
 MODEL=${MODEL:-bert-mini}
 WARMUP=${WARMUP:-2}
@@ -50,6 +50,7 @@ unset OMP_NUM_THREADS OMP_WAIT_POLICY GOMP_SPINCOUNT LAZYTRAIN_CACHE_DIR LAZYTRA
 
 # run, field, is_num, fmt, ratio, print_run_footer
 source bench/bench_lib.sh
+require_torch
 START_UPTIME=$(uptime)
 echo "shared_machine.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
 
@@ -81,7 +82,11 @@ start_condition() {
       BACKGROUND+=($!)
       # Until it trains: its banner comes after the import, then a few seconds for the model.
       for _ in $(seq 120); do grep -q "^torch_bert_bench:" "$LOG_DIR/competitor.log" 2>/dev/null && break; sleep 0.5; done
-      sleep 5 ;;
+      sleep 5
+      if ! kill -0 "${BACKGROUND[-1]}" 2>/dev/null || ! grep -q "^torch_bert_bench:" "$LOG_DIR/competitor.log"; then
+        echo "shared_machine.sh: the competing process did not start training, see $LOG_DIR/competitor.log" >&2
+        exit 1
+      fi ;;
   esac
 }
 

@@ -161,7 +161,7 @@ const ThreadBudget& default_thread_budget() {
 }
 
 std::string omp_wait_policy() {
-  if (lazytrain_omp_wait_policy_defaulted()) return "passive (lazytrain's default)";
+  if (lazytrain_omp_wait_policy_defaulted()) return "GOMP_SPINCOUNT=30000 (lazytrain's default)";
   std::string out;
   for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
     if (const char* value = std::getenv(name)) out += (out.empty() ? "" : " ") + std::string(name) + "=" + value;

@@ -10,9 +10,9 @@
 // and wins; `--num_threads` (TrainingArguments::num_threads) wins over both.
 //
 // Compute threads are OpenMP's: generated kernels and oneDNN share libgomp's
-// pool. They wait passively (OMP_WAIT_POLICY=passive, set before libgomp
-// starts by liblazytrain_omp_defaults.so) unless the user set OMP_WAIT_POLICY
-// or GOMP_SPINCOUNT. With the default count, executions drop to fewer threads
+// pool. At a barrier they spin 30,000 times, then sleep (GOMP_SPINCOUNT=30000,
+// set before libgomp starts by liblazytrain_omp_defaults.so, which says why)
+// unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT. With the default count, executions drop to fewer threads
 // while other work holds the CPUs (runtime/thread_governor.h). Threads that
 // prepare data are bounded and yield to the compute threads (below).
 #pragma once
@@ -45,7 +45,7 @@ struct ThreadBudget {
 // From OMP_NUM_THREADS when set, else available_cpus(). Computed once per process.
 const ThreadBudget& default_thread_budget();
 
-// How OpenMP threads wait, for reports: "passive (lazytrain's default)" or
+// How OpenMP threads wait, for reports: "GOMP_SPINCOUNT=30000 (lazytrain's default)" or
 // the user's "OMP_WAIT_POLICY=active" / "GOMP_SPINCOUNT=10000".
 std::string omp_wait_policy();
 
