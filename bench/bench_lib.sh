@@ -7,7 +7,8 @@
 # read "failed" otherwise, and shared_machine.sh's competing process would never start.
 require_torch() {
   "$PYTHON" -c "import torch" 2>/dev/null && return
-  echo "$(basename "$0"): the PyTorch peer needs Debian's python3-torch for $PYTHON (apt-get install -y python3-torch)" >&2
+  echo "$(basename "$0"): $PYTHON cannot import torch; the PyTorch peer needs Debian's python3 and python3-torch (apt-get install -y python3-torch)" >&2
+  rmdir "$LOG_DIR" 2>/dev/null  # the empty log folder the script made
   exit 1
 }
 

@@ -118,7 +118,7 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   const int64_t reduced = runtime::counter_value("ExecutionThreadsReduced");
   const int64_t raised = runtime::counter_value("ExecutionThreadsRaised");
   const int64_t in_use = runtime::counter_value("ExecutionThreadsInUse");
-  std::printf("       compute threads %lld allowed, %lld in the last step; fewer %lld times, more %lld times\n",
+  std::printf("       compute threads %lld allowed, %lld in the last step; during the timed steps fewer %lld times, more %lld times\n",
               static_cast<long long>(runtime::counter_value("ExecutionThreads")), static_cast<long long>(in_use),
               static_cast<long long>(reduced), static_cast<long long>(raised));
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);

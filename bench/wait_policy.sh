@@ -6,7 +6,9 @@
 #   bash bench/wait_policy.sh
 #
 # Configurations, run in turn ROUNDS times (so a slow spell of a shared machine
-# falls on all of them), each bench_bert_train with the default thread count:
+# falls on all of them), each bench_bert_train on THREADS threads given as
+# OMP_NUM_THREADS: a given count is not governed, so the thread governor cannot
+# drop a run to one thread when a neighbour appears, and only the waiting differs:
 #   passive   OMP_WAIT_POLICY=passive (GOMP_SPINCOUNT 0: sleep at once)
 #   3000      GOMP_SPINCOUNT=3000
 #   default   no setting: lazytrain's GOMP_SPINCOUNT=30000
@@ -15,13 +17,14 @@
 # to 300000 (lazytrain before issue 15 spun that long).
 #
 # Environment (defaults in brackets):
-#   BUILD_DIR [build]  MODELS ["bert-mini bert-base"]  ROUNDS [5]
+#   BUILD_DIR [build]  MODELS ["bert-mini bert-base"]  ROUNDS [5]  THREADS [the CPUs, nproc]
 #   RUN_TIMEOUT [600]  LOG_DIR [a new /tmp/lazytrain-wait.XXXXXX]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD_DIR=${BUILD_DIR:-build}
 MODELS=${MODELS:-bert-mini bert-base}
 ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-$(nproc)}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-wait.XXXXXX)}
 mkdir -p "$LOG_DIR"
@@ -48,7 +51,7 @@ for m in $MODELS; do
   for r in $(seq "$ROUNDS"); do
     for c in "${CONFIGS[@]}"; do
       # shellcheck disable=SC2046
-      run "${m}_${c}_r$r" env $(config_env "$c") "$BENCH_TRAIN" --model "$m" --backend cpu $(steps_of "$m")
+      run "${m}_${c}_r$r" env OMP_NUM_THREADS="$THREADS" $(config_env "$c") "$BENCH_TRAIN" --model "$m" --backend cpu $(steps_of "$m")
     done
   done
 done
@@ -64,7 +67,7 @@ mean_best() {  # mean_best MODEL CONFIG: mean best-step tokens/s over the rounds
 }
 
 echo
-echo "### OpenMP spin count on a quiet machine: best-step tokens/s, mean of $ROUNDS rounds (ratio to GOMP_SPINCOUNT=300000)"
+echo "### OpenMP spin count on a quiet machine, $THREADS threads: best-step tokens/s, mean of $ROUNDS rounds (ratio to GOMP_SPINCOUNT=300000)"
 echo
 echo "| model | passive | 3,000 | 30,000 (lazytrain's default) | 300,000 (libgomp's default) |"
 echo "|---|---:|---:|---:|---:|"
@@ -75,5 +78,5 @@ for m in $MODELS; do
   echo "$row |"
 done
 echo
-echo "lazytrain's default, as it printed it: $(grep -h '^compute threads' "$LOG_DIR/$(echo "$MODELS" | cut -d' ' -f1)_default_r1.log" | head -1)"
+echo "The default configuration's threads and waiting, as it printed them: $(grep -h '^compute threads' "$LOG_DIR/$(echo "$MODELS" | cut -d' ' -f1)_default_r1.log" | head -1)"
 print_run_footer "runs:"

@@ -164,7 +164,7 @@ std::string omp_wait_policy() {
   if (lazytrain_omp_wait_policy_defaulted()) return "GOMP_SPINCOUNT=30000 (lazytrain's default)";
   std::string out;
   for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
-    if (const char* value = std::getenv(name)) out += (out.empty() ? "" : " ") + std::string(name) + "=" + value;
+    if (const char* value = std::getenv(name); value != nullptr && value[0] != '\0') out += (out.empty() ? "" : " ") + std::string(name) + "=" + value;
   }
   return out + " (the user's)";
 }
