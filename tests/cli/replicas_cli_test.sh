@@ -72,18 +72,23 @@ echo "AdamW state per replica: ${full_mb} MB unsharded, ${shard_mb} MB sharded"
 /usr/bin/python3 -c "import sys; f, s = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 0.49 * f <= s <= 0.51 * f else 1)" "$full_mb" "$shard_mb" \
   || fail "the sharded state must be half the unsharded one (${shard_mb} vs ${full_mb} MB)"
 /usr/bin/python3 - "$tmp/threads/model.safetensors" "$tmp/sharded/model.safetensors" <<'PY' || fail "the sharded optimizer trained another model"
-import json, struct, sys
-import numpy as np
+# The standard library only: the test dependencies (scripts/install_deps.sh) have no numpy.
+import array, json, struct, sys
 def load(path):
     data = open(path, "rb").read()
     n = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + n])
-    return {k: np.frombuffer(data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dtype=np.float32)
-            for k, v in header.items() if k != "__metadata__"}
+    tensors = {}
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        assert v["dtype"] == "F32", f"{path}: {k} is {v['dtype']}, expected F32"
+        tensors[k] = array.array("f", data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+    return tensors
 a, b = load(sys.argv[1]), load(sys.argv[2])
-worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+worst = max(max(abs(x - y) for x, y in zip(a[k], b[k])) for k in a)
 print(f"sharded vs unsharded model: max difference {worst:.2e}")
-sys.exit(0 if a.keys() == b.keys() and worst < 1e-4 else 1)
+sys.exit(0 if a.keys() == b.keys() and all(len(a[k]) == len(b[k]) for k in a) and worst < 1e-4 else 1)
 PY
 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --sharded_optimizer --max_steps 6 --save_steps 3 \
   --output_dir "$tmp/sharded_resumed" --resume_from_checkpoint "$tmp/sharded/checkpoint-3" > "$tmp/sharded_resumed.log" 2>&1 \
