@@ -29,6 +29,10 @@
 #                 (whose head computes logits for every token: seconds a step)
 #   BASE [1]      1: also bert-base quiet, default vs spinning (WARMUP_BASE [1], STEPS_BASE [3])
 #   ROUNDS [2]    runs of each lazytrain configuration, in turn; cells are their mean
+#   CONDITIONS ["quiet busy competing"]  the conditions to run, in that order
+#   MAIN [1]      1: also the main job's model through the command line
+# One row, more rounds (runs of one configuration vary by 10% on a shared VM):
+#   CONDITIONS=busy ROUNDS=5 BASE=0 MAIN=0 bash bench/shared_machine.sh
 #   RUN_TIMEOUT [600]  LOG_DIR [a new /tmp/lazytrain-shared.XXXXXX]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -40,6 +44,14 @@ MAIN_STEPS=${MAIN_STEPS:-200}
 TORCH_MAIN_STEPS=${TORCH_MAIN_STEPS:-20}
 BASE=${BASE:-1}
 ROUNDS=${ROUNDS:-2}
+MAIN=${MAIN:-1}
+read -r -a CONDITIONS <<<"${CONDITIONS:-quiet busy competing}"
+for c in "${CONDITIONS[@]}"; do
+  case $c in quiet | busy | competing) ;;
+    *) echo "shared_machine.sh: CONDITIONS: unknown condition '$c' (expected quiet, busy or competing)" >&2; exit 2 ;;
+  esac
+done
+[ "${#CONDITIONS[@]}" -gt 0 ] || { echo "shared_machine.sh: CONDITIONS is empty (expected quiet, busy or competing)" >&2; exit 2; }
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-shared.XXXXXX)}
 DATA=${LAZYTRAIN_DATA_DIR:-../shared/data}
@@ -90,15 +102,21 @@ start_condition() {
   esac
 }
 
-CONDITIONS=(quiet busy competing)
 for c in "${CONDITIONS[@]}"; do
   start_condition "$c"
-  # lazytrain's configurations in turn, $ROUNDS times (runs of one configuration vary by 10% here).
+  # lazytrain's configurations in turn, $ROUNDS times (runs of one configuration vary by 10% here),
+  # every other round in reverse order, so that no configuration always follows the same one.
   for r in $(seq "$ROUNDS"); do
-    run "${c}_lt_default_r$r" "$BENCH_TRAIN" --model "$MODEL" --backend cpu --warmup "$WARMUP" --steps "$STEPS"
-    run "${c}_lt_spinning_r$r" env GOMP_SPINCOUNT=300000 OMP_NUM_THREADS="$(nproc)" "$BENCH_TRAIN" --model "$MODEL" --backend cpu \
-      --warmup "$WARMUP" --steps "$STEPS"
-    run "${c}_lt_1thread_r$r" env OMP_NUM_THREADS=1 "$BENCH_TRAIN" --model "$MODEL" --backend cpu --warmup "$WARMUP" --steps "$STEPS"
+    order=(default 1thread spinning)
+    [ $((r % 2)) = 0 ] && order=(spinning 1thread default)
+    for config in "${order[@]}"; do
+      case $config in
+        default) run "${c}_lt_default_r$r" "$BENCH_TRAIN" --model "$MODEL" --backend cpu --warmup "$WARMUP" --steps "$STEPS" ;;
+        1thread) run "${c}_lt_1thread_r$r" env OMP_NUM_THREADS=1 "$BENCH_TRAIN" --model "$MODEL" --backend cpu --warmup "$WARMUP" --steps "$STEPS" ;;
+        spinning) run "${c}_lt_spinning_r$r" env GOMP_SPINCOUNT=300000 OMP_NUM_THREADS="$(nproc)" "$BENCH_TRAIN" --model "$MODEL" \
+          --backend cpu --warmup "$WARMUP" --steps "$STEPS" ;;
+      esac
+    done
   done
   # shellcheck disable=SC2046
   run "${c}_pt_2threads" $(torch_cmd 2) --model "$MODEL" --warmup "$WARMUP" --steps "$STEPS"
@@ -121,7 +139,7 @@ MAIN_ARGS=(--config_name "$DATA/bert-base-uncased/config.json"
   --tokenizer_name "$DATA/bert-base-uncased/vocab.txt" --train_file "$DATA/wikitext-2/valid.txt"
   --validation_file "$DATA/sample-text/sample_text.txt" --max_seq_length 128 --per_device_train_batch_size 16
   --per_device_eval_batch_size 16 --learning_rate 1e-3 --logging_steps 20 --seed 42)
-for w in 0 1; do
+for w in $([ "$MAIN" = 1 ] && echo 0 1); do
   run "main_lt_workers$w" "$BUILD_DIR/lazytrain" run_mlm --model_type bert "${MAIN_ARGS[@]}" --max_steps "$MAIN_STEPS" --do_train --save_strategy no \
     --report_to none --disable_tqdm --overwrite_output_dir --dataloader_num_workers "$w" --output_dir "$LOG_DIR/main_lt_workers$w"
   run "main_pt_workers$w" env OPENBLAS_CORETYPE=SkylakeX tools/torch_reference/with_openblas.sh "$PYTHON" tools/torch_reference/run_mlm.py "${MAIN_ARGS[@]}" --max_steps "$TORCH_MAIN_STEPS" --dataloader_num_workers "$w" \
@@ -145,7 +163,7 @@ samples() {  # samples RUN: train_samples_per_second from the run's train_result
 }
 
 echo
-echo "### On a shared machine: $MODEL training steps (batch $(field quiet_lt_default_r1 batch), seq 128), tokens/s over $STEPS timed steps (lazytrain: mean of $ROUNDS runs)"
+echo "### On a shared machine: $MODEL training steps (batch $(field "${CONDITIONS[0]}_lt_default_r1" batch), seq 128), tokens/s over $STEPS timed steps (lazytrain: mean of $ROUNDS runs)"
 echo
 echo "| condition | lazytrain default | lazytrain spinning (before) | lazytrain 1 thread | default / 1 thread | PyTorch 2 threads | PyTorch 1 thread | lazytrain default / PyTorch best |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -163,17 +181,20 @@ if [ "$BASE" = 1 ]; then
   echo
   echo "bert-base, quiet: lazytrain default $(fmt "$(lt_tok quiet_base_lt_default)" 1) tokens/s, spinning" \
     "$(fmt "$(lt_tok quiet_base_lt_spinning)" 1) (default / spinning $(ratio "$(lt_tok quiet_base_lt_default)" "$(lt_tok quiet_base_lt_spinning)"))"
-  echo "$MODEL, quiet: default / spinning $(ratio "$(lt_tok quiet_lt_default)" "$(lt_tok quiet_lt_spinning)")"
+  [[ " ${CONDITIONS[*]} " == *" quiet "* ]] &&
+    echo "$MODEL, quiet: default / spinning $(ratio "$(lt_tok quiet_lt_default)" "$(lt_tok quiet_lt_spinning)")"
+fi
+if [ "$MAIN" = 1 ]; then
+  echo
+  echo "Main job's model, quiet: train_samples_per_second (lazytrain $MAIN_STEPS steps, its compile included; PyTorch $TORCH_MAIN_STEPS steps)"
+  echo
+  echo "| | --dataloader_num_workers 0 | 1 | 1 / 0 |"
+  echo "|---|---:|---:|---:|"
+  echo "| lazytrain run_mlm | $(samples main_lt_workers0) | $(samples main_lt_workers1) | $(ratio "$(samples main_lt_workers1)" "$(samples main_lt_workers0)") |"
+  echo "| PyTorch (tools/torch_reference/run_mlm.py, 2 threads) | $(samples main_pt_workers0) | $(samples main_pt_workers1) | $(ratio "$(samples main_pt_workers1)" "$(samples main_pt_workers0)") |"
 fi
 echo
-echo "Main job's model, quiet: train_samples_per_second (lazytrain $MAIN_STEPS steps, its compile included; PyTorch $TORCH_MAIN_STEPS steps)"
-echo
-echo "| | --dataloader_num_workers 0 | 1 | 1 / 0 |"
-echo "|---|---:|---:|---:|"
-echo "| lazytrain run_mlm | $(samples main_lt_workers0) | $(samples main_lt_workers1) | $(ratio "$(samples main_lt_workers1)" "$(samples main_lt_workers0)") |"
-echo "| PyTorch (tools/torch_reference/run_mlm.py, 2 threads) | $(samples main_pt_workers0) | $(samples main_pt_workers1) | $(ratio "$(samples main_pt_workers1)" "$(samples main_pt_workers0)") |"
-echo
-echo "lazytrain's thread count and wait policy, as it printed them: $(grep -h '^compute threads' "$LOG_DIR/quiet_lt_default_r1.log" | head -1)"
+echo "lazytrain's thread count and wait policy, as it printed them: $(grep -h '^compute threads' "$LOG_DIR/${CONDITIONS[0]}_lt_default_r1.log" | head -1)"
 echo "lazytrain default, compute threads in its last step (the thread governor's choice), each run:" \
   "$(for c in "${CONDITIONS[@]}"; do printf "%s" "$c"; for r in $(seq "$ROUNDS"); do printf " %s" "$(field "${c}_lt_default_r$r" threads_in_use)"; done; printf "; "; done)"
 print_run_footer "runs:"
