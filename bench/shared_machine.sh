@@ -31,9 +31,9 @@
 #   ROUNDS [2]    runs of each lazytrain configuration, in turn; cells are their mean
 #   CONDITIONS ["quiet busy competing"]  the conditions to run, in that order
 #   MAIN [1]      1: also the main job's model through the command line
-# One row, more rounds (runs of one configuration vary by 10% on a shared VM):
-#   CONDITIONS=busy ROUNDS=5 BASE=0 MAIN=0 bash bench/shared_machine.sh
 #   RUN_TIMEOUT [600]  LOG_DIR [a new /tmp/lazytrain-shared.XXXXXX]
+# One row, more rounds (runs of one configuration vary by 10% on a shared VM):
+#   CONDITIONS=busy ROUNDS=4 BASE=0 MAIN=0 bash bench/shared_machine.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD_DIR=${BUILD_DIR:-build}
@@ -46,12 +46,12 @@ BASE=${BASE:-1}
 ROUNDS=${ROUNDS:-2}
 MAIN=${MAIN:-1}
 read -r -a CONDITIONS <<<"${CONDITIONS:-quiet busy competing}"
+[ "${#CONDITIONS[@]}" -gt 0 ] || { echo "shared_machine.sh: CONDITIONS is empty (expected quiet, busy or competing)" >&2; exit 2; }
 for c in "${CONDITIONS[@]}"; do
   case $c in quiet | busy | competing) ;;
     *) echo "shared_machine.sh: CONDITIONS: unknown condition '$c' (expected quiet, busy or competing)" >&2; exit 2 ;;
   esac
 done
-[ "${#CONDITIONS[@]}" -gt 0 ] || { echo "shared_machine.sh: CONDITIONS is empty (expected quiet, busy or competing)" >&2; exit 2; }
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-shared.XXXXXX)}
 DATA=${LAZYTRAIN_DATA_DIR:-../shared/data}
