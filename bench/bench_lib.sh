@@ -14,6 +14,15 @@ require_torch() {
 
 COMMANDS=()
 LOADS=()  # the load average (1, 5, 15 min) as each run starts
+RUN_PID=""  # the run in progress (its timeout process)
+# Ctrl-C or kill stops the run in progress too, then the script (its EXIT trap still runs).
+# timeout gives each run a process group of its own, so the terminal's SIGINT never reaches it.
+stop_run_and_exit() {
+  [ -n "$RUN_PID" ] && kill -TERM "$RUN_PID" 2>/dev/null && wait "$RUN_PID" 2>/dev/null
+  echo "$(basename "$0"): interrupted; logs in $LOG_DIR" >&2
+  exit 130
+}
+trap stop_run_and_exit INT TERM
 # run NAME CMD...: runs CMD with a timeout, output to $LOG_DIR/NAME.log (and a one-line progress note).
 run() {
   local name=$1; shift
@@ -21,8 +30,12 @@ run() {
   local start=$SECONDS
   LOADS+=("$name: $(cut -d' ' -f1-3 /proc/loadavg)")
   echo "== $name: $*" >&2
-  timeout --signal=KILL "$RUN_TIMEOUT" "$@" >"$LOG_DIR/$name.log" 2>&1
+  # In the background and waited for: the shell runs its INT/TERM trap only between commands.
+  timeout --signal=KILL "$RUN_TIMEOUT" "$@" >"$LOG_DIR/$name.log" 2>&1 &
+  RUN_PID=$!
+  wait "$RUN_PID" 2>/dev/null  # no "Killed" job notice: the log says TIMEOUT
   local rc=$?
+  RUN_PID=""
   if [ $rc -eq 137 ]; then echo "TIMEOUT after ${RUN_TIMEOUT}s" >>"$LOG_DIR/$name.log"; fi
   if [ $rc -ne 0 ]; then echo "   $name failed (rc $rc), see $LOG_DIR/$name.log" >&2; fi
   echo "   $((SECONDS - start)) s: $(grep '^RESULT' "$LOG_DIR/$name.log" | tail -1 | cut -c1-160)" >&2

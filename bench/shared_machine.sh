@@ -45,6 +45,10 @@ TORCH_MAIN_STEPS=${TORCH_MAIN_STEPS:-20}
 BASE=${BASE:-1}
 ROUNDS=${ROUNDS:-2}
 MAIN=${MAIN:-1}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "shared_machine.sh: ROUNDS='$ROUNDS' (expected a whole number >= 1)" >&2; exit 2; }
+for flag in BASE MAIN; do
+  [[ ${!flag} =~ ^[01]$ ]] || { echo "shared_machine.sh: $flag='${!flag}' (expected 0 or 1)" >&2; exit 2; }
+done
 read -r -a CONDITIONS <<<"${CONDITIONS:-quiet busy competing}"
 [ "${#CONDITIONS[@]}" -gt 0 ] || { echo "shared_machine.sh: CONDITIONS is empty (expected quiet, busy or competing)" >&2; exit 2; }
 for c in "${CONDITIONS[@]}"; do
