@@ -83,7 +83,8 @@ int make_tfrecords(const MakeTfrecordsOptions& options);
 // Flags of `lazytrain fill_mask`.
 struct FillMaskOptions {
   std::string model;       // a model directory (config.json, model.safetensors, tokenizer)
-  std::string text, file;  // one text, or a file of lines
+  std::optional<std::string> text;  // one text (given, possibly empty)
+  std::string file;                 // or a file of lines
   int64_t top_k = 5;
   int64_t batch_size = 8;
   bool json = false;

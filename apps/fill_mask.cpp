@@ -65,12 +65,15 @@ void print_ranked(const std::vector<std::string>& texts, const std::vector<pipel
 }  // namespace
 
 int fill_mask(const FillMaskOptions& o) {
-  if (o.text.empty() && o.file.empty()) throw Error("[fill_mask] give --text TEXT or --file FILE");
+  if (!o.text && o.file.empty()) throw Error("[fill_mask] give --text TEXT or --file FILE");
+  if (o.text && o.text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error("[fill_mask] --text is empty; expected a text holding the model's mask token ([MASK] for BERT, <mask> for RoBERTa)");
+  }
   if (o.top_k < 1) throw Error("[fill_mask] --top_k must be at least 1, got " + std::to_string(o.top_k));
   if (o.batch_size < 1) throw Error("[fill_mask] --batch_size must be at least 1, got " + std::to_string(o.batch_size));
   std::error_code ec;
   if (!fs::is_directory(o.model, ec)) throw Error("[fill_mask] --model '" + o.model + "' does not exist or is not a directory");
-  const std::vector<std::string> texts = o.file.empty() ? std::vector<std::string>{o.text} : read_inputs(o.file);
+  const std::vector<std::string> texts = o.file.empty() ? std::vector<std::string>{*o.text} : read_inputs(o.file);
   configure_backend(o.backend, "", "");
   configure_execution(o.execution_mode, false, false, false);
   const pipelines::FillMaskPipeline pipeline = pipelines::FillMaskPipeline::from_pretrained(o.model);

@@ -44,13 +44,6 @@ std::vector<data::Example> load_dataset(const std::string& path, const data::Tok
   return examples;
 }
 
-void require_one_batch(const std::vector<data::Example>& set, int64_t batch_size, const std::string& file, const std::string& flag) {
-  if (static_cast<int64_t>(set.size()) < batch_size) {
-    throw Error("[run_mlm] '" + file + "' gives " + std::to_string(set.size()) + " examples, fewer than one batch of " +
-                std::to_string(batch_size) + " (" + flag + ")");
-  }
-}
-
 int64_t max_positions_of(const models::BertConfig& config) {
   // RoBERTa's positions start after the padding index.
   return config.model_type == "roberta" ? config.max_position_embeddings - config.pad_token_id - 1 : config.max_position_embeddings;
@@ -84,7 +77,7 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
   const int64_t max_seq_length = mlm_max_seq_length(o, config);
   const int64_t max_positions = max_positions_of(config);
   MlmDatasets d;
-  auto check_records = [&](const std::pair<int64_t, int64_t>& r, int64_t batch, const std::string& flag, const std::string& glob) {
+  auto check_records = [&](const std::pair<int64_t, int64_t>& r, const std::string& flag, const std::string& glob) {
     if (o.max_seq_length && *o.max_seq_length != r.second) {
       throw Error("[run_mlm] --max_seq_length " + std::to_string(*o.max_seq_length) + " differs from the " + std::to_string(r.second) +
                   "-token examples of " + flag + " '" + glob + "' (shards fix the length; leave --max_seq_length out)");
@@ -93,16 +86,13 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
       throw Error("[run_mlm] " + flag + " '" + glob + "' holds examples of " + std::to_string(r.second) + " tokens, more than the model's " +
                   std::to_string(max_positions) + " positions");
     }
-    if (r.first < batch) {
-      throw Error("[run_mlm] " + flag + " '" + glob + "' holds " + std::to_string(r.first) + " examples, fewer than one batch of " +
-                  std::to_string(batch));
-    }
+    // Fewer examples than a batch make one padded batch, as Hugging Face runs them.
+    if (r.first < 1) throw Error("[run_mlm] " + flag + " '" + glob + "' holds no example");
   };
   // One split: streamed from shards when a glob is given, else read from the text file.
   auto load_split = [&](bool training, std::vector<data::Example>& examples, train::ExampleStreamFactory& stream, int64_t& stream_size) {
     const std::string& glob = training ? o.train_tfrecords : o.validation_tfrecords;
     const std::string& file = training ? o.train_file : o.validation_file;
-    const int64_t batch = training ? t.per_device_train_batch_size : t.per_device_eval_batch_size;
     // --max_train_samples / --max_eval_samples: the first n examples (of the stream's order for shards).
     const std::optional<int64_t>& limit = training ? o.max_train_samples : o.max_eval_samples;
     if (limit && *limit < 1) {
@@ -112,13 +102,12 @@ MlmDatasets load_mlm_datasets(const RunMlmOptions& o, const data::Tokenizer& tok
     if (!glob.empty()) {
       const std::string flag = training ? "--train_tfrecords" : "--validation_tfrecords";
       StreamedSplit split = stream_tfrecords("run_mlm", flag, glob, training, t, limit);
-      check_records({split.size, split.length}, batch, flag, glob);
+      check_records({split.size, split.length}, flag, glob);
       stream = std::move(split.stream);
       stream_size = split.size;
     } else {
       examples = load_dataset(file, tokenizer, o, max_seq_length);
       if (limit && static_cast<int64_t>(examples.size()) > *limit) examples.resize(static_cast<size_t>(*limit));
-      require_one_batch(examples, batch, file, training ? "--per_device_train_batch_size" : "--per_device_eval_batch_size");
     }
   };
   if (t.do_train) load_split(true, d.train, d.train_stream, d.train_stream_size);

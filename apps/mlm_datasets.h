@@ -27,8 +27,7 @@ struct MlmDatasets {
 int64_t mlm_max_seq_length(const RunMlmOptions& options, const models::BertConfig& config);
 
 // The datasets --do_train / --do_eval need. Errors name the file or glob: no
-// example of max_seq_length tokens, fewer examples than one batch, shards of
-// mixed lengths or of another length than --max_seq_length.
+// example of max_seq_length tokens, shards of mixed lengths or of another length than --max_seq_length.
 MlmDatasets load_mlm_datasets(const RunMlmOptions& options, const data::Tokenizer& tokenizer, const models::BertConfig& config);
 
 }  // namespace lazytrain::apps

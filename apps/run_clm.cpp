@@ -21,6 +21,7 @@
 #include "lazy/graph_executor.h"
 #include "models/gpt2.h"
 #include "runtime/collectives.h"
+#include "train/arguments_agreement.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -93,6 +94,7 @@ int run_clm(const RunClmOptions& options) {
   const train::TrainingArguments& t = o.training;
   t.validate();
   if (!t.do_train && !t.do_eval) throw Error("[run_clm] nothing to do: pass --do_train and/or --do_eval");
+  train::check_arguments_agree("run_clm", t.to_json());  // under mpirun: every process the same, before any other collective
   if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_clm] give --train_file or --train_tfrecords, not both");
   if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
     throw Error("[run_clm] give --validation_file or --validation_tfrecords, not both");
@@ -131,11 +133,8 @@ int run_clm(const RunClmOptions& options) {
     if (split.length < 2 || split.length > config.n_positions) {
       throw Error("[run_clm] " + where + "; they must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
     }
-    const int64_t batch = training ? t.per_device_train_batch_size : t.per_device_eval_batch_size;
-    if (split.size < batch) {
-      throw Error("[run_clm] " + flag + " '" + glob + "' holds " + std::to_string(split.size) + " blocks, fewer than one batch of " +
-                  std::to_string(batch));
-    }
+    // Fewer blocks than a batch make one padded batch, as Hugging Face runs them.
+    if (split.size < 1) throw Error("[run_clm] " + flag + " '" + glob + "' holds no block");
     return split;
   };
   if (t.do_train && !o.train_tfrecords.empty()) train_stream = stream_split(true);
@@ -149,14 +148,10 @@ int run_clm(const RunClmOptions& options) {
   }
   if (t.do_train && !train_stream) train_set = load_blocks(o.train_file, *tokenizer, o, block_size, o.max_train_samples, "--train_file");
   if (t.do_eval && !eval_stream) eval_set = load_blocks(o.validation_file, *tokenizer, o, block_size, o.max_eval_samples, "--validation_file");
-  if (t.do_train && !train_stream && static_cast<int64_t>(train_set.size()) < t.per_device_train_batch_size) {
-    throw Error("[run_clm] '" + o.train_file + "' gives " + std::to_string(train_set.size()) + " blocks, fewer than one batch of " +
-                std::to_string(t.per_device_train_batch_size) + " (--per_device_train_batch_size)");
-  }
+  fit_batch_sizes_to_data("run_clm", o.training, train_stream ? train_stream->size : static_cast<int64_t>(train_set.size()),
+                          eval_stream ? eval_stream->size : static_cast<int64_t>(eval_set.size()));
   configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
   configure_execution(t.execution_mode, t.detect_anomaly, t.debug_recompiles, t.debug_graphs);
-  if (distributed::is_master_ordinal(false)) remove_old_checkpoints(t);
-  distributed::rendezvous("run_clm.output_dir");
 
   auto replica = [&](int) {
     manual_seed(t.seed);
@@ -176,6 +171,7 @@ int run_clm(const RunClmOptions& options) {
     const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
     train::Trainer trainer(*model, t, loss_fn, train_set, eval_set,
                            [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+    if (!o.model_name_or_path.empty()) trainer.keep_checkpoint(o.model_name_or_path);
     if (train_stream) trainer.stream_train_dataset(train_stream->stream, train_stream->size);
     if (eval_stream) trainer.stream_eval_dataset(eval_stream->stream, eval_stream->size);
     train_evaluate_and_save(trainer, *model, config.to_json(), *tokenizer, resume_from, "run_clm");

@@ -17,6 +17,7 @@
 #include "models/auto_model.h"
 #include "models/roberta.h"
 #include "runtime/collectives.h"
+#include "train/arguments_agreement.h"
 #include "train/trainer.h"
 
 namespace lazytrain::apps {
@@ -106,18 +107,6 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const RunMlmOptions& o, const mo
   return tokenizer;
 }
 
-// Under mpirun: every process runs as many replicas (the world is processes x --num_cores).
-void check_same_num_cores(const train::TrainingArguments& t) {
-  const std::vector<double> cores = runtime::host_all_gather("run_mlm.num_cores", {static_cast<double>(t.num_cores)});
-  for (size_t rank = 0; rank < cores.size(); ++rank) {
-    if (cores[rank] != static_cast<double>(t.num_cores)) {
-      throw Error("[run_mlm] process rank " + std::to_string(rank) + " has --num_cores " + std::to_string(static_cast<int64_t>(cores[rank])) +
-                  ", this one (rank " + std::to_string(runtime::replica_world().process_rank) + ") " + std::to_string(t.num_cores) +
-                  "; every process must run as many replicas");
-    }
-  }
-}
-
 }  // namespace
 
 int run_mlm(const RunMlmOptions& options) {
@@ -126,17 +115,17 @@ int run_mlm(const RunMlmOptions& options) {
   const train::TrainingArguments& t = o.training;
   // Everything is validated before --output_dir is touched.
   check_flags(o);
-  check_same_num_cores(t);
+  train::check_arguments_agree("run_mlm", t.to_json());  // under mpirun: every process the same
   const std::string resume_from = check_output_dir("run_mlm", t);
   const models::BertConfig config = load_config(o);
   const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);
   MlmDatasets datasets = load_mlm_datasets(o, *tokenizer, config);
+  fit_batch_sizes_to_data("run_mlm", o.training,
+                          datasets.train_stream ? datasets.train_stream_size : static_cast<int64_t>(datasets.train.size()),
+                          datasets.eval_stream ? datasets.eval_stream_size : static_cast<int64_t>(datasets.eval.size()));
   configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
   configure_execution(t.execution_mode, t.detect_anomaly, t.debug_recompiles, t.debug_graphs);
 
-  // Everything on disk is settled by the master before any replica starts.
-  if (distributed::is_master_ordinal(false)) remove_old_checkpoints(t);
-  distributed::rendezvous("run_mlm.output_dir");
 
   // One replica: the model, its Trainer, training and evaluation (the whole of
   // xla_spawn.py's _mp_fn); --num_cores N runs N of them on their own devices.
@@ -159,6 +148,7 @@ int run_mlm(const RunMlmOptions& options) {
     const data::CollatorTokens collator_tokens = tokenizer->collator_tokens();
     train::Trainer trainer(*model, t, loss_fn, datasets.train, datasets.eval,
                            [&] { return data::DataCollatorForLanguageModeling(collator_tokens, collator_options); });
+    if (!o.model_name_or_path.empty()) trainer.keep_checkpoint(o.model_name_or_path);
     if (datasets.train_stream) trainer.stream_train_dataset(datasets.train_stream, datasets.train_stream_size);
     if (datasets.eval_stream) trainer.stream_eval_dataset(datasets.eval_stream, datasets.eval_stream_size);
     train_evaluate_and_save(trainer, *model, config.to_json(), *tokenizer, resume_from, "run_mlm");

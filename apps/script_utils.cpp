@@ -66,7 +66,7 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
       }
       if (!last && !damaged.empty()) {
         throw Error("[" + command + "] --output_dir '" + t.output_dir + "' holds checkpoints but none is complete (" + damaged +
-                    "); pass --resume_from_checkpoint with a whole one, or --overwrite_output_dir to remove them and start over");
+                    "); pass --resume_from_checkpoint with a whole one, or --overwrite_output_dir to start over beside them");
       }
       if (last) {
         resume = *last;
@@ -91,9 +91,17 @@ std::string check_output_dir(const std::string& command, const train::TrainingAr
   return resume;
 }
 
-void remove_old_checkpoints(const train::TrainingArguments& t) {
-  if (!t.do_train || !t.overwrite_output_dir || !t.resume_from_checkpoint.empty()) return;
-  for (const train::CheckpointDir& c : train::list_checkpoints(t.output_dir)) train::remove_checkpoint(c.path);
+void fit_batch_sizes_to_data(const std::string& command, train::TrainingArguments& t, int64_t train_examples, int64_t eval_examples) {
+  auto fit = [&](int64_t& batch, int64_t examples, const char* flag) {
+    if (examples <= 0 || examples >= batch) return;
+    if (distributed::is_master_ordinal(false)) {
+      std::fprintf(stderr, "[%s] %s %lld is more than the %lld examples there are: batches of %lld\n", command.c_str(), flag,
+                   static_cast<long long>(batch), static_cast<long long>(examples), static_cast<long long>(examples));
+    }
+    batch = examples;
+  };
+  if (t.do_train) fit(t.per_device_train_batch_size, train_examples, "--per_device_train_batch_size");
+  if (t.do_eval) fit(t.per_device_eval_batch_size, eval_examples, "--per_device_eval_batch_size");
 }
 
 void configure_backend(const std::string& backend, const std::string& compile_cache_dir, const std::string& dump_hlo) {

@@ -27,12 +27,17 @@ void require_file(const std::string& command, const std::string& path, const std
 // checkpoint in --output_dir, as run_mlm.py's get_last_checkpoint. A non-empty
 // --output_dir without a checkpoint is refused only when training without
 // --overwrite_output_dir (evaluating writes its results beside the model it
-// evaluates). Throws Error naming the flag.
+// evaluates). As Hugging Face's, --overwrite_output_dir deletes nothing: it
+// skips the "not empty" check and the automatic resume; the new run's
+// checkpoints replace those of the same step. Throws Error naming the flag.
 std::string check_output_dir(const std::string& command, const train::TrainingArguments& args);
 
-// --overwrite_output_dir starts over: the checkpoints of an earlier run in
-// --output_dir are removed (call once every input was checked).
-void remove_old_checkpoints(const train::TrainingArguments& args);
+// A dataset smaller than one batch trains (and evaluates) as one batch of all
+// its examples, as Hugging Face runs it: the batch size is lowered to the
+// examples there are (a note on stderr says so) rather than padding a few
+// examples to a huge batch. `train_examples` / `eval_examples`: the sizes of
+// the splits in use (0: not used).
+void fit_batch_sizes_to_data(const std::string& command, train::TrainingArguments& args, int64_t train_examples, int64_t eval_examples);
 
 // The graph executor's backend: --backend (else $LAZYTRAIN_BACKEND, else cpu)
 // with --compile_cache_dir and --dump_hlo over the environment's defaults. Does

@@ -75,8 +75,11 @@ BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
 
 # PyTorch f32: OpenBLAS (Debian's default libblas.so.3 here is the netlib reference BLAS)
 # with its AVX-512 kernels (its Zen detection otherwise falls back to slow ones).
+# OpenBLAS's AVX-512 kernels only where the CPU has AVX-512 (they die with SIGILL elsewhere);
+# otherwise OpenBLAS picks its own (Haswell's AVX2 ones on Zen 3).
+if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=SkylakeX); else openblas_core=(); fi
 torch_cmd() {  # torch_cmd THREADS: the PyTorch command line at that thread count
-  echo env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
+  echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
     --threads "$1"
 }
 

@@ -60,8 +60,11 @@ BENCH_TRAIN=$BUILD_DIR/bench/bench_gpt2_train
 BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
 
 # PyTorch f32 through OpenBLAS with its AVX-512 kernels (the system libblas.so.3 is the netlib reference here).
+# OpenBLAS's AVX-512 kernels only where the CPU has AVX-512 (they die with SIGILL elsewhere);
+# otherwise OpenBLAS picks its own (Haswell's AVX2 ones on Zen 3).
+if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=SkylakeX); else openblas_core=(); fi
 torch_cmd() {  # torch_cmd THREADS: the PyTorch command line prefix
-  echo env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
+  echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
     --threads "$1" --config "$CONFIG"
 }
 

@@ -74,8 +74,10 @@ cmake --build "$BUILD_DIR" --target lazytrain bench_bert_train >&2 || { echo "sh
 BENCH_TRAIN=$BUILD_DIR/bench/bench_bert_train
 LAST_CPU=$(($(nproc) - 1))
 
+# OpenBLAS's AVX-512 kernels only where the CPU has AVX-512 (they die with SIGILL elsewhere).
+if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=SkylakeX); else openblas_core=(); fi
 torch_cmd() {  # torch_cmd THREADS: PyTorch's training benchmark at that thread count (as run_all.sh)
-  echo env OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
+  echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
     --threads "$1"
 }
 
@@ -146,7 +148,7 @@ MAIN_ARGS=(--config_name "$DATA/bert-base-uncased/config.json"
 for w in $([ "$MAIN" = 1 ] && echo 0 1); do
   run "main_lt_workers$w" "$BUILD_DIR/lazytrain" run_mlm --model_type bert "${MAIN_ARGS[@]}" --max_steps "$MAIN_STEPS" --do_train --save_strategy no \
     --report_to none --disable_tqdm --overwrite_output_dir --dataloader_num_workers "$w" --output_dir "$LOG_DIR/main_lt_workers$w"
-  run "main_pt_workers$w" env OPENBLAS_CORETYPE=SkylakeX tools/torch_reference/with_openblas.sh "$PYTHON" tools/torch_reference/run_mlm.py "${MAIN_ARGS[@]}" --max_steps "$TORCH_MAIN_STEPS" --dataloader_num_workers "$w" \
+  run "main_pt_workers$w" env "${openblas_core[@]}" tools/torch_reference/with_openblas.sh "$PYTHON" tools/torch_reference/run_mlm.py "${MAIN_ARGS[@]}" --max_steps "$TORCH_MAIN_STEPS" --dataloader_num_workers "$w" \
     --output_dir "$LOG_DIR/main_pt_workers$w"
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: trains a small BERT masked LM on WikiText-2 and evaluates it.
-# Installs dependencies and builds first. Data comes from ../shared/data
+# Installs dependencies and builds the `lazytrain` executable (nothing else) first. Data comes from ../shared/data
 # (override with LAZYTRAIN_DATA_DIR); results go to ${OUTPUT_DIR:-out/bert-tiny-wikitext2}.
 # It evaluates and saves a checkpoint every 100 steps (the newest 2 kept); run
 # again on the same directory, it resumes from the newest checkpoint (a killed
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${LAZYTRAIN_DATA_DIR:-../shared/data}"
 out="${OUTPUT_DIR:-out/bert-tiny-wikitext2}"
-bash scripts/build.sh
+bash scripts/build.sh --target lazytrain
 ./build/lazytrain run_mlm \
   --model_type bert \
   --config_name "$data/bert-base-uncased/config.json" \

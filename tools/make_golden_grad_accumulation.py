@@ -1,19 +1,20 @@
-#!/usr/bin/env -S /usr/bin/python3
+#!/usr/bin/env python3
 """Golden gradient accumulation (HF Trainer semantics) -> tests/golden/grad_accumulation.safetensors.
 
-  /usr/bin/python3 tools/make_golden_grad_accumulation.py [OUT]
-      (default tests/golden/grad_accumulation.safetensors)
+  python3 tools/make_golden_grad_accumulation.py [OUT]
+      (default tests/golden/grad_accumulation.safetensors; torch 2.x: pip install torch==2.13.0)
 
 A tiny BertForMaskedLM (tools/torch_reference/bert.py, dropout 0) takes ONE optimizer step two ways:
   (a) one batch of K*B examples: loss (mean over its labelled tokens), backward;
-  (b) K micro-batches of B rows (rows k*B .. k*B+B-1): loss_k (mean over the micro-batch's own
-      labelled tokens) / K, backward, gradients accumulating in .grad (transformers' Trainer with
-      gradient_accumulation_steps=K);
+  (b) K micro-batches of B rows (rows k*B .. k*B+B-1) as transformers' Trainer accumulates them since
+      4.46 (PR #34191, "num_items_in_batch"): N = the labelled tokens of all K micro-batches, each
+      micro-batch's loss = (sum of its labelled tokens' losses) / N, backward, gradients
+      accumulating in .grad;
 each followed by torch.nn.utils.clip_grad_norm_(max_norm=MAX_NORM) and one torch.optim.AdamW step
 (lr, betas, eps, weight_decay on every parameter except biases and LayerNorm weights, as the
-Trainer groups them). Every micro-batch has the same number of labels != -100, so the mean of the
-micro-batch means equals the global mean and (a) == (b) up to float rounding; (b) is HF's exact
-semantics (with unequal counts the two differ, in the Trainer too).
+Trainer groups them). The micro-batches hold different numbers of labels (LABELS_PER_MICRO_BATCH),
+so the old semantics (the mean of the micro-batch means) would differ from (a); (b) equals (a) up
+to float rounding.
 
 Contents (float tensors float32, integer tensors int64):
   init.<param>            parameters before the step (HF names, the tied decoder stored once)
@@ -21,7 +22,8 @@ Contents (float tensors float32, integer tensors int64):
   grad_b.<param>          (b): gradient accumulated over the K micro-batches, before clipping
   grad_norm_a, grad_norm_b  []   clip_grad_norm_'s total norm (before clipping) of (a) / (b)
   final_a.<param>, final_b.<param>   parameters after the step of (a) / (b)
-  loss_b                  [K]    each micro-batch's loss (before the division by K)
+  loss_b                  [K]    each micro-batch's mean loss over its own labelled tokens
+  labels_b                [K]    each micro-batch's labelled tokens (int64)
 (a) and (b) agree to ~1e-8 except on attention.self.key.bias: its gradient is 0 in exact
 arithmetic (softmax ignores a per-row shift), so it is rounding noise, and AdamW's first step
 (lr * g / (|g| + eps)) moves each element by an arbitrary amount of at most lr.
@@ -45,7 +47,7 @@ CONFIG = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_
               attention_probs_dropout_prob=0.0, max_position_embeddings=16, type_vocab_size=2,
               initializer_range=0.2, layer_norm_eps=1e-12, pad_token_id=0)
 K, B, S = 3, 2, 8
-LABELS_PER_MICRO_BATCH = 5
+LABELS_PER_MICRO_BATCH = [2, 5, 8]
 HP = dict(lr=1e-3, betas=[0.9, 0.999], eps=1e-8, weight_decay=0.01, max_grad_norm=1.0)
 
 
@@ -60,9 +62,10 @@ def make_batch(gen):
     for k in range(K):
         rows = slice(k * B, (k + 1) * B)
         real = attention_mask[rows].flatten().nonzero().flatten()
-        chosen = real[torch.randperm(len(real), generator=gen)[:LABELS_PER_MICRO_BATCH]]
+        count = LABELS_PER_MICRO_BATCH[k]
+        chosen = real[torch.randperm(len(real), generator=gen)[:count]]
         flat = labels[rows].flatten()
-        flat[chosen] = torch.randint(0, V, (LABELS_PER_MICRO_BATCH,), generator=gen)
+        flat[chosen] = torch.randint(0, V, (count,), generator=gen)
         labels[rows] = flat.view(B, S)
     return input_ids, attention_mask, labels
 
@@ -103,16 +106,18 @@ def main():
     for n, p in model.named_parameters():
         t[f"final_a.{n}"] = p.detach().clone()
 
-    # (b) K micro-batches of B, each loss / K, gradients accumulated.
+    # (b) K micro-batches of B, each loss's token sum / N (N: the step's labelled tokens), accumulated.
     model = fresh_model(init)
     opt = optimizer(model)
     losses = []
+    num_items_in_batch = (labels != -100).sum()
     for k in range(K):
         rows = slice(k * B, (k + 1) * B)
-        assert (labels[rows] != -100).sum().item() == LABELS_PER_MICRO_BATCH
+        n_k = (labels[rows] != -100).sum()
+        assert n_k.item() == LABELS_PER_MICRO_BATCH[k]
         loss = model(input_ids[rows], attention_mask[rows], labels=labels[rows])["loss"]
         losses.append(loss.detach().clone())
-        (loss / K).backward()
+        (loss * n_k / num_items_in_batch).backward()
     for n, p in model.named_parameters():
         t[f"grad_b.{n}"] = p.grad.detach().clone()
     norm_b = torch.nn.utils.clip_grad_norm_(model.parameters(), HP["max_grad_norm"])
@@ -122,6 +127,7 @@ def main():
     t["grad_norm_a"] = norm_a.detach().float().reshape(())
     t["grad_norm_b"] = norm_b.detach().float().reshape(())
     t["loss_b"] = torch.stack(losses).float()
+    t["labels_b"] = torch.tensor(LABELS_PER_MICRO_BATCH, dtype=torch.int64)
 
     # attention.self.key.bias has a zero gradient in exact arithmetic (softmax ignores a per-row
     # shift), so its gradient is rounding noise and AdamW's first step (lr * g / (|g| + eps))

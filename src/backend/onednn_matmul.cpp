@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -9,14 +10,28 @@
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/env_vars.h"
 #include "core/error.h"
+#include "core/half.h"
 
 namespace lazytrain::backend {
 
 namespace {
 
 dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = [] {
+    // LAZYTRAIN_KERNEL_ISA=avx2 makes the process behave as on an AVX2-only
+    // CPU, oneDNN included (before its first primitive; ONEDNN_MAX_CPU_ISA,
+    // which oneDNN reads itself, caps it the same way).
+    if (environment().kernel_isa == "avx2") {
+      try {
+        dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+      } catch (const dnnl::error&) {
+        // oneDNN was used already: its ISA is fixed; the matmuls below still fall back where they must.
+      }
+    }
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
@@ -26,6 +41,60 @@ dnnl::memory::data_type dnnl_type(DType t, const hlo::HloInstruction& in) {
     case DType::kBFloat16: return dnnl::memory::data_type::bf16;
     case DType::kFloat16: return dnnl::memory::data_type::f16;
     default: throw Error("[" + in.name() + "] dot supports f32, bf16 and f16, got " + xla_name(t));
+  }
+}
+
+void note_widened_once(DType t) {
+  static std::once_flag once;
+  std::call_once(once, [t] {
+    std::fprintf(stderr,
+                 "note: oneDNN has no native %s matmul on this CPU (it needs AVX-512: AVX512_BF16 or AMX for bf16); %s dots are "
+                 "computed as f32 matmuls of the %s values, rounded to %s once, which is slower than f32 here\n",
+                 xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str());
+  });
+}
+
+// A copy of `b`'s elements (bf16 or f16) as f32: exact, so a matmul of the
+// copies sums the same products as a native bf16/f16 matmul (which accumulates in f32).
+std::unique_ptr<float[]> widen(const runtime::Buffer& b) {
+  const int64_t n = b.numel();
+  auto out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
+  float* o = out.get();
+  if (b.dtype() == DType::kBFloat16) {
+    const uint16_t* in = static_cast<const uint16_t*>(b.raw());
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) o[i] = scalar_ops::bf16_to_float(in[i]);
+  } else {
+    const Half* in = static_cast<const Half*>(b.raw());
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(in[i]);
+  }
+  return out;
+}
+
+// `n` f32 values rounded to nearest even into `out` (bf16 or f16).
+void narrow(const float* in, int64_t n, runtime::Buffer& out) {
+  if (out.dtype() == DType::kBFloat16) {
+    uint16_t* o = static_cast<uint16_t*>(out.raw());
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) o[i] = scalar_ops::float_to_bf16_bits(in[i]);
+  } else {
+    Half* o = static_cast<Half*>(out.raw());
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Half>(in[i]);
+  }
+}
+
+bool is_unimplemented(const dnnl::error& e) { return e.status == dnnl_unimplemented; }
+
+// oneDNN's status in words, for errors that name it (never its raw message alone).
+std::string dnnl_status_name(dnnl_status_t status) {
+  switch (status) {
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "no implementation for this CPU";
+    case dnnl_runtime_error: return "runtime error";
+    default: return "oneDNN status " + std::to_string(static_cast<int>(status));
   }
 }
 
@@ -59,11 +128,17 @@ struct Primitives {
 
 struct OneDnnMatmul::Impl {
   MatmulEpilogue epilogue;
+  // A bf16/f16 dot oneDNN cannot multiply natively here (no AVX-512): the
+  // descriptors are f32 and run() widens the operands and narrows the result.
+  bool widened = false;
   int64_t m = 0, n = 0, k = 0;
   dnnl::memory::desc a_md, b_md, weights_md, c_md, bias_md, residual_md;
   dnnl::primitive_attr attr;
   mutable std::mutex mutex;
   mutable std::map<int, std::shared_ptr<const Primitives>> by_threads;  // OpenMP threads -> primitives
+
+  // The memory descriptors and attributes for operands of type `t`.
+  void describe(int64_t batch, bool lhs_t, bool rhs_t, DType t, dnnl::memory::data_type dt);
 
   // The primitives for the calling thread's OpenMP thread count, made at first use.
   std::shared_ptr<const Primitives> primitives() const {
@@ -106,9 +181,29 @@ OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, Mat
   p.n = dot.shape[nb + 1];
   p.k = lhs[static_cast<size_t>(dot.dot.lhs_contracting_dimensions[0])];
   if (p.m * p.n == 0 || p.k == 0) return;  // run() fills the output itself
+  const dnnl::memory::data_type native = dnnl_type(dot.dtype, dot);  // integers are refused here
+  try {
+    p.describe(batch, lhs_t, rhs_t, dot.dtype, native);
+    p.primitives();  // for the creating thread's count now: a compile error surfaces here, not in the first run
+    return;
+  } catch (const dnnl::error& e) {
+    if (dot.dtype == DType::kFloat32 || !is_unimplemented(e)) {
+      throw Error("[" + dot.name() + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
+                  std::to_string(p.k) + "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) + "] (" + dnnl_status_name(e.status) + ")");
+    }
+  }
+  // What a bf16 matmul computes, from f32 kernels: the same products, summed in f32, rounded once.
+  note_widened_once(dot.dtype);
+  p.widened = true;
+  p.by_threads.clear();
+  p.describe(batch, lhs_t, rhs_t, DType::kFloat32, dnnl::memory::data_type::f32);
+  p.primitives();
+}
+
+void OneDnnMatmul::Impl::describe(int64_t batch, bool lhs_t, bool rhs_t, DType t, dnnl::memory::data_type dt) {
+  Impl& p = *this;
   using dims = dnnl::memory::dims;
   const int64_t m = p.m, n = p.n, k = p.k;
-  const auto dt = dnnl_type(dot.dtype, dot);
   // Unbatched dots are described in 2-D: oneDNN lays out a repacked rhs in
   // blocks only for 2-D weights (3-D ones stay plain).
   const bool batched = batch > 1;
@@ -122,16 +217,16 @@ OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, Mat
   // Our scratchpad per run: one primitive serves every device's execution
   // thread at once, and oneDNN's library scratchpad is shared between
   // primitives and bound to a thread (DNNL_ENABLE_CONCURRENT_EXEC=OFF).
+  p.attr = dnnl::primitive_attr();
   p.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (epilogue.residual) {
+  if (p.epilogue.residual) {
     p.residual_md = p.c_md;
     dnnl::post_ops ops;
     ops.append_binary(dnnl::algorithm::binary_add, p.residual_md);
     p.attr.set_post_ops(ops);
   }
-  if (epilogue.bias) p.bias_md = batched ? dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1}) : dnnl::memory::desc({1, n}, dt, dims{n, 1});
-  p.weights_md = repack_rhs(dot.dtype, rhs_t, batch, n) ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any) : p.b_md;
-  p.primitives();  // for the creating thread's count now: a compile error surfaces here, not in the first run
+  if (p.epilogue.bias) p.bias_md = batched ? dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1}) : dnnl::memory::desc({1, n}, dt, dims{n, 1});
+  p.weights_md = repack_rhs(t, rhs_t, batch, n) ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any) : p.b_md;
 }
 
 OneDnnMatmul::~OneDnnMatmul() = default;
@@ -152,8 +247,25 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
   }
   const std::shared_ptr<const Primitives> primitives = i.primitives();
   const Primitives& p = *primitives;
+  // Widened: f32 copies of the operands, and the f32 result narrowed into `out` at the end.
+  std::unique_ptr<float[]> wide_lhs, wide_rhs, wide_bias, wide_residual, wide_out;
+  void* lhs_data = lhs.raw();
+  void* rhs_data = rhs.raw();
+  void* out_data = out.raw();
+  void* bias_data = bias ? bias->raw() : nullptr;
+  void* residual_data = residual ? residual->raw() : nullptr;
+  if (i.widened) {
+    wide_lhs = widen(lhs);
+    wide_rhs = widen(rhs);
+    wide_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(out.numel()));
+    lhs_data = wide_lhs.get();
+    rhs_data = wide_rhs.get();
+    out_data = wide_out.get();
+    if (bias) bias_data = (wide_bias = widen(*bias)).get();
+    if (residual) residual_data = (wide_residual = widen(*residual)).get();
+  }
   dnnl::stream stream(cpu_engine());
-  dnnl::memory a(i.a_md, cpu_engine(), lhs.raw()), b(i.b_md, cpu_engine(), rhs.raw()), c(i.c_md, cpu_engine(), out.raw());
+  dnnl::memory a(i.a_md, cpu_engine(), lhs_data), b(i.b_md, cpu_engine(), rhs_data), c(i.c_md, cpu_engine(), out_data);
   // Buffers of this run alone (thread-safe: runs never share one).
   std::unique_ptr<uint8_t[]> packed_rhs, pack_scratchpad;
   if (p.packed) {
@@ -168,16 +280,24 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
     b = packed;
   }
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(i.bias_md, cpu_engine(), bias->raw()));
-  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(i.residual_md, cpu_engine(), residual->raw()));
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(i.bias_md, cpu_engine(), bias_data));
+  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(i.residual_md, cpu_engine(), residual_data));
   const size_t scratchpad_bytes = p.scratchpad_md.get_size();
   std::unique_ptr<uint8_t[]> scratchpad;
   if (scratchpad_bytes > 0) {
     scratchpad = std::make_unique_for_overwrite<uint8_t[]>(scratchpad_bytes);
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad_md, cpu_engine(), scratchpad.get()));
   }
-  p.primitive.execute(stream, args);
-  stream.wait();
+  try {
+    p.primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw Error("[OneDnnMatmul] a [" + std::to_string(i.m) + ", " + std::to_string(i.k) + "] x [" + std::to_string(i.k) + ", " +
+                std::to_string(i.n) + "] matmul failed (" + dnnl_status_name(e.status) + ")");
+  }
+  if (i.widened) narrow(wide_out.get(), out.numel(), out);
 }
+
+bool OneDnnMatmul::widened() const { return impl_->widened; }
 
 }  // namespace lazytrain::backend

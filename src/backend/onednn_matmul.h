@@ -8,7 +8,12 @@
 // The dot: lhs [batch..., m, k] or [batch..., k, m] (contracting dim last or
 // second to last), rhs [batch..., k, n] or [batch..., n, k], out [batch..., m, n];
 // f32, bf16 or f16 operands of one dtype, output of that dtype (oneDNN
-// accumulates in f32). Bias: [n], the output's dtype. Residual: the output's
+// accumulates in f32). Where oneDNN has no native bf16/f16 matmul (CPUs
+// without AVX-512, or oneDNN capped by ONEDNN_MAX_CPU_ISA or
+// LAZYTRAIN_KERNEL_ISA=avx2), the dot is widened: its operands are converted
+// to f32 (exactly), multiplied by an f32 primitive and the result rounded to
+// the dot's type once, which is what a bf16 matmul computes; a note says so
+// on stderr once per process. Bias: [n], the output's dtype. Residual: the output's
 // shape and dtype. With an f32 output the epilogue computes exactly what a dot
 // followed by the adds computes (each value is rounded to f32 once either way).
 #pragma once
@@ -28,7 +33,8 @@ struct MatmulEpilogue {
 class OneDnnMatmul {
  public:
   // `dot` is a kDot whose lhs has shape `lhs_shape`. Throws Error for dtypes
-  // oneDNN cannot multiply (integers) or when no primitive exists.
+  // oneDNN cannot multiply (integers) or when no primitive exists (never a
+  // dnnl::error).
   OneDnnMatmul(const Shape& lhs_shape, const hlo::HloInstruction& dot, MatmulEpilogue epilogue = {});
   ~OneDnnMatmul();
   OneDnnMatmul(const OneDnnMatmul&) = delete;
@@ -44,6 +50,9 @@ class OneDnnMatmul {
   // an unbatched f32 dot whose rhs is stored [k, n] with n > 1024, where
   // oneDNN reading it in place is up to 3x slower (onednn_matmul.cpp).
   bool repacks_rhs() const;
+
+  // True when this bf16/f16 dot runs as an f32 matmul (no native kernel here).
+  bool widened() const;
 
  private:
   struct Impl;

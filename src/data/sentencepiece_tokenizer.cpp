@@ -3,7 +3,13 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <fstream>
@@ -27,6 +33,57 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// SentencePiece's trainer stops the whole process on inputs it cannot handle
+// (its CHECKs call exit(-1) with "Program terminated with an unrecoverable
+// error."), so it trains in a child process: whatever happens there, this
+// process gets a model or a status message, never an exit. The child's own log
+// lines (SentencePiece's warnings) are passed on when it succeeds.
+struct TrainResult {
+  bool ok = false;
+  std::string model;    // when ok
+  std::string message;  // SentencePiece's status message, or how the child ended
+};
+
+TrainResult train_in_child(const std::unordered_map<std::string, std::string>& args) {
+  char dir_template[] = "/tmp/lazytrain-spm-XXXXXX";
+  if (!mkdtemp(dir_template)) throw Error(std::string(kOp) + "cannot create a temporary directory under /tmp");
+  const fs::path dir(dir_template);
+  const fs::path model_file = dir / "model", message_file = dir / "message", log_file = dir / "log";
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    fs::remove_all(dir);
+    throw Error(std::string(kOp) + "cannot start the training process (fork failed)");
+  }
+  if (pid == 0) {
+    if (std::freopen(log_file.c_str(), "w", stderr) == nullptr) _exit(3);
+    std::string model;
+    const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &model);
+    std::ofstream(status.ok() ? model_file : message_file, std::ios::binary) << (status.ok() ? model : std::string(status.message()));
+    std::fflush(stderr);
+    _exit(status.ok() ? 0 : 1);
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  TrainResult r;
+  const std::string log = fs::exists(log_file) ? read_file(log_file.string()) : "";
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 && fs::exists(model_file)) {
+    r.ok = true;
+    r.model = read_file(model_file.string());
+    std::fputs(log.c_str(), stderr);
+  } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1 && fs::exists(message_file)) {
+    r.message = read_file(message_file.string());
+  } else {
+    r.message = WIFSIGNALED(wstatus) ? "SentencePiece's trainer was killed by signal " + std::to_string(WTERMSIG(wstatus))
+                                     : "SentencePiece's trainer stopped on an input it cannot handle";
+  }
+  fs::remove_all(dir);
+  return r;
+}
+
+bool has_text(const std::string& line) { return line.find_first_not_of(" \t\r\n\v\f") != std::string::npos; }
+
 }  // namespace
 
 SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o) {
@@ -45,6 +102,7 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
   }
   SentencePieceTrainSummary summary;
   std::vector<int64_t> line_bytes;  // of every non-empty line, as SentencePiece counts them
+  std::vector<int64_t> text_bytes;  // of the lines holding more than white space (SentencePiece trains on those)
   std::string inputs;
   for (const std::string& f : o.input_files) {
     std::error_code ec;
@@ -57,6 +115,7 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
         throw Error(std::string(kOp) + "'" + f + "' line " + std::to_string(number) + " is not valid UTF-8");
       }
       if (!line.empty()) line_bytes.push_back(static_cast<int64_t>(line.size()));
+      if (has_text(line)) text_bytes.push_back(static_cast<int64_t>(line.size()));
     }
     inputs += (inputs.empty() ? "" : ",") + f;
   }
@@ -68,9 +127,13 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
   for (int64_t n : line_bytes) summary.skipped_long_lines += n > summary.max_sentence_length ? 1 : 0;
   const std::string what_to_do = "pass --max_sentence_length " + std::to_string(summary.longest_line_bytes) +
                                  " (or leave it out: it defaults to the longest line)";
-  if (summary.num_lines > 0 && summary.skipped_long_lines == summary.num_lines) {
-    throw Error(std::string(kOp) + "all " + std::to_string(summary.num_lines) + " lines of " + inputs +
-                " are longer than --max_sentence_length " + std::to_string(summary.max_sentence_length) +
+  if (text_bytes.empty()) {
+    throw Error(std::string(kOp) + inputs + " holds no text to train on: " +
+                (summary.num_lines == 0 ? std::string("every line is empty") : "every line is blank (white space only)"));
+  }
+  const bool none_short = std::none_of(text_bytes.begin(), text_bytes.end(), [&](int64_t n) { return n <= summary.max_sentence_length; });
+  if (none_short) {
+    throw Error(std::string(kOp) + "every line of " + inputs + " that holds text is longer than --max_sentence_length " + std::to_string(summary.max_sentence_length) +
                 " bytes (the longest has " + std::to_string(summary.longest_line_bytes) + "), so none is left to train on; " +
                 what_to_do);
   }
@@ -98,11 +161,11 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
       // The lines skipped for length are in the summary (and the errors below);
       // SentencePiece's own "too long line" warnings would only repeat them.
       {"minloglevel", summary.skipped_long_lines > 0 ? "2" : "1"}};
-  std::string model;
-  const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &model);
-  if (!status.ok()) {
+  const TrainResult result = train_in_child(args);
+  const std::string& model = result.model;
+  if (!result.ok) {
     // SentencePiece's messages start with its source location; keep the sentence a user can act on.
-    std::string why = status.message();
+    std::string why = result.message;
     if (size_t at = why.find("Vocabulary size"); at != std::string::npos) {
       why = why.substr(at);
       if (size_t hint = why.find(" Increase vocab_size or decrease character_coverage"); hint != std::string::npos) {

@@ -230,6 +230,33 @@ int64_t Trainer::resolve_max_steps() {
   return static_cast<int64_t>(steps);
 }
 
+Tensor Trainer::accumulate_micro_batch(const distributed::DeviceBatch& batch, StepLoss& step, double mean_scale) {
+  ModelOutput out = compute_loss(batch);
+  if (!out.labels.defined()) {
+    (mean_scale == 1.0 ? out.loss : mul(out.loss, scalar_tensor(mean_scale))).backward();
+    return out.loss.detach();
+  }
+  // The tokens the loss is the mean of (labels other than -100), counted on the device.
+  const Tensor count = sum(to_dtype(ne(out.labels, -100.0), DType::kFloat32));
+  mul(out.loss, count).backward();
+  Tensor loss = out.loss.detach();
+  if (batch.has_labels) {  // (without a label the mean is 0/0: nothing to add)
+    const Tensor token_sum = mul(loss, count);
+    step.token_loss_sum = step.token_loss_sum.defined() ? add(step.token_loss_sum, token_sum) : token_sum;
+  }
+  step.token_count = step.token_count.defined() ? add(step.token_count, count) : count;
+  return loss;
+}
+
+void Trainer::scale_gradients_by_tokens(const std::vector<Tensor>& params, const Tensor& local_tokens) const {
+  NoGradGuard no_grad;
+  const Tensor tokens = replicas_ > 1 ? distributed::all_reduce(distributed::ReduceType::kSum, local_tokens) : local_tokens;
+  const Tensor scale = div(full({}, static_cast<double>(replicas_)), maximum(tokens, full({}, 1.0)));
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) p.set_grad(mul(p.grad(), scale));
+  }
+}
+
 Tensor Trainer::training_step(const distributed::DeviceBatch& batch, double scale) {
   Tensor loss = compute_loss(batch).loss;
   // The scale is device data: the step of an epoch's last, shorter accumulation compiles nothing new.
@@ -264,31 +291,50 @@ auto Trainer::traced_step(int64_t step, Call&& call) {
 }
 
 void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
-  double sum = 0.0;
-  for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
-  double losses = static_cast<double>(s.losses.size()), micro_batches = static_cast<double>(s.micro_batches);
+  // The step's loss: its labelled tokens' mean (by micro-batch means for a loss function without labels).
+  double sum = 0.0, losses = 0.0;
+  if (s.token_count.defined()) {
+    if (s.token_loss_sum.defined()) sum = in_step(s.step, [&] { return s.token_loss_sum.item(); });
+    losses = s.losses.empty() ? 0.0 : in_step(s.step, [&] { return s.token_count.item(); });
+  } else {
+    for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
+    losses = static_cast<double>(s.losses.size());
+  }
+  double labelled = static_cast<double>(s.losses.size());
+  const double labelled_batches = labelled;
+  double micro_batches = static_cast<double>(s.micro_batches);
   double tokens = static_cast<double>(s.tokens), examples = static_cast<double>(s.examples);
   if (replicas_ > 1) {
-    // The step's figures over every replica (the mean loss of all their micro-batches).
-    const std::vector<double> all = runtime::host_all_gather("Trainer.step_loss", {sum, losses, micro_batches, tokens, examples});
-    sum = losses = micro_batches = tokens = examples = 0.0;
-    for (size_t r = 0; r < all.size(); r += 5) {
+    // The step's figures over every replica (the token mean over all their micro-batches).
+    const std::vector<double> all =
+        runtime::host_all_gather("Trainer.step_loss", {sum, losses, labelled_batches, micro_batches, tokens, examples});
+    sum = losses = labelled = micro_batches = tokens = examples = 0.0;
+    for (size_t r = 0; r < all.size(); r += 6) {
       sum += all[r];
       losses += all[r + 1];
-      micro_batches += all[r + 2];
-      tokens += all[r + 3];
-      examples += all[r + 4];
+      labelled += all[r + 2];
+      micro_batches += all[r + 3];
+      tokens += all[r + 4];
+      examples += all[r + 5];
     }
   }
   trained_samples_ += static_cast<int64_t>(examples);
   // A batch without a masked token has loss 0/0 and zero gradients; Hugging
   // Face filters such losses from the logs (logging_nan_inf_filter).
-  skipped_batches_ += static_cast<int64_t>(micro_batches - losses);
+  skipped_batches_ += static_cast<int64_t>(micro_batches - labelled);
   const bool counted = losses > 0;
   const double value = counted ? sum / losses : 0.0;
   if (counted && !std::isfinite(value)) {
     throw Error("[Trainer] the loss became " + std::to_string(value) + " at step " + std::to_string(s.step) +
                 "; lower --learning_rate or check the data");
+  }
+  // Clipping's norm covers every gradient: one non-finite gradient makes it so.
+  if (s.grad_norm.defined()) {
+    const double norm = in_step(s.step, [&] { return s.grad_norm.item(); });
+    if (!std::isfinite(norm)) {
+      throw Error("[Trainer] training step " + std::to_string(s.step) + ": the gradients' norm is " + std::to_string(norm) +
+                  " (a gradient holds NaN or infinite values); lower --learning_rate or check the data");
+    }
   }
   run_.interval_tokens += static_cast<int64_t>(tokens);
   if (counted) {
@@ -330,6 +376,20 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
                 "' is not an evaluation metric; expected loss, accuracy, runtime, samples_per_second or steps_per_second");
   }
   state_.max_steps = resolve_max_steps();
+  if (replicas_ > 1 && !train_stream_) {
+    // Every replica must train on the same examples (under mpirun each process read its own files).
+    const nlohmann::json data = data_state();
+    const double size = data["train_samples"].get<double>(), crc = data["train_data_crc32c"].get<double>();
+    const std::vector<double> all = runtime::host_all_gather("Trainer.training_data", {size, crc});
+    for (size_t r = 0; r < all.size(); r += 2) {
+      if (all[r] != size || all[r + 1] != crc) {
+        throw Error("[Trainer] replica " + std::to_string(r / 2) + "'s training data (" + std::to_string(static_cast<int64_t>(all[r])) +
+                    " examples, CRC32C " + std::to_string(static_cast<uint32_t>(all[r + 1])) + ") differs from replica " +
+                    std::to_string(replica_) + "'s (" + std::to_string(static_cast<int64_t>(size)) + ", CRC32C " +
+                    std::to_string(static_cast<uint32_t>(crc)) + "); every process must read the same training files");
+      }
+    }
+  }
   const int64_t per_epoch = micro_batches_per_epoch();
   const int64_t k = args_.gradient_accumulation_steps;
   state_.num_train_epochs = std::ceil(static_cast<double>(state_.max_steps) / static_cast<double>(updates_per_epoch()));
@@ -368,12 +428,13 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       // This micro-batch's optimizer step and how many micro-batches it has (fewer for an epoch's last).
       const int64_t first = micro / k * k;
       const int64_t in_step_count = std::min(k, per_epoch - first);
-      Tensor loss = traced_step(state_.global_step + 1, [&] { return training_step(*batch, 1.0 / static_cast<double>(in_step_count)); });
+      Tensor loss = traced_step(state_.global_step + 1, [&] { return accumulate_micro_batch(*batch, step, 1.0 / static_cast<double>(in_step_count)); });
       if (batch->has_labels) step.losses.push_back(loss);
       ++step.micro_batches;
       step.tokens += batch->num_examples * batch->seq_len;
       step.examples += batch->num_examples;
       if (micro + 1 - first < in_step_count) continue;  // accumulate: the gradients stay, nothing else is traced
+      if (step.token_count.defined()) traced_step(state_.global_step + 1, [&] { scale_gradients_by_tokens(opt.params, step.token_count); });
       if (opt.sharded) {
         // Reduce-scatter, clip by the global norm, update the shard, all-gather: the optimizer's own.
         opt.optimizer->step();
@@ -403,6 +464,8 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
   if (pending) finish_step(*pending, bar);
   bar.finish();
+  // The trained model is saved next (by the caller): never with NaN or infinite weights.
+  check_parameters_finite("the model was not saved");
   if (skipped_batches_ > 0 && is_master()) {
     std::fprintf(stderr, "note: %lld training batch%s had no masked token (loss undefined) and %s left out of the loss\n",
                  static_cast<long long>(skipped_batches_), skipped_batches_ == 1 ? "" : "es", skipped_batches_ == 1 ? "was" : "were");
@@ -429,7 +492,9 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& p
   const int64_t step = state_.global_step;
   const bool evaluate_now = (args_.evaluation_strategy == "steps" && step % args_.resolved_eval_steps() == 0) ||
                             (args_.evaluation_strategy == "epoch" && epoch_end);
-  const bool save_now = (args_.save_strategy == "steps" && step % args_.save_steps == 0) || (args_.save_strategy == "epoch" && epoch_end);
+  // As Hugging Face's DefaultFlowCallback, the steps strategy also saves at max_steps.
+  const bool save_now = (args_.save_strategy == "steps" && (step % args_.save_steps == 0 || step >= state_.max_steps)) ||
+                        (args_.save_strategy == "epoch" && epoch_end);
   if (!evaluate_now && !save_now) return;
   // Launch and finish the step first, so its loss is logged before the evaluation, as Hugging Face orders them.
   in_step(step, [] { lazy::mark_step(); });

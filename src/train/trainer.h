@@ -88,6 +88,9 @@ class Trainer {
   // Called with each checkpoint's staging directory, to add files the Trainer
   // does not know (the tokenizer's).
   void on_save(std::function<void(const std::string& dir)> save_files) { save_extra_files_ = std::move(save_files); }
+  // A directory this run read its starting weights from (--model_name_or_path):
+  // when it is a checkpoint of --output_dir, save_total_limit never removes it.
+  void keep_checkpoint(const std::string& dir) { read_checkpoints_.push_back(dir); }
 
   // Trains for args.max_steps (or num_train_epochs) optimizer steps, evaluating
   // and saving checkpoints as the strategies say; returns train metrics
@@ -123,6 +126,11 @@ class Trainer {
   // A traced optimizer step whose losses are read after the next step was traced.
   struct StepLoss {
     std::vector<Tensor> losses;  // one per micro-batch with a masked token
+    // Gradient accumulation by tokens (Hugging Face's num_items_in_batch): the
+    // sum of the labelled tokens' losses and their count over the step's
+    // micro-batches (0-d f32, on the device); undefined when the loss function
+    // gives no labels (then the micro-batches' mean losses are averaged).
+    Tensor token_loss_sum, token_count;
     int64_t micro_batches = 0;   // of the step, counted or not
     int64_t tokens = 0;          // input tokens of its examples (padding rows left out)
     int64_t examples = 0;        // examples (padding rows left out)
@@ -139,6 +147,18 @@ class Trainer {
     double interval_start = 0.0;  // seconds since train() began
   };
 
+  // One micro-batch of an accumulated step: its loss (the mean over its
+  // labelled tokens) times their count is backwarded, and the sums and counts
+  // added to `step`; scale_gradients_by_tokens() then divides the accumulated
+  // gradients by the step's count over every replica, so K micro-batches give
+  // the gradient of one batch K times as large (Hugging Face's semantics since
+  // transformers 4.46, PR #34191). A loss function without labels falls back
+  // to backwarding loss * `mean_scale`. Returns the detached mean loss.
+  Tensor accumulate_micro_batch(const distributed::DeviceBatch& batch, StepLoss& step, double mean_scale);
+  // Multiplies every gradient by world_size / max(1, tokens over all replicas),
+  // so that the replicas' mean (reduce_gradients) is the token mean.
+  void scale_gradients_by_tokens(const std::vector<Tensor>& params, const Tensor& local_tokens) const;
+
   // Micro-batches and optimizer steps of one epoch.
   int64_t micro_batches_per_epoch() const;
   int64_t updates_per_epoch() const;
@@ -151,6 +171,11 @@ class Trainer {
   // strategies say (launching and finishing the step first).
   void maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, ProgressBar& bar, TrainerOptimization& opt);
   void save_checkpoint(TrainerOptimization& opt);
+  // Throws Error naming the step and the first parameter (in named_parameters
+  // order) holding a NaN or an infinity: nothing non-finite is ever saved, and
+  // a diverged run stops instead of training on. Every replica checks its own
+  // copy (they are equal), so all of them stop together.
+  void check_parameters_finite(const std::string& when) const;
   void load_checkpoint(const std::string& dir, TrainerOptimization& opt);
   void update_best(const std::map<std::string, double>& eval_metrics);
   // data_state.json: what fixes the data order, and the position in it.
@@ -188,6 +213,7 @@ class Trainer {
   int64_t pad_token_id_ = 0;
   nlohmann::json model_config_;
   std::function<void(const std::string&)> save_extra_files_;
+  std::vector<std::string> read_checkpoints_;  // never rotated away (keep_checkpoint, the resumed checkpoint)
   TrainerState state_;
   std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;

@@ -1,6 +1,7 @@
 // Trainer checkpoints: what checkpoint-<step>/ holds and how a run resumes from
 // it (Hugging Face's _save_checkpoint, _load_from_checkpoint, _load_rng_state
 // and the batch skipping of _inner_training_loop).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -84,7 +85,21 @@ nlohmann::json Trainer::data_state() const {
   return state;
 }
 
+void Trainer::check_parameters_finite(const std::string& when) const {
+  for (const auto& [name, p] : model_.named_parameters()) {
+    const std::vector<float> values = p.to_vector<float>();
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == values.end()) continue;
+    const auto count = std::count_if(bad, values.end(), [](float v) { return !std::isfinite(v); });
+    throw Error("[Trainer] training step " + std::to_string(state_.global_step) + ": parameter '" + name + "' holds non-finite values (" +
+                std::to_string(count) + " of " + std::to_string(values.size()) + ", the first " + std::to_string(*bad) + " at index " +
+                std::to_string(bad - values.begin()) + "); " + when +
+                ". Lower --learning_rate, set --max_grad_norm, or check the data");
+  }
+}
+
 void Trainer::save_checkpoint(TrainerOptimization& opt) {
+  check_parameters_finite("checkpoint-" + std::to_string(state_.global_step) + " was not written");
   // A sharded optimizer's state is gathered by every replica (collectives).
   std::optional<optim::AdamWStateDict> optimizer_state;
   if (opt.sharded) optimizer_state = opt.optimizer->state_dict(model_.named_parameters());
@@ -94,7 +109,7 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
     runtime::host_rendezvous("Trainer.save_checkpoint");
     return;
   }
-  write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
+  const std::string written = write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
     save_pretrained(model_, model_config_.is_null() ? nlohmann::json::object() : model_config_, dir);
     save_optimization(opt, optimizer_state ? *optimizer_state : opt.optimizer->state_dict(model_.named_parameters()), dir);
     write_json_file(dir + "/rng_state.json", rng_state_json());
@@ -105,12 +120,15 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
   });
   if (args_.save_total_limit) {
     const std::string keep = args_.load_best_model_at_end ? state_.best_model_checkpoint : "";
-    rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "");
+    std::vector<std::string> protect = read_checkpoints_;
+    protect.push_back(written);
+    rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "", protect);
   }
   if (replicas_ > 1) runtime::host_rendezvous("Trainer.save_checkpoint");
 }
 
 void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) {
+  read_checkpoints_.push_back(dir);
   const std::string what = "[Trainer] cannot resume from '" + dir + "': ";
   const std::string problem = checkpoint_problem(dir);
   if (!problem.empty()) throw Error(what + "not a complete checkpoint: " + problem);

@@ -1,14 +1,20 @@
 // OneDnnMatmul (the dot of both backends): every operand layout, with and
 // without the bias/residual epilogue, for a wide f32 rhs (repacked into
-// oneDNN's layout before each run) and a narrow one (read in place). The
-// operands are small integers, so every sum is exact in f32 whatever order
-// oneDNN adds in, and the results are compared exactly with a plain loop.
+// oneDNN's layout before each run where oneDNN picks another layout: its
+// AVX-512 kernels do) and a narrow one (read in place); f32 and bf16. The
+// operands are small integers, so every sum is exact in f32 (and in bf16)
+// whatever order oneDNN adds in, and the results are compared exactly with a
+// plain loop. A bf16 dot without native kernels (an AVX2 CPU, or oneDNN capped
+// by ONEDNN_MAX_CPU_ISA: ctest's avx2_fallback.* entries) is widened to f32.
 #include "backend/onednn_matmul.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/half.h"
 #include "hlo/hlo_builder.h"
 
 namespace lazytrain::backend {
@@ -16,43 +22,67 @@ namespace {
 
 using runtime::Buffer;
 
-// Integer values in [-3, 3], different for each (seed, i).
-Buffer small_integers(const Shape& shape, int seed) {
-  Buffer b(shape, DType::kFloat32);
-  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = static_cast<float>((i * 7 + seed * 13 + (i / 5) * 3) % 7 - 3);
+// Integer values in [-3, 3], different for each (seed, i), as f32 or bf16 (exact in both).
+Buffer small_integers(const Shape& shape, int seed, DType dtype = DType::kFloat32) {
+  Buffer b(shape, dtype);
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const float v = static_cast<float>((i * 7 + seed * 13 + (i / 5) * 3) % 7 - 3);
+    if (dtype == DType::kBFloat16) {
+      b.data<BFloat16>()[i] = BFloat16(v);
+    } else {
+      b.data<float>()[i] = v;
+    }
+  }
   return b;
 }
+
+float value_at(const Buffer& b, int64_t i) {
+  return b.dtype() == DType::kBFloat16 ? static_cast<float>(b.data<BFloat16>()[i]) : b.data<float>()[i];
+}
+
+// oneDNN's kernels on this CPU (or below its ONEDNN_MAX_CPU_ISA cap) are AVX-512 ones.
+bool onednn_avx512() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core; }
 
 struct Case {
   int64_t m, k, n;
   bool lhs_t, rhs_t, epilogue;
+  DType dtype = DType::kFloat32;
 };
 
 void check_case(const Case& c) {
   const Shape lhs_shape = c.lhs_t ? Shape{c.k, c.m} : Shape{c.m, c.k};
   const Shape rhs_shape = c.rhs_t ? Shape{c.n, c.k} : Shape{c.k, c.n};
   hlo::HloBuilder b("dot");
-  int x = b.parameter(lhs_shape, DType::kFloat32);
-  int y = b.parameter(rhs_shape, DType::kFloat32);
+  int x = b.parameter(lhs_shape, c.dtype);
+  int y = b.parameter(rhs_shape, c.dtype);
   hlo::HloModule module = b.build({b.dot(x, y, {{}, {}, {c.lhs_t ? 0 : 1}, {c.rhs_t ? 1 : 0}})});
   const hlo::HloInstruction& dot = module.at(module.at(module.root).operands[0]);
   OneDnnMatmul matmul(lhs_shape, dot, MatmulEpilogue{c.epilogue, c.epilogue});
-  EXPECT_EQ(matmul.repacks_rhs(), !c.rhs_t && c.n > 1024);
+  // Only the f32 rule's shapes are repacked, and all of them where oneDNN's kernels want their own layout.
+  const bool rule = !c.rhs_t && c.n > 1024 && (c.dtype == DType::kFloat32 || matmul.widened());
+  if (!rule || onednn_avx512()) {
+    EXPECT_EQ(matmul.repacks_rhs(), rule);
+  }
+  // Without AVX-512 oneDNN has no bf16 matmul: widened, never an error.
+  if (c.dtype == DType::kFloat32 || !onednn_avx512()) {
+    EXPECT_EQ(matmul.widened(), c.dtype != DType::kFloat32);
+  }
 
-  const Buffer lhs = small_integers(lhs_shape, 1), rhs = small_integers(rhs_shape, 2);
-  const Buffer bias = small_integers({c.n}, 3), residual = small_integers({c.m, c.n}, 4);
-  Buffer out({c.m, c.n}, DType::kFloat32);
+  const Buffer lhs = small_integers(lhs_shape, 1, c.dtype), rhs = small_integers(rhs_shape, 2, c.dtype);
+  const Buffer bias = small_integers({c.n}, 3, c.dtype), residual = small_integers({c.m, c.n}, 4, c.dtype);
+  Buffer out({c.m, c.n}, c.dtype);
   matmul.run(lhs, rhs, c.epilogue ? &bias : nullptr, c.epilogue ? &residual : nullptr, out);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
-      float want = c.epilogue ? bias.data<float>()[j] + residual.data<float>()[i * c.n + j] : 0.0f;
+      float want = c.epilogue ? value_at(bias, j) + value_at(residual, i * c.n + j) : 0.0f;
       for (int64_t p = 0; p < c.k; ++p) {
-        const float a = lhs.data<float>()[c.lhs_t ? p * c.m + i : i * c.k + p];
-        const float w = rhs.data<float>()[c.rhs_t ? j * c.k + p : p * c.n + j];
+        const float a = value_at(lhs, c.lhs_t ? p * c.m + i : i * c.k + p);
+        const float w = value_at(rhs, c.rhs_t ? j * c.k + p : p * c.n + j);
         want += a * w;
       }
-      ASSERT_EQ(out.data<float>()[i * c.n + j], want) << "m=" << c.m << " k=" << c.k << " n=" << c.n << " lhs_t=" << c.lhs_t
-                                                      << " rhs_t=" << c.rhs_t << " epilogue=" << c.epilogue << " at (" << i << ", " << j << ")";
+      ASSERT_EQ(value_at(out, i * c.n + j), want) << "m=" << c.m << " k=" << c.k << " n=" << c.n << " lhs_t=" << c.lhs_t
+                                                  << " rhs_t=" << c.rhs_t << " epilogue=" << c.epilogue << " dtype=" << xla_name(c.dtype)
+                                                  << " at (" << i << ", " << j << ")";
     }
   }
 }
@@ -63,6 +93,35 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
       for (bool epilogue : {false, true}) check_case({37, 45, n, (layout & 1) != 0, (layout & 2) != 0, epilogue});
     }
   }
+}
+
+// bf16 operands: exact sums (|sum| <= 45 * 9 + 6 < 256 is a bf16 integer), natively or widened to f32.
+TEST(OneDnnMatmul, Bf16IsExactNativelyOrWidened) {
+  for (int64_t n : {48, 1200}) {
+    for (int layout = 0; layout < 4; ++layout) {
+      for (bool epilogue : {false, true}) check_case({37, 45, n, (layout & 1) != 0, (layout & 2) != 0, epilogue, DType::kBFloat16});
+    }
+  }
+}
+
+// A widened bf16 dot rounds its f32 sum to bf16 once, to nearest even: 1 + 2^-8
+// (an f32 sum exactly halfway between two bf16 values) rounds to 1, 1 + 3 * 2^-8 to 1 + 2^-6.
+TEST(OneDnnMatmul, Bf16ResultsRoundToNearestEvenOnce) {
+  hlo::HloBuilder b("dot");
+  int x = b.parameter({1, 2}, DType::kBFloat16);
+  int y = b.parameter({2, 2}, DType::kBFloat16);
+  hlo::HloModule module = b.build({b.dot(x, y, {{}, {}, {1}, {0}})});
+  OneDnnMatmul matmul({1, 2}, module.at(module.at(module.root).operands[0]));
+  Buffer lhs({1, 2}, DType::kBFloat16), rhs({2, 2}, DType::kBFloat16), out({1, 2}, DType::kBFloat16);
+  lhs.data<BFloat16>()[0] = BFloat16(1.0f);
+  lhs.data<BFloat16>()[1] = BFloat16(1.0f / 256);
+  rhs.data<BFloat16>()[0] = BFloat16(1.0f);  // column 0: 1 + 2^-8
+  rhs.data<BFloat16>()[2] = BFloat16(1.0f);
+  rhs.data<BFloat16>()[1] = BFloat16(1.0f);  // column 1: 1 + 3 * 2^-8
+  rhs.data<BFloat16>()[3] = BFloat16(3.0f);
+  matmul.run(lhs, rhs, nullptr, nullptr, out);
+  EXPECT_EQ(static_cast<float>(out.data<BFloat16>()[0]), 1.0f);
+  EXPECT_EQ(static_cast<float>(out.data<BFloat16>()[1]), 1.0f + 1.0f / 64);
 }
 
 }  // namespace

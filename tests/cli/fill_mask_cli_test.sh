@@ -84,6 +84,8 @@ expect_error batch_size_zero "--batch_size must be at least 1, got 0" "${bert[@]
 expect_error file_missing "--file '$work/none.txt' does not exist" "${bert[@]}" --file "$work/none.txt"
 expect_error file_blank "--file '$work/blank.txt' has no non-blank line" "${bert[@]}" --file "$work/blank.txt"
 expect_error no_input "give --text TEXT or --file FILE" "${bert[@]}"
+expect_error text_empty "--text is empty; expected a text holding the model's mask token" "${bert[@]}" --text ''
+expect_error text_blank "--text is empty; expected a text holding the model's mask token" "${bert[@]}" --text '  '
 expect_error text_and_file "excludes" "${bert[@]}" --text "the [MASK]" --file "$work/bert.txt"
 
 echo "$passed passed, $failed failed"

@@ -160,7 +160,30 @@ out="$(timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self --mc
   -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 1 --output_dir "$tmp/mismatch" : \
   -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --output_dir "$tmp/mismatch" 2>&1)" \
   && fail "processes with different --num_cores must fail"
-echo "$out" | grep -q 'every process must run as many replicas' || fail "--num_cores mismatch: $out"
+echo "$out" | grep -q 'under mpirun, process rank 1 has --num_cores 2, rank 0 has 1 (this is rank [01]: [12]); every process must be given the same training arguments' ||
+  fail "--num_cores mismatch: $out"
+# run_clm too, before any collective (it crashed inside Open MPI); and an argument that
+# would silently diverge the replicas (--learning_rate on one rank).
+out="$(timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --learning_rate 1e-3 --output_dir "$tmp/mismatch_lr" : \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --learning_rate 5 --output_dir "$tmp/mismatch_lr" 2>&1)" \
+  && fail "processes with different --learning_rate must fail"
+echo "$out" | grep -q 'process rank 1 has --learning_rate 5.0, rank 0 has 0.001' || fail "--learning_rate mismatch: $out"
+[ -e "$tmp/mismatch_lr/model.safetensors" ] && fail "a run refused for its arguments wrote a model"
+# The same arguments but other training text on one rank: the data's fingerprint differs.
+head -c 20000 "$data/wikitext-2/test.txt" > "$tmp/other.txt"
+out="$(timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --max_steps 2 --output_dir "$tmp/mismatch_data" : \
+  -np 1 "$bin" "${common[@]}" --per_device_train_batch_size 4 --max_steps 2 --train_file "$tmp/other.txt" --output_dir "$tmp/mismatch_data" 2>&1)" \
+  && fail "processes with different training data must fail"
+echo "$out" | grep -q "training data (.*) differs from replica .*every process must read the same training files" || fail "data mismatch: $out"
+clm=(run_clm --tokenizer_name "$data/gpt2" --config_overrides "n_embd=32,n_layer=1,n_head=2,vocab_size=50257,n_positions=64"
+     --block_size 32 --train_file "$data/wikitext-2/valid.txt" --max_train_samples 64 --max_steps 2 --do_train --disable_tqdm)
+out="$(timeout 120 mpirun --oversubscribe --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo \
+  -np 1 "$bin" "${clm[@]}" --num_cores 1 --output_dir "$tmp/mismatch_clm" : \
+  -np 1 "$bin" "${clm[@]}" --num_cores 2 --output_dir "$tmp/mismatch_clm" 2>&1)" \
+  && fail "run_clm processes with different --num_cores must fail"
+echo "$out" | grep -q '\[run_clm\] under mpirun, process rank 1 has --num_cores 2, rank 0 has 1' || fail "run_clm --num_cores mismatch: $out"
 
 [ "$failures" -eq 0 ] && echo "all replica CLI checks passed"
 exit "$failures"

@@ -126,8 +126,12 @@ expect_error not_utf8 "'$work/latin1.txt' line 2 is not valid UTF-8" \
   make_tfrecords --tokenizer "$work/tok" --input "$work/latin1.txt" --output_dir "$work/out5"
 expect_error vocab_too_large "Vocabulary size" \
   train_tokenizer --vocab_size 500000 --input "$work/train.txt" --output_dir "$work/out6"
-expect_error every_line_too_long "all $long_lines lines of $work/long.txt are longer than --max_sentence_length 4192 bytes (the longest has 6000), so none is left to train on; pass --max_sentence_length 6000" \
+expect_error every_line_too_long "every line of $work/long.txt that holds text is longer than --max_sentence_length 4192 bytes (the longest has 6000), so none is left to train on; pass --max_sentence_length 6000" \
   train_tokenizer --vocab_size 600 --max_sentence_length 4192 --input "$work/long.txt" --output_dir "$work/out10"
+
+printf '   \n\t\n' > "$work/blank.txt"
+expect_error tokenizer_blank_input "holds no text to train on: every line is blank" \
+  train_tokenizer --vocab_size 400 --input "$work/blank.txt" --output_dir "$work/out11"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -54,8 +54,16 @@ expect_error bad_config "is not valid JSON" \
 
 expect_error output_dir_not_creatable "cannot be created" \
   "${common[@]}" --train_file "$text" --output_dir "$work/latin1.txt/sub"
-expect_error eval_batch_too_large "fewer than one batch of 100000 (--per_device_eval_batch_size)" \
-  "${common[@]}" --train_file "$text" --validation_file "$text" --do_eval --per_device_eval_batch_size 100000 --output_dir "$work/out"
+# An evaluation batch larger than the data: one batch of every example, as Hugging Face runs it.
+"$bin" run_mlm "${common[@]}" --train_file "$text" --validation_file "$text" --do_eval --per_device_eval_batch_size 100000 \
+  --max_steps 1 --output_dir "$work/big_eval_batch" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q -- "--per_device_eval_batch_size 100000 is more than the .* examples there are" "$work/stderr" &&
+   grep -q '"eval_loss"' "$work/big_eval_batch/eval_results.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL eval_batch_larger_than_data: rc=$rc"; cat "$work/stderr"
+fi
 expect_error huge_epochs "--num_train_epochs" \
   --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 32 \
   --per_device_train_batch_size 2 --num_train_epochs 1e30 --do_train --train_file "$text" --output_dir "$work/out"
@@ -114,6 +122,20 @@ else
   failed=$((failed + 1)); echo "FAIL bf16_run: rc=$rc train_loss f32=$loss_f32 bf16=$loss_bf16"; cat "$work/stderr"
 fi
 
+# The bf16 run as on a CPU without AVX-512 (oneDNN capped at AVX2, AVX2 kernels):
+# it runs, says once that bf16 has no native matmul here, and lands on the
+# native bf16 run's loss (the same bf16 products, summed in f32 in another order).
+ONEDNN_MAX_CPU_ISA=AVX2 LAZYTRAIN_KERNEL_ISA=avx2 "$bin" run_mlm "${common[@]}" --max_steps 4 --logging_steps 2 --train_file "$text" \
+  --validation_file "$text" --do_eval --per_device_eval_batch_size 2 --bf16 --output_dir "$work/run_bf16_avx2" > /dev/null 2> "$work/stderr"
+rc=$?
+loss_avx2=$(sed -n 's/.*"train_loss": *\([0-9.eE+-]*\).*/\1/p' "$work/run_bf16_avx2/train_results.json" 2>/dev/null)
+if [ $rc -eq 0 ] && [ -n "$loss_avx2" ] && awk -v a="$loss_bf16" -v b="$loss_avx2" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d < 0.005*a)}' &&
+   [ "$(grep -c "no native bf16 matmul" "$work/stderr")" -eq 1 ] && ! grep -qi "primitive descriptor" "$work/stderr"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL bf16_avx2_run: rc=$rc train_loss bf16=$loss_bf16 avx2=$loss_avx2"; cat "$work/stderr"
+fi
+
 # --gradient_checkpointing: the same training and evaluation losses as the tiny
 # run (the layers are recomputed in backward, dropout masks replayed), one
 # training graph still, and the flag lands in training_args.json.
@@ -166,10 +188,11 @@ if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
 else
   failed=$((failed + 1)); echo "FAIL eval_in_model_dir: rc=$rc"; cat "$work/stderr"; cat "$work/run/all_results.json"
 fi
-# Training into it again still needs --overwrite_output_dir.
-"$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/run" > /dev/null 2> "$work/stderr"
+# Training into it again resumes from the checkpoint saved at max_steps (Hugging Face's get_last_checkpoint):
+# nothing is left to train, and the model stays as it was.
+"$bin" run_mlm "${common[@]}" --max_steps 4 --train_file "$text" --output_dir "$work/run" > /dev/null 2> "$work/stderr"
 rc=$?
-if [ $rc -ne 0 ] && grep -q "already exists and is not empty" "$work/stderr" && cmp -s "$work/before/model.safetensors" "$work/run/model.safetensors"; then
+if [ $rc -eq 0 ] && grep -q "Checkpoint detected, resuming training" "$work/stderr" && cmp -s "$work/before/model.safetensors" "$work/run/model.safetensors"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "FAIL train_into_model_dir: rc=$rc"; cat "$work/stderr"
@@ -187,10 +210,16 @@ if [ $rc -eq 0 ] && grep -q '"epoch": 2.0' "$work/blank/train_results.json"; the
 else
   failed=$((failed + 1)); echo "FAIL blank_lines_grouped: rc=$rc"; cat "$work/stderr"; cat "$work/blank/train_results.json" 2>/dev/null
 fi
-# --line_by_line skips them: 2 examples, fewer than a batch of 3.
-expect_error blank_lines_line_by_line "'$work/blank.txt' gives 2 examples, fewer than one batch of 3" \
-  --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 --line_by_line \
-  --pad_to_max_length --per_device_train_batch_size 3 --max_steps 1 --do_train --train_file "$work/blank.txt" --output_dir "$work/out"
+# --line_by_line skips them: 2 examples, fewer than a batch of 3: one batch of 2.
+"$bin" run_mlm --tokenizer_name "$vocab" --config_name "$config" --config_overrides "$tiny" --max_seq_length 4 --line_by_line \
+  --pad_to_max_length --per_device_train_batch_size 3 --max_steps 1 --do_train --disable_tqdm --train_file "$work/blank.txt" \
+  --output_dir "$work/blank_lbl" > /dev/null 2> "$work/stderr"
+rc=$?
+if [ $rc -eq 0 ] && grep -q -- "--per_device_train_batch_size 3 is more than the 2 examples there are: batches of 2" "$work/stderr"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL blank_lines_line_by_line: rc=$rc"; cat "$work/stderr"
+fi
 
 # --backend: the interpreter trains to the same losses as the default cpu backend
 # (the main job's losses are identical on both); an unknown name is refused.

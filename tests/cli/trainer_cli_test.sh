@@ -97,9 +97,25 @@ check resume_latest grep -q "at step 8" "$work/stderr"
 train --max_steps 12 --save_steps 4 --output_dir "$work/c2" --resume_from_checkpoint "$work/a/checkpoint-8"
 check resume_path cmp -s "$work/a/model.safetensors" "$work/c2/model.safetensors"
 
-# --overwrite_output_dir starts over: the old checkpoints go.
+# --overwrite_output_dir deletes nothing (as Hugging Face's): it skips the automatic resume and
+# the "not empty" check; the new run's checkpoints sit beside the old ones.
+checkpoints() { ls -d "$1"/checkpoint-* | xargs -n1 basename | sort -V | tr '\n' ' '; }
 train --max_steps 2 --save_steps 1 --output_dir "$work/c" --overwrite_output_dir
-check overwrite_starts_over test "$(ls -d "$work"/c/checkpoint-* | xargs -n1 basename | tr '\n' ' ')" = "checkpoint-1 checkpoint-2 "
+check overwrite_exit test $? -eq 0
+check overwrite_does_not_resume test "$(grep -c "Resuming training" "$work/stderr")" -eq 0
+check overwrite_keeps_old_checkpoints test "$(checkpoints "$work/c")" = "checkpoint-1 checkpoint-2 checkpoint-8 checkpoint-12 "
+# Starting from one of its own checkpoints with a save limit of 1: the checkpoint the run read stays.
+cp "$work/c/checkpoint-12/model.safetensors" "$work/source.safetensors"
+train --max_steps 3 --save_steps 1 --save_total_limit 1 --model_name_or_path "$work/c/checkpoint-12" --output_dir "$work/c" \
+  --overwrite_output_dir
+check overwrite_from_own_checkpoint_exit test $? -eq 0
+check overwrite_rotation_keeps_the_source test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-12 "
+check source_checkpoint_unchanged cmp -s "$work/source.safetensors" "$work/c/checkpoint-12/model.safetensors"
+# A run that fails at its first step (non-finite weights) deletes and writes no checkpoint.
+train --max_steps 1 --save_steps 1 --learning_rate 1e38 --max_grad_norm 0 --output_dir "$work/c" --overwrite_output_dir
+check failing_run_exit test $? -ne 0
+check failing_run_keeps_checkpoints test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-12 "
+check failing_run_names_the_tensor grep -q "non-finite" "$work/stderr"
 
 # load_best_model_at_end: the best checkpoint is never rotated away and its weights end up in the model.
 train --max_steps 8 --evaluation_strategy steps --eval_steps 2 --save_steps 2 --save_total_limit 1 --load_best_model_at_end \
@@ -220,6 +236,20 @@ sed -e 's|"output_dir": "[^"]*"|"output_dir": "'"$work/f"'"|' -e 's/"max_steps":
   "$work/args.json" > "$work/resume.json"
 "$bin" run_mlm "$work/resume.json" > "$work/stdout" 2> "$work/stderr"
 check json_resume_true grep -q "Resuming training from $work/f/checkpoint-8 at step 8" "$work/stderr"
+
+# max_steps not a multiple of save_steps: a final checkpoint at max_steps, as Hugging Face saves one.
+train --max_steps 5 --save_steps 2 --output_dir "$work/g"
+check final_checkpoint_at_max_steps test "$(checkpoints "$work/g")" = "checkpoint-2 checkpoint-4 checkpoint-5 "
+
+# Fewer examples than one batch: one padded batch (training and evaluation), as Hugging Face runs it.
+head -c 600 "$data/sample-text/sample_text.txt" > "$work/small.txt"
+"$bin" run_mlm "${common[@]}" --train_file "$work/small.txt" --validation_file "$work/small.txt" --per_device_train_batch_size 64 \
+  --per_device_eval_batch_size 64 --max_steps 2 --do_eval --output_dir "$work/small" > "$work/stdout" 2> "$work/stderr"
+check smaller_than_a_batch_runs test $? -eq 0
+check smaller_than_a_batch_counts_every_example "$python" -c "
+import json, sys
+r = json.load(open('$work/small/eval_results.json'))
+sys.exit(not (0 < r['eval_samples'] < 64 and r['eval_loss'] == r['eval_loss']))"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

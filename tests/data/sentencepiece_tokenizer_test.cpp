@@ -233,8 +233,8 @@ TEST_F(SentencePieceTest, TrainsOnLinesLongerThanSentencePiecesDefault) {
   o.max_sentence_length = kSentencePieceMaxSentenceLength;
   o.output_dir = *dir_ + "/long_explicit";
   EXPECT_EQ(message_of([&] { train_sentencepiece(o); }),
-            "[SentencePiece] all " + std::to_string(summary.num_lines) + " lines of " + o.input_files[0] +
-                " are longer than --max_sentence_length 4192 bytes (the longest has " +
+            "[SentencePiece] every line of " + o.input_files[0] +
+                " that holds text is longer than --max_sentence_length 4192 bytes (the longest has " +
                 std::to_string(summary.longest_line_bytes) + "), so none is left to train on; pass --max_sentence_length " +
                 std::to_string(summary.longest_line_bytes) + " (or leave it out: it defaults to the longest line)");
   EXPECT_FALSE(fs::exists(o.output_dir + "/spm.model"));
@@ -250,6 +250,25 @@ TEST_F(SentencePieceTest, TrainsOnLinesLongerThanSentencePiecesDefault) {
 
   o.max_sentence_length = -1;
   EXPECT_NE(message_of([&] { train_sentencepiece(o); }).find("--max_sentence_length must be between 1 and"), std::string::npos);
+}
+
+// Inputs SentencePiece's trainer would stop the whole process on (its CHECKs
+// exit): refused before it sees them, or caught in its child process. Either
+// way one lazytrain error, and the caller lives on.
+TEST_F(SentencePieceTest, InputsThatStopSentencePieceAreOneErrorAndTheProcessLives) {
+  SentencePieceTrainOptions o;
+  o.output_dir = *dir_ + "/blank_out";
+  o.vocab_size = 300;
+  o.input_files = {*dir_ + "/blank.txt"};
+  std::ofstream(o.input_files[0]) << "   \n\t\n  \n";
+  EXPECT_EQ(message_of([&] { train_sentencepiece(o); }),
+            "[SentencePiece] " + o.input_files[0] + " holds no text to train on: every line is blank (white space only)");
+  // Text only in lines longer than the limit, beside blank ones.
+  std::ofstream(o.input_files[0], std::ios::app) << "a line of text longer than ten bytes\n";
+  o.max_sentence_length = 10;
+  EXPECT_NE(message_of([&] { train_sentencepiece(o); }).find("that holds text is longer than --max_sentence_length 10 bytes"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(o.output_dir + "/spm.model"));
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
-// Gradient accumulation as Hugging Face's Trainer does it, against PyTorch
-// (tests/golden/grad_accumulation.safetensors, tools/make_golden_grad_accumulation.py):
-// K micro-batches of a tiny BertForMaskedLM, each loss / K backwarded in its own
-// graph (mark_step between them) with the gradients accumulating in grad(), then
-// clip_grad_norm_ and one AdamW step; and one batch of K·B for comparison.
+// Gradient accumulation as Hugging Face's Trainer does it (by tokens, transformers
+// >= 4.46), against PyTorch (tests/golden/grad_accumulation.safetensors,
+// tools/make_golden_grad_accumulation.py): K micro-batches of a tiny
+// BertForMaskedLM with 2, 5 and 8 labelled tokens, each loss times its token
+// count backwarded in its own graph (mark_step between them) with the gradients
+// accumulating in grad(), then divided by the step's tokens (the Trainer's
+// scale_gradients_by_tokens), clip_grad_norm_ and one AdamW step; one batch of
+// K·B for comparison; and the Trainer itself with gradient_accumulation_steps K.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -90,14 +93,19 @@ TEST_F(GradAccumulationGolden, MicroBatchGradientsAccumulateAcrossGraphsAsHuggin
   ASSERT_EQ(K, 3);
   const std::vector<float> expected_losses = golden.floats("loss_b");
   int64_t compiles_after_second = 0;
+  const std::vector<int64_t> label_counts = golden.tensor("labels_b").to_vector<int64_t>();
+  int64_t tokens = 0;
   for (int64_t k = 0; k < K; ++k) {
-    models::MaskedLMOutput out = model->forward(rows("input_ids", k * B, B), rows("attention_mask", k * B, B), rows("labels", k * B, B));
-    div(out.loss, static_cast<double>(K)).backward();
+    const Tensor labels = rows("labels", k * B, B);
+    models::MaskedLMOutput out = model->forward(rows("input_ids", k * B, B), rows("attention_mask", k * B, B), labels);
+    mul(out.loss, sum(to_dtype(ne(labels, -100.0), DType::kFloat32))).backward();
     lazy::mark_step();
     if (k == 1) compiles_after_second = runtime::counter_value("UncachedCompile");
     EXPECT_NEAR(out.loss.item(), expected_losses[static_cast<size_t>(k)], 1e-5 * expected_losses[static_cast<size_t>(k)]) << "micro-batch " << k;
+    tokens += label_counts[static_cast<size_t>(k)];
   }
   EXPECT_EQ(runtime::counter_value("UncachedCompile"), compiles_after_second) << "micro-batch 3 compiled a new graph";
+  for (const auto& [name, p] : model->named_parameters()) p.set_grad(div(p.grad(), static_cast<double>(tokens)));
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     expect_close(p.grad(), golden.floats("grad_b." + name), 1e-4, 1e-6, "grad_b." + name);
@@ -105,8 +113,8 @@ TEST_F(GradAccumulationGolden, MicroBatchGradientsAccumulateAcrossGraphsAsHuggin
   clip_step_and_compare("b");
 }
 
-// (a): the whole batch of K·B at once gives the same update (every micro-batch
-// has as many labels as the others, so the mean of means is the global mean).
+// (a): the whole batch of K·B at once gives the same update (the token mean over
+// the whole step, whatever each micro-batch holds).
 TEST_F(GradAccumulationGolden, OneBatchOfKTimesBGivesTheSameUpdate) {
   models::MaskedLMOutput out = model->forward(rows("input_ids", 0, K * B), rows("attention_mask", 0, K * B), rows("labels", 0, K * B));
   out.loss.backward();

@@ -103,6 +103,22 @@ TEST_F(CheckpointTest, RotationRemovesTheOldestButNeverTheBest) {
   EXPECT_EQ(steps(), (std::vector<int64_t>{50}));
 }
 
+// An older run's checkpoints in the same directory (--overwrite_output_dir):
+// the one just written and the one the run started from are never removed,
+// however the steps sort.
+TEST_F(CheckpointTest, RotationNeverRemovesTheCheckpointJustWrittenNorTheOneRead) {
+  for (int64_t s : {10, 20, 30}) save(s);
+  save(2);  // the new run's first checkpoint, a lower step than the old ones
+  EXPECT_EQ(rotate_checkpoints(dir, 1, "", {dir + "/checkpoint-2", dir + "/checkpoint-30"}),
+            (std::vector<std::string>{dir + "/checkpoint-10", dir + "/checkpoint-20"}));
+  EXPECT_EQ(steps(), (std::vector<int64_t>{2, 30}));
+  // Protected paths that are not checkpoints of the directory change nothing.
+  save(3);
+  EXPECT_EQ(rotate_checkpoints(dir, 2, "", {dir + "/checkpoint-3", "/nonexistent/checkpoint-3"}),
+            (std::vector<std::string>{dir + "/checkpoint-2"}));
+  EXPECT_EQ(steps(), (std::vector<int64_t>{3, 30}));
+}
+
 TEST_F(CheckpointTest, ReplacingACheckpointOfTheSameStep) {
   save(5, "old");
   save(5, "new weights");

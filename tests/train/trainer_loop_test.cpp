@@ -65,6 +65,7 @@ struct TrainedModel {
 struct RunOptions {
   TrainingArguments args;
   int64_t train_examples = 11;
+  int64_t min_length = kSeqLen;  // below kSeqLen: examples of random lengths in [min_length, kSeqLen]
   int64_t eval_examples = 5;
   bool mlm = true;
   double dropout = 0.1;
@@ -78,13 +79,18 @@ TrainedModel run(const RunOptions& o) {
   r.model = models::AutoModelForMaskedLM::from_config(tiny_config(o.dropout));
   LossFn loss = [model = r.model](const distributed::DeviceBatch& b) {
     models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
-    return ModelOutput(out.loss, out.logits);
+    return ModelOutput(out.loss, out.logits, b.labels);
   };
   data::DataCollatorOptions collator;
   collator.mlm = o.mlm;
   collator.mlm_probability = 0.3;
   collator.seed = o.args.seed;
-  Trainer trainer(*r.model, o.args, loss, examples(o.train_examples, 1), examples(o.eval_examples, 2),
+  std::vector<data::Example> train_set = examples(o.train_examples, 1);
+  std::mt19937_64 lengths(7);
+  for (data::Example& e : train_set) {
+    if (o.min_length < kSeqLen) e.input_ids.resize(static_cast<size_t>(o.min_length + static_cast<int64_t>(lengths() % (kSeqLen - o.min_length + 1))));
+  }
+  Trainer trainer(*r.model, o.args, loss, train_set, examples(o.eval_examples, 2),
                   [&] { return data::DataCollatorForLanguageModeling(data::CollatorTokens{kVocab, 4, 0, {0, 1, 2, 3, 4}}, collator); });
   trainer.set_model_config(r.model->config().to_json());
   if (o.train) r.train_metrics = trainer.train(o.resume);
@@ -156,6 +162,38 @@ TEST(TrainerLoop, GradientAccumulationGivesTheUpdateOfOneLargeBatch) {
   // First micro-batch (no gradient yet), middle ones, the last with the update: three graphs.
   ASSERT_TRUE(runtime::metric_data("CompileTime"));
   EXPECT_LE(runtime::metric_data("CompileTime")->total_samples, 3);
+
+  const auto a = one_batch.parameters(), b = micro.parameters();
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = 0; j < a[i].size(); ++j) worst = std::max(worst, static_cast<double>(std::abs(a[i][j] - b[i][j])));
+  }
+  EXPECT_LT(worst, 2e-5);
+  EXPECT_NEAR(one_batch.train_metrics.at("train_loss"), micro.train_metrics.at("train_loss"), 1e-5);
+}
+
+// Hugging Face's accumulation since transformers 4.46 (num_items_in_batch): the
+// step's loss is the mean over all its labelled tokens, so micro-batches of
+// unequal token counts (examples of 3 to 8 tokens, padding unlabelled) still
+// give the update and the logged loss of one batch K times as large. Averaging
+// the micro-batch means (the old way) misses it by far more than the tolerance.
+TEST(TrainerLoop, GradientAccumulationWeighsTokensNotMicroBatches) {
+  RunOptions large;
+  large.mlm = false;
+  large.dropout = 0.0;
+  large.train_examples = 8;
+  large.min_length = 3;
+  large.args = base_args(temp_dir("large_uneven"));
+  large.args.per_device_train_batch_size = 4;
+  large.args.max_steps = 2;
+  const TrainedModel one_batch = run(large);
+
+  RunOptions accumulated = large;
+  accumulated.args.output_dir = temp_dir("accumulated_uneven");
+  accumulated.args.per_device_train_batch_size = 1;
+  accumulated.args.gradient_accumulation_steps = 4;
+  const TrainedModel micro = run(accumulated);
 
   const auto a = one_batch.parameters(), b = micro.parameters();
   ASSERT_EQ(a.size(), b.size());
