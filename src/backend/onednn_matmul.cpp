@@ -2,12 +2,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <map>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/env_vars.h"
@@ -85,8 +88,6 @@ void narrow(const float* in, int64_t n, runtime::Buffer& out) {
   }
 }
 
-bool is_unimplemented(const dnnl::error& e) { return e.status == dnnl_unimplemented; }
-
 // oneDNN's status in words, for errors that name it (never its raw message alone).
 std::string dnnl_status_name(dnnl_status_t status) {
   switch (status) {
@@ -97,6 +98,32 @@ std::string dnnl_status_name(dnnl_status_t status) {
     default: return "oneDNN status " + std::to_string(static_cast<int>(status));
   }
 }
+
+// oneDNN sees one OpenMP thread while `f` runs on the calling thread: a
+// primitive created then splits no work between threads.
+template <typename F>
+auto with_one_thread(F&& f) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  try {
+    auto result = f();
+    omp_set_num_threads(threads);
+    return result;
+  } catch (...) {
+    omp_set_num_threads(threads);
+    throw;
+  }
+}
+
+// Work per tile, in multiply-adds, and the fewest rows a tile of an unbatched
+// dot has: large enough for oneDNN's one-thread kernels to run near their
+// speed, small enough for 2 to 16 threads to share (bert-mini and bert-base
+// steps within a few percent of oneDNN's own threading, bench_bert_train,
+// 2 threads; tiles of 2^22 and 64 rows cost 9-15%).
+constexpr int64_t kTileWork = int64_t{1} << 24;
+constexpr int64_t kMinTileRows = 128;
+// A wide output (a vocabulary-sized head) is also cut into column blocks.
+constexpr int64_t kSplitColumnsAbove = 4096, kTileColumns = 2048;
 
 }  // namespace
 
@@ -114,190 +141,273 @@ bool repack_rhs(DType t, bool rhs_transposed, int64_t batch, int64_t n) {
   return t == DType::kFloat32 && !rhs_transposed && batch == 1 && n > 1024;
 }
 
-// The primitives for one OpenMP thread count: oneDNN splits the work for the
-// threads it sees at creation and asks for that many when it runs, so an
-// execution on fewer threads (runtime/thread_governor.h) needs its own.
-struct Primitives {
-  dnnl::memory::desc scratchpad_md;
+// The result must not depend on how many threads run it (issue 30: the thread
+// governor changes the count with the machine's load, and oneDNN's AVX2 gemm
+// splits a dot's sums between threads differently for each count). So the
+// output is cut into fixed tiles, a function of the shape alone: batches of a
+// batched dot, else blocks of rows (and of columns for a wide output). Each
+// tile is one oneDNN primitive created for one thread, so every sum is formed
+// the same way whatever the count; the threads of the execution share the tiles.
+struct TileShape {
+  int64_t outer = 0;  // batches (batched dot) or rows
+  int64_t cols = 0;
+  bool operator==(const TileShape&) const = default;
+};
+
+struct Tile {
+  int64_t outer0 = 0, col0 = 0;
+  int variant = 0;  // index into Impl::variants
+};
+
+struct Variant {
+  TileShape shape;
+  dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md, scratchpad_md;
   dnnl::matmul primitive;
-  // repack_rhs: rhs is reordered from b_md into packed_b_md (oneDNN's choice) before each run.
-  bool packed = false;
-  dnnl::memory::desc packed_b_md, pack_scratchpad_md;
-  dnnl::reorder pack;
 };
 
 struct OneDnnMatmul::Impl {
   MatmulEpilogue epilogue;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool lhs_t = false, rhs_t = false;
   // A bf16/f16 dot oneDNN cannot multiply natively here (no AVX-512): the
   // descriptors are f32 and run() widens the operands and narrows the result.
   bool widened = false;
-  int64_t m = 0, n = 0, k = 0;
-  dnnl::memory::desc a_md, b_md, weights_md, c_md, bias_md, residual_md;
-  dnnl::primitive_attr attr;
-  mutable std::mutex mutex;
-  mutable std::map<int, std::shared_ptr<const Primitives>> by_threads;  // OpenMP threads -> primitives
+  dnnl::memory::data_type dt = dnnl::memory::data_type::f32;
+  // rhs reordered once per run into packed_b_md (oneDNN's choice for the tiles).
+  bool packed = false;
+  dnnl::memory::desc plain_b_md, packed_b_md, pack_scratchpad_md;
+  dnnl::reorder pack;
+  std::vector<Variant> variants;
+  std::vector<Tile> tiles;
 
-  // The memory descriptors and attributes for operands of type `t`.
-  void describe(int64_t batch, bool lhs_t, bool rhs_t, DType t, dnnl::memory::data_type dt);
+  bool batched() const { return batch > 1; }
+  size_t element_bytes() const { return dnnl::memory::data_type_size(dt); }
 
-  // The primitives for the calling thread's OpenMP thread count, made at first use.
-  std::shared_ptr<const Primitives> primitives() const {
-    const int threads = omp_get_max_threads();
-    std::lock_guard<std::mutex> lock(mutex);
-    std::shared_ptr<const Primitives>& p = by_threads[threads];
-    if (!p) p = make_primitives();
-    return p;
-  }
-
-  std::shared_ptr<const Primitives> make_primitives() const {
-    auto p = std::make_shared<Primitives>();
-    dnnl::matmul::primitive_desc pd =
-        epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, weights_md, bias_md, c_md), attr, cpu_engine())
-                      : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, weights_md, c_md), attr, cpu_engine());
-    p->scratchpad_md = pd.scratchpad_desc();
-    p->primitive = dnnl::matmul(pd);
-    if (pd.weights_desc() != b_md) {
-      p->packed = true;
-      p->packed_b_md = pd.weights_desc();
-      dnnl::primitive_attr pack_attr;
-      pack_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::reorder::primitive_desc pack_pd(cpu_engine(), b_md, cpu_engine(), p->packed_b_md, pack_attr);
-      p->pack_scratchpad_md = pack_pd.scratchpad_desc();
-      p->pack = dnnl::reorder(pack_pd);
-    }
-    return p;
-  }
+  // Tiles and their primitives for operands of type `t` (dt).
+  void plan(DType t, dnnl::memory::data_type type);
+  Variant make_variant(TileShape s, const dnnl::memory::desc* weights) const;
+  void run_tile(const Tile& tile, const char* a, const char* b, char* c, const char* bias, const char* residual) const;
 };
+
+Variant OneDnnMatmul::Impl::make_variant(TileShape s, const dnnl::memory::desc* weights) const {
+  using dims = dnnl::memory::dims;
+  Variant v;
+  v.shape = s;
+  const int64_t rows = batched() ? m : s.outer, cols = s.cols;
+  auto desc = [&](int64_t r, int64_t c, dims strides) {
+    // Unbatched dots are described in 2-D: oneDNN lays out a repacked rhs in
+    // blocks only for 2-D weights (3-D ones stay plain).
+    return batched() ? dnnl::memory::desc({s.outer, r, c}, dt, dims{r * c, strides[0], strides[1]}) : dnnl::memory::desc({r, c}, dt, strides);
+  };
+  // Strides are the whole operands': a tile is a window into them.
+  v.a_md = desc(rows, k, lhs_t ? dims{1, m} : dims{k, 1});
+  v.b_md = desc(k, cols, rhs_t ? dims{1, k} : dims{n, 1});
+  v.c_md = desc(rows, cols, dims{n, 1});
+  // Our scratchpad per run: one primitive serves every device's execution
+  // thread at once, and oneDNN's library scratchpad is shared between
+  // primitives and bound to a thread (DNNL_ENABLE_CONCURRENT_EXEC=OFF).
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (epilogue.residual) {
+    v.residual_md = v.c_md;
+    dnnl::post_ops ops;
+    ops.append_binary(dnnl::algorithm::binary_add, v.residual_md);
+    attr.set_post_ops(ops);
+  }
+  if (epilogue.bias) v.bias_md = batched() ? dnnl::memory::desc({1, 1, cols}, dt, dims{cols, cols, 1}) : dnnl::memory::desc({1, cols}, dt, dims{n, 1});
+  const dnnl::memory::desc& w = weights ? *weights : v.b_md;
+  dnnl::matmul::primitive_desc pd = with_one_thread([&] {
+    return epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.bias_md, v.c_md), attr, cpu_engine())
+                         : dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.c_md), attr, cpu_engine());
+  });
+  v.b_md = pd.weights_desc();
+  v.scratchpad_md = pd.scratchpad_desc();
+  v.primitive = dnnl::matmul(pd);
+  return v;
+}
+
+void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
+  dt = type;
+  variants.clear();
+  tiles.clear();
+  packed = false;
+  const bool repack = repack_rhs(t, rhs_t, batch, n);
+  // The tiling: a function of the shape only.
+  const int64_t outer = batched() ? batch : m;
+  const int64_t cols = !batched() && !repack && n > kSplitColumnsAbove ? kTileColumns : n;
+  const int64_t work_per_outer = (batched() ? m : 1) * cols * k;
+  int64_t outer_block = std::clamp<int64_t>(kTileWork / std::max<int64_t>(1, work_per_outer), 1, outer);
+  if (!batched()) outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
+  std::vector<TileShape> shapes;
+  auto variant_of = [&](TileShape s) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (shapes[i] == s) return static_cast<int>(i);
+    }
+    shapes.push_back(s);
+    return static_cast<int>(shapes.size() - 1);
+  };
+  // Column blocks outermost: a thread taking the next tile mostly reads the same rhs block.
+  for (int64_t c = 0; c < n; c += cols) {
+    for (int64_t o = 0; o < outer; o += outer_block) {
+      tiles.push_back({o, c, variant_of({std::min(outer_block, outer - o), std::min(cols, n - c)})});
+    }
+  }
+  // The first (largest) tile picks rhs's layout; the others take the same one.
+  plain_b_md = dnnl::memory::desc({k, n}, dt, rhs_t ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1});
+  std::optional<dnnl::memory::desc> weights;
+  if (repack) weights = dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any);
+  for (const TileShape& s : shapes) {
+    variants.push_back(make_variant(s, weights ? &*weights : nullptr));
+    if (repack && !packed) {
+      packed = variants.back().b_md != plain_b_md;
+      weights = variants.back().b_md;
+    }
+  }
+  if (packed) {
+    packed_b_md = *weights;
+    dnnl::primitive_attr pack_attr;
+    pack_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::reorder::primitive_desc pack_pd(cpu_engine(), plain_b_md, cpu_engine(), packed_b_md, pack_attr);
+    pack_scratchpad_md = pack_pd.scratchpad_desc();
+    pack = dnnl::reorder(pack_pd);
+  }
+}
 
 OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, MatmulEpilogue epilogue) : impl_(std::make_unique<Impl>()) {
   const size_t nb = dot.dot.lhs_batch_dimensions.size();
-  int64_t batch = 1;
-  for (size_t i = 0; i < nb; ++i) batch *= lhs[i];
-  const bool lhs_t = dot.dot.lhs_contracting_dimensions[0] == static_cast<int64_t>(nb);      // stored [k, m]
-  const bool rhs_t = dot.dot.rhs_contracting_dimensions[0] == static_cast<int64_t>(nb + 1);  // stored [n, k]
   Impl& p = *impl_;
+  for (size_t i = 0; i < nb; ++i) p.batch *= lhs[i];
+  p.lhs_t = dot.dot.lhs_contracting_dimensions[0] == static_cast<int64_t>(nb);      // stored [k, m]
+  p.rhs_t = dot.dot.rhs_contracting_dimensions[0] == static_cast<int64_t>(nb + 1);  // stored [n, k]
   p.epilogue = epilogue;
   p.m = dot.shape[nb];
   p.n = dot.shape[nb + 1];
   p.k = lhs[static_cast<size_t>(dot.dot.lhs_contracting_dimensions[0])];
-  if (p.m * p.n == 0 || p.k == 0) return;  // run() fills the output itself
   const dnnl::memory::data_type native = dnnl_type(dot.dtype, dot);  // integers are refused here
+  if (p.batch * p.m * p.n == 0 || p.k == 0) return;                  // run() fills the output itself
+  auto failure = [&](const dnnl::error& e) {
+    return Error("[" + dot.name() + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
+                 std::to_string(p.k) + "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) + "] (" + dnnl_status_name(e.status) + ")");
+  };
   try {
-    p.describe(batch, lhs_t, rhs_t, dot.dtype, native);
-    p.primitives();  // for the creating thread's count now: a compile error surfaces here, not in the first run
+    p.plan(dot.dtype, native);
     return;
   } catch (const dnnl::error& e) {
-    if (dot.dtype == DType::kFloat32 || !is_unimplemented(e)) {
-      throw Error("[" + dot.name() + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
-                  std::to_string(p.k) + "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) + "] (" + dnnl_status_name(e.status) + ")");
-    }
+    if (dot.dtype == DType::kFloat32 || e.status != dnnl_unimplemented) throw failure(e);
   }
   // What a bf16 matmul computes, from f32 kernels: the same products, summed in f32, rounded once.
   note_widened_once(dot.dtype);
   p.widened = true;
-  p.by_threads.clear();
-  p.describe(batch, lhs_t, rhs_t, DType::kFloat32, dnnl::memory::data_type::f32);
-  p.primitives();
-}
-
-void OneDnnMatmul::Impl::describe(int64_t batch, bool lhs_t, bool rhs_t, DType t, dnnl::memory::data_type dt) {
-  Impl& p = *this;
-  using dims = dnnl::memory::dims;
-  const int64_t m = p.m, n = p.n, k = p.k;
-  // Unbatched dots are described in 2-D: oneDNN lays out a repacked rhs in
-  // blocks only for 2-D weights (3-D ones stay plain).
-  const bool batched = batch > 1;
-  auto desc = [&](int64_t rows, int64_t cols, dims strides) {
-    return batched ? dnnl::memory::desc({batch, rows, cols}, dt, dims{rows * cols, strides[0], strides[1]})
-                   : dnnl::memory::desc({rows, cols}, dt, strides);
-  };
-  p.a_md = desc(m, k, lhs_t ? dims{1, m} : dims{k, 1});
-  p.b_md = desc(k, n, rhs_t ? dims{1, k} : dims{n, 1});
-  p.c_md = desc(m, n, dims{n, 1});
-  // Our scratchpad per run: one primitive serves every device's execution
-  // thread at once, and oneDNN's library scratchpad is shared between
-  // primitives and bound to a thread (DNNL_ENABLE_CONCURRENT_EXEC=OFF).
-  p.attr = dnnl::primitive_attr();
-  p.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (p.epilogue.residual) {
-    p.residual_md = p.c_md;
-    dnnl::post_ops ops;
-    ops.append_binary(dnnl::algorithm::binary_add, p.residual_md);
-    p.attr.set_post_ops(ops);
+  try {
+    p.plan(DType::kFloat32, dnnl::memory::data_type::f32);
+  } catch (const dnnl::error& e) {
+    throw failure(e);
   }
-  if (p.epilogue.bias) p.bias_md = batched ? dnnl::memory::desc({1, 1, n}, dt, dims{n, n, 1}) : dnnl::memory::desc({1, n}, dt, dims{n, 1});
-  p.weights_md = repack_rhs(t, rhs_t, batch, n) ? dnnl::memory::desc({k, n}, dt, dnnl::memory::format_tag::any) : p.b_md;
 }
 
 OneDnnMatmul::~OneDnnMatmul() = default;
 
-bool OneDnnMatmul::repacks_rhs() const { return impl_->m * impl_->n > 0 && impl_->k > 0 && impl_->primitives()->packed; }
+bool OneDnnMatmul::repacks_rhs() const { return impl_->packed; }
+
+bool OneDnnMatmul::widened() const { return impl_->widened; }
+
+void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b, char* c, const char* bias, const char* residual) const {
+  const Variant& v = variants[static_cast<size_t>(tile.variant)];
+  const size_t e = element_bytes();
+  const int64_t o = tile.outer0, col = tile.col0;
+  // Element offsets of the tile's window in each operand.
+  const int64_t a_off = batched() ? o * m * k : (lhs_t ? o : o * k);
+  const int64_t b_off = batched() ? o * k * n : (packed ? 0 : rhs_t ? col * k : col);
+  const int64_t c_off = batched() ? o * m * n : o * n + col;
+  auto ptr = [e](const char* base, int64_t offset) { return const_cast<char*>(base) + static_cast<size_t>(offset) * e; };
+  const dnnl::engine& engine = cpu_engine();
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, dnnl::memory(v.a_md, engine, ptr(a, a_off))},
+                                                {DNNL_ARG_WEIGHTS, dnnl::memory(v.b_md, engine, ptr(b, b_off))},
+                                                {DNNL_ARG_DST, dnnl::memory(v.c_md, engine, ptr(c, c_off))}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(v.bias_md, engine, ptr(bias, col)));
+  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(v.residual_md, engine, ptr(residual, c_off)));
+  std::unique_ptr<uint8_t[]> scratchpad;
+  if (v.scratchpad_md.get_size() > 0) {
+    scratchpad = std::make_unique_for_overwrite<uint8_t[]>(v.scratchpad_md.get_size());
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(v.scratchpad_md, engine, scratchpad.get()));
+  }
+  // One thread at execution too: some of oneDNN's kernels (its AVX2 gemm) pick their threads when they run.
+  with_one_thread([&] {
+    dnnl::stream stream(engine);
+    v.primitive.execute(stream, args);
+    stream.wait();
+    return 0;
+  });
+}
 
 void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
                        runtime::Buffer& out) const {
   const Impl& i = *impl_;
   check((bias != nullptr) == i.epilogue.bias && (residual != nullptr) == i.epilogue.residual, "OneDnnMatmul",
         "epilogue operands do not match the primitive");
-  if (i.m * i.n == 0) return;
+  if (i.batch * i.m * i.n == 0) return;
   if (i.k == 0) {
     // An empty sum: zeros, plus the epilogue (not reached from the passes, kept exact anyway).
     check(!i.epilogue.bias && !i.epilogue.residual, "OneDnnMatmul", "an epilogue on a dot with no contracting elements");
     std::memset(out.raw(), 0, static_cast<size_t>(out.nbytes()));
     return;
   }
-  const std::shared_ptr<const Primitives> primitives = i.primitives();
-  const Primitives& p = *primitives;
   // Widened: f32 copies of the operands, and the f32 result narrowed into `out` at the end.
   std::unique_ptr<float[]> wide_lhs, wide_rhs, wide_bias, wide_residual, wide_out;
-  void* lhs_data = lhs.raw();
-  void* rhs_data = rhs.raw();
-  void* out_data = out.raw();
-  void* bias_data = bias ? bias->raw() : nullptr;
-  void* residual_data = residual ? residual->raw() : nullptr;
+  const void* a = lhs.raw();
+  const void* b = rhs.raw();
+  void* c = out.raw();
+  const void* bias_data = bias ? bias->raw() : nullptr;
+  const void* residual_data = residual ? residual->raw() : nullptr;
   if (i.widened) {
-    wide_lhs = widen(lhs);
-    wide_rhs = widen(rhs);
-    wide_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(out.numel()));
-    lhs_data = wide_lhs.get();
-    rhs_data = wide_rhs.get();
-    out_data = wide_out.get();
+    a = (wide_lhs = widen(lhs)).get();
+    b = (wide_rhs = widen(rhs)).get();
+    c = (wide_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(out.numel()))).get();
     if (bias) bias_data = (wide_bias = widen(*bias)).get();
     if (residual) residual_data = (wide_residual = widen(*residual)).get();
   }
-  dnnl::stream stream(cpu_engine());
-  dnnl::memory a(i.a_md, cpu_engine(), lhs_data), b(i.b_md, cpu_engine(), rhs_data), c(i.c_md, cpu_engine(), out_data);
-  // Buffers of this run alone (thread-safe: runs never share one).
-  std::unique_ptr<uint8_t[]> packed_rhs, pack_scratchpad;
-  if (p.packed) {
-    packed_rhs = std::make_unique_for_overwrite<uint8_t[]>(p.packed_b_md.get_size());
-    dnnl::memory packed(p.packed_b_md, cpu_engine(), packed_rhs.get());
-    std::unordered_map<int, dnnl::memory> pack_args = {{DNNL_ARG_FROM, b}, {DNNL_ARG_TO, packed}};
-    if (p.pack_scratchpad_md.get_size() > 0) {
-      pack_scratchpad = std::make_unique_for_overwrite<uint8_t[]>(p.pack_scratchpad_md.get_size());
-      pack_args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.pack_scratchpad_md, cpu_engine(), pack_scratchpad.get()));
+  auto oneDnn_failed = [&](const dnnl::error& e) {
+    return Error("[OneDnnMatmul] a [" + std::to_string(i.m) + ", " + std::to_string(i.k) + "] x [" + std::to_string(i.k) + ", " +
+                 std::to_string(i.n) + "] matmul failed (" + dnnl_status_name(e.status) + ")");
+  };
+  // rhs in the tiles' layout, once for all of them.
+  std::unique_ptr<uint8_t[]> packed_rhs;
+  if (i.packed) {
+    try {
+      packed_rhs = std::make_unique_for_overwrite<uint8_t[]>(i.packed_b_md.get_size());
+      std::unique_ptr<uint8_t[]> pack_scratchpad;
+      std::unordered_map<int, dnnl::memory> pack_args = {{DNNL_ARG_FROM, dnnl::memory(i.plain_b_md, cpu_engine(), const_cast<void*>(b))},
+                                                         {DNNL_ARG_TO, dnnl::memory(i.packed_b_md, cpu_engine(), packed_rhs.get())}};
+      if (i.pack_scratchpad_md.get_size() > 0) {
+        pack_scratchpad = std::make_unique_for_overwrite<uint8_t[]>(i.pack_scratchpad_md.get_size());
+        pack_args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(i.pack_scratchpad_md, cpu_engine(), pack_scratchpad.get()));
+      }
+      dnnl::stream stream(cpu_engine());
+      i.pack.execute(stream, pack_args);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      throw oneDnn_failed(e);
     }
-    p.pack.execute(stream, pack_args);
-    b = packed;
+    b = packed_rhs.get();
   }
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(i.bias_md, cpu_engine(), bias_data));
-  if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(i.residual_md, cpu_engine(), residual_data));
-  const size_t scratchpad_bytes = p.scratchpad_md.get_size();
-  std::unique_ptr<uint8_t[]> scratchpad;
-  if (scratchpad_bytes > 0) {
-    scratchpad = std::make_unique_for_overwrite<uint8_t[]>(scratchpad_bytes);
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad_md, cpu_engine(), scratchpad.get()));
+  const int64_t tiles = static_cast<int64_t>(i.tiles.size());
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+#pragma omp parallel for schedule(dynamic, 1) if (tiles > 1)
+  for (int64_t t = 0; t < tiles; ++t) {
+    try {
+      i.run_tile(i.tiles[static_cast<size_t>(t)], static_cast<const char*>(a), static_cast<const char*>(b), static_cast<char*>(c),
+                 static_cast<const char*>(bias_data), static_cast<const char*>(residual_data));
+    } catch (const dnnl::error& e) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::make_exception_ptr(oneDnn_failed(e));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
   }
-  try {
-    p.primitive.execute(stream, args);
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    throw Error("[OneDnnMatmul] a [" + std::to_string(i.m) + ", " + std::to_string(i.k) + "] x [" + std::to_string(i.k) + ", " +
-                std::to_string(i.n) + "] matmul failed (" + dnnl_status_name(e.status) + ")");
-  }
+  if (failure) std::rethrow_exception(failure);
   if (i.widened) narrow(wide_out.get(), out.numel(), out);
 }
-
-bool OneDnnMatmul::widened() const { return impl_->widened; }
 
 }  // namespace lazytrain::backend

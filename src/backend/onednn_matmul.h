@@ -4,6 +4,10 @@
 // dots through it; the CPU backend creates one per dot of an executable, once.
 // run() may be called from several threads at once (every device's execution
 // thread runs the same executable): each run brings its own scratchpad.
+// Deterministic whatever the thread count: the output is cut into tiles fixed
+// by the shape (batches, or blocks of rows and of a wide output's columns),
+// each computed by a primitive made for one thread, and run()'s OpenMP threads
+// share the tiles, so 1 or 16 threads form every sum alike (onednn_matmul.cpp).
 //
 // The dot: lhs [batch..., m, k] or [batch..., k, m] (contracting dim last or
 // second to last), rhs [batch..., k, n] or [batch..., n, k], out [batch..., m, n];
@@ -46,9 +50,10 @@ class OneDnnMatmul {
   void run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
            runtime::Buffer& out) const;
 
-  // True when run() reorders rhs into oneDNN's own layout before multiplying:
-  // an unbatched f32 dot whose rhs is stored [k, n] with n > 1024, where
-  // oneDNN reading it in place is up to 3x slower (onednn_matmul.cpp).
+  // True when run() reorders rhs into oneDNN's own layout before multiplying
+  // (once a run, for all tiles): an unbatched f32 dot whose rhs is stored
+  // [k, n] with n > 1024, where oneDNN reading it in place is up to 3x slower
+  // (onednn_matmul.cpp), and oneDNN's kernels here want another layout.
   bool repacks_rhs() const;
 
   // True when this bf16/f16 dot runs as an f32 matmul (no native kernel here).

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <random>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -92,6 +95,70 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
     for (int layout = 0; layout < 4; ++layout) {
       for (bool epilogue : {false, true}) check_case({37, 45, n, (layout & 1) != 0, (layout & 2) != 0, epilogue});
     }
+  }
+}
+
+// The thread count never changes a result (issue 30): the thread governor runs
+// executions on fewer threads under load, and oneDNN's AVX2 gemm split the sums
+// of a small, deep dot (a weight gradient: 32 x 37 over 512 tokens) between
+// threads. Random values, so any other summation order shows; bit for bit at 1
+// and 2 threads, for unbatched, wide, transposed and batched dots, f32 and bf16.
+TEST(OneDnnMatmul, ResultsAreTheSameAtOneAndTwoThreads) {
+  struct Shape3 {
+    int64_t batch, m, k, n;
+    bool lhs_t, rhs_t;
+    DType dtype;
+  };
+  const std::vector<Shape3> shapes = {{1, 32, 512, 37, true, false, DType::kFloat32},   {1, 512, 32, 37, false, false, DType::kFloat32},
+                                      {1, 300, 64, 1500, false, false, DType::kFloat32}, {1, 40, 128, 5000, false, true, DType::kFloat32},
+                                      {16, 64, 32, 64, false, true, DType::kFloat32},   {1, 32, 512, 37, true, false, DType::kBFloat16},
+                                      {8, 64, 32, 64, false, false, DType::kBFloat16}};
+  const int threads = omp_get_max_threads();
+  for (const Shape3& s : shapes) {
+    const bool batched = s.batch > 1;
+    Shape lhs_shape = s.lhs_t ? Shape{s.k, s.m} : Shape{s.m, s.k};
+    Shape rhs_shape = s.rhs_t ? Shape{s.n, s.k} : Shape{s.k, s.n};
+    Shape out_shape = {s.m, s.n};
+    if (batched) {
+      lhs_shape.insert(lhs_shape.begin(), s.batch);
+      rhs_shape.insert(rhs_shape.begin(), s.batch);
+      out_shape.insert(out_shape.begin(), s.batch);
+    }
+    const int64_t nb = batched ? 1 : 0;
+    hlo::HloBuilder b("dot");
+    int x = b.parameter(lhs_shape, s.dtype);
+    int y = b.parameter(rhs_shape, s.dtype);
+    hlo::DotDimensionNumbers d;
+    if (batched) d = {{0}, {0}, {}, {}};
+    d.lhs_contracting_dimensions = {s.lhs_t ? nb : nb + 1};
+    d.rhs_contracting_dimensions = {s.rhs_t ? nb + 1 : nb};
+    hlo::HloModule module = b.build({b.dot(x, y, d)});
+    OneDnnMatmul matmul(lhs_shape, module.at(module.at(module.root).operands[0]));
+    std::mt19937 rng(static_cast<unsigned>(s.m * 31 + s.n));
+    std::normal_distribution<float> normal;
+    auto random = [&](const Shape& shape) {
+      Buffer buf(shape, s.dtype);
+      for (int64_t i = 0; i < buf.numel(); ++i) {
+        if (s.dtype == DType::kBFloat16) {
+          buf.data<BFloat16>()[i] = BFloat16(normal(rng));
+        } else {
+          buf.data<float>()[i] = normal(rng);
+        }
+      }
+      return buf;
+    };
+    const Buffer lhs = random(lhs_shape), rhs = random(rhs_shape);
+    std::vector<std::vector<uint8_t>> results;
+    for (int t : {1, 2}) {
+      omp_set_num_threads(t);
+      Buffer out(out_shape, s.dtype);
+      matmul.run(lhs, rhs, nullptr, nullptr, out);
+      const uint8_t* bytes = static_cast<const uint8_t*>(out.raw());
+      results.emplace_back(bytes, bytes + out.nbytes());
+    }
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(results[0] == results[1]) << "batch " << s.batch << ", [" << s.m << ", " << s.k << "] x [" << s.k << ", " << s.n
+                                          << "], " << xla_name(s.dtype) << ": the results at 1 and 2 threads differ";
   }
 }
 
