@@ -126,7 +126,6 @@ int run_mlm(const RunMlmOptions& options) {
   configure_backend(o.backend, o.compile_cache_dir, o.dump_hlo);
   configure_execution(t.execution_mode, t.detect_anomaly, t.debug_recompiles, t.debug_graphs);
 
-
   // One replica: the model, its Trainer, training and evaluation (the whole of
   // xla_spawn.py's _mp_fn); --num_cores N runs N of them on their own devices.
   auto replica = [&](int) {

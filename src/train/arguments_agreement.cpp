@@ -20,21 +20,16 @@ bool is_per_process_argument(const std::string& key) {
 void check_arguments_agree(const std::string& command, const nlohmann::json& arguments) {
   const runtime::ReplicaWorld& world = runtime::replica_world();
   if (world.num_processes <= 1) return;
-  // One number a key (its value's CRC32C, exact in a double), in the keys' order, which every process shares.
+  // One number a key (its value's CRC32C, exact in a double), in the keys' order, which every process
+  // shares; then each value as a number where it is one, so the error can show the other rank's value.
   std::vector<std::string> keys;
-  std::vector<double> mine;
-  for (const auto& [key, value] : arguments.items()) {
+  std::vector<double> sent, numbers;
+  for (const auto& [key, v] : arguments.items()) {
     if (is_per_process_argument(key)) continue;
     keys.push_back(key);
-    mine.push_back(static_cast<double>(crc32c(value.dump())));
-  }
-  // Each value also as a number where it is one, so the error can show the other rank's value.
-  std::vector<double> numbers;
-  for (const std::string& key : keys) {
-    const nlohmann::json& v = arguments[key];
+    sent.push_back(static_cast<double>(crc32c(v.dump())));
     numbers.push_back(v.is_number() ? v.get<double>() : v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : 0.0);
   }
-  std::vector<double> sent = mine;
   sent.insert(sent.end(), numbers.begin(), numbers.end());
   const std::vector<double> all = runtime::host_all_gather(command + ".training_arguments", sent);
   const size_t n = sent.size(), k = keys.size();

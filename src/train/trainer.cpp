@@ -300,14 +300,13 @@ void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
     for (const Tensor& loss : s.losses) sum += in_step(s.step, [&] { return loss.item(); });
     losses = static_cast<double>(s.losses.size());
   }
-  double labelled = static_cast<double>(s.losses.size());
-  const double labelled_batches = labelled;
+  double labelled = static_cast<double>(s.losses.size());  // micro-batches with a label
   double micro_batches = static_cast<double>(s.micro_batches);
   double tokens = static_cast<double>(s.tokens), examples = static_cast<double>(s.examples);
   if (replicas_ > 1) {
     // The step's figures over every replica (the token mean over all their micro-batches).
     const std::vector<double> all =
-        runtime::host_all_gather("Trainer.step_loss", {sum, losses, labelled_batches, micro_batches, tokens, examples});
+        runtime::host_all_gather("Trainer.step_loss", {sum, losses, labelled, micro_batches, tokens, examples});
     sum = losses = labelled = micro_batches = tokens = examples = 0.0;
     for (size_t r = 0; r < all.size(); r += 6) {
       sum += all[r];
