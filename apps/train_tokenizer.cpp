@@ -12,7 +12,7 @@ void add_train_tokenizer_command(CLI::App& app, TrainTokenizerOptions& o) {
   c->add_option("--model_type", o.model_type, "unigram or bpe")->check(CLI::IsMember({"unigram", "bpe"}));
   c->add_option("--vocab_size", o.vocab_size, "Vocabulary size, special tokens included")->check(CLI::Range(262, 1 << 20));
   c->add_option("--character_coverage", o.character_coverage, "Share of characters the pieces cover (SentencePiece's option)")
-      ->check(CLI::Range(0.5, 1.0));
+      ->check(CLI::Range(0.98, 1.0));
   c->add_option("--max_sentence_length", o.max_sentence_length,
                  "Longest line trained on, in bytes; longer lines are skipped (SentencePiece's option; default: the longest input line)")
       ->check(CLI::Range(1, 2147483647));

@@ -94,6 +94,10 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
     throw Error(std::string(kOp) + "--vocab_size must be at least 262 (5 special tokens, 256 bytes and a piece), got " +
                 std::to_string(o.vocab_size));
   }
+  // SentencePiece's own check (trainer_interface.cc), said before it says it in its words.
+  if (!(o.character_coverage >= 0.98 && o.character_coverage <= 1.0)) {
+    throw Error(std::string(kOp) + "--character_coverage must be between 0.98 and 1, got " + std::to_string(o.character_coverage));
+  }
   if (o.input_files.empty()) throw Error(std::string(kOp) + "no --input file given");
   if (o.output_dir.empty()) throw Error(std::string(kOp) + "--output_dir is required");
   if (o.max_sentence_length < 0 || o.max_sentence_length > std::numeric_limits<int32_t>::max()) {
@@ -169,7 +173,7 @@ SentencePieceTrainSummary train_sentencepiece(const SentencePieceTrainOptions& o
     if (size_t at = why.find("Vocabulary size"); at != std::string::npos) {
       why = why.substr(at);
       if (size_t hint = why.find(" Increase vocab_size or decrease character_coverage"); hint != std::string::npos) {
-        why = why.substr(0, hint) + " Increase --vocab_size (or lower --character_coverage).";
+        why = why.substr(0, hint) + " Increase --vocab_size (or lower --character_coverage, down to 0.98).";
       }
       throw Error(std::string(kOp) + "--vocab_size " + std::to_string(o.vocab_size) + " does not fit " + inputs + ": " + why +
                   skipped_note);

@@ -28,7 +28,7 @@ struct SentencePieceTrainOptions {
   int64_t vocab_size = 8000;           // including the 5 special tokens and the 256 byte pieces
   std::vector<std::string> input_files;
   std::string output_dir;
-  double character_coverage = 0.9995;  // SentencePiece's default
+  double character_coverage = 0.9995;  // SentencePiece's default; SentencePiece accepts [0.98, 1]
   int num_threads = 2;
   // SentencePiece's max_sentence_length: lines longer than this many bytes are
   // skipped in training. 0: the longest line of the input (at least

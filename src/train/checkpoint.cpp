@@ -141,22 +141,24 @@ std::string resolve_checkpoint(const std::string& arg, const std::string& output
   return arg;
 }
 
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && !b.empty() && fs::equivalent(a, b, ec);
+}
+
 std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit, const std::string& keep,
                                             const std::vector<std::string>& protect) {
   std::vector<CheckpointDir> all = list_checkpoints(output_dir);
+  std::erase_if(all, [&](const CheckpointDir& c) { return std::any_of(protect.begin(), protect.end(), [&](const std::string& p) { return same_path(c.path, p); }); });
   std::vector<std::string> removed;
   if (limit < 1 || static_cast<int64_t>(all.size()) <= limit) return removed;
-  auto same = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return !b.empty() && fs::equivalent(a, b, ec);
-  };
-  const bool keep_listed = std::any_of(all.begin(), all.end(), [&](const CheckpointDir& c) { return same(c.path, keep); });
+  const bool keep_listed = std::any_of(all.begin(), all.end(), [&](const CheckpointDir& c) { return same_path(c.path, keep); });
   // With limit 1 and a best checkpoint older than the newest, keep both.
-  if (keep_listed && limit == 1 && !same(all.back().path, keep)) limit = 2;
+  if (keep_listed && limit == 1 && !same_path(all.back().path, keep)) limit = 2;
   int64_t excess = static_cast<int64_t>(all.size()) - limit;
   for (const CheckpointDir& c : all) {
     if (excess <= 0) break;
-    if (same(c.path, keep) || std::any_of(protect.begin(), protect.end(), [&](const std::string& p) { return same(c.path, p); })) continue;
+    if (same_path(c.path, keep)) continue;
     remove_checkpoint(c.path);
     removed.push_back(c.path);
     --excess;

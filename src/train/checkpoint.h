@@ -57,12 +57,14 @@ std::string resolve_checkpoint(const std::string& arg, const std::string& output
 // Removes the oldest complete checkpoints until at most `limit` remain, never
 // the one at `keep` (the best model's, when load_best_model_at_end); with
 // limit 1 and a best checkpoint that is not the newest, both stay (as Hugging
-// Face's _rotate_checkpoints does). Nor any of `protect`: the checkpoint just
-// written and those the run read (its starting weights, the checkpoint it
-// resumed from), which an older run's checkpoints in the same --output_dir
-// (--overwrite_output_dir) would otherwise outnumber. Returns the removed paths.
+// Face's _rotate_checkpoints does). Checkpoints in `protect` are neither
+// counted nor removed: those of an older run in the same --output_dir
+// (--overwrite_output_dir) and those this run read. Returns the removed paths.
 std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit, const std::string& keep = "",
                                             const std::vector<std::string>& protect = {});
+
+// Whether `a` and `b` name the same existing file or directory (false when either is missing or empty).
+bool same_path(const std::string& a, const std::string& b);
 
 // Removes one checkpoint directory, its marker first.
 void remove_checkpoint(const std::string& dir);

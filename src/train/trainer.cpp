@@ -398,6 +398,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
                  static_cast<double>(opt.optimizer->state_bytes()) / 1e6, opt.sharded ? " (sharded, ZeRO stage 1)" : "");
   }
   if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
+  sort_out_existing_checkpoints(resume_from_checkpoint);
   model_.train();
   run_ = RunTotals{};
   trained_samples_ = 0;

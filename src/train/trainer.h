@@ -89,7 +89,8 @@ class Trainer {
   // does not know (the tokenizer's).
   void on_save(std::function<void(const std::string& dir)> save_files) { save_extra_files_ = std::move(save_files); }
   // A directory this run read its starting weights from (--model_name_or_path):
-  // when it is a checkpoint of --output_dir, save_total_limit never removes it.
+  // when it is a checkpoint of --output_dir, save_total_limit never removes it,
+  // and train() refuses to start when a save would replace it.
   void keep_checkpoint(const std::string& dir) { read_checkpoints_.push_back(dir); }
 
   // Trains for args.max_steps (or num_train_epochs) optimizer steps, evaluating
@@ -176,6 +177,12 @@ class Trainer {
   // a diverged run stops instead of training on. Every replica checks its own
   // copy (they are equal), so all of them stop together.
   void check_parameters_finite(const std::string& when) const;
+  // At the start of train(): which checkpoints of --output_dir are an older
+  // run's (foreign_checkpoints_), and an Error when this run would save over a
+  // checkpoint it read its starting weights from.
+  void sort_out_existing_checkpoints(const std::string& resumed_from);
+  // Whether this run saves a checkpoint at `step` (save_strategy, save_steps, max_steps).
+  bool saves_at(int64_t step) const;
   void load_checkpoint(const std::string& dir, TrainerOptimization& opt);
   void update_best(const std::map<std::string, double>& eval_metrics);
   // data_state.json: what fixes the data order, and the position in it.
@@ -214,6 +221,10 @@ class Trainer {
   nlohmann::json model_config_;
   std::function<void(const std::string&)> save_extra_files_;
   std::vector<std::string> read_checkpoints_;  // never rotated away (keep_checkpoint, the resumed checkpoint)
+  // Checkpoints of --output_dir that an older run left (--overwrite_output_dir,
+  // or past the step this run resumed from): never counted nor removed by
+  // save_total_limit; one this run saves over becomes its own.
+  std::vector<std::string> foreign_checkpoints_;
   TrainerState state_;
   std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;

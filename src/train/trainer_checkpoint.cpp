@@ -94,7 +94,30 @@ void Trainer::check_parameters_finite(const std::string& when) const {
     throw Error("[Trainer] training step " + std::to_string(state_.global_step) + ": parameter '" + name + "' holds non-finite values (" +
                 std::to_string(count) + " of " + std::to_string(values.size()) + ", the first " + std::to_string(*bad) + " at index " +
                 std::to_string(bad - values.begin()) + "); " + when +
-                ". Lower --learning_rate, set --max_grad_norm, or check the data");
+                (args_.max_grad_norm > 0 ? ". Lower --learning_rate or check the data" : ". Lower --learning_rate, set --max_grad_norm, or check the data"));
+  }
+}
+
+bool Trainer::saves_at(int64_t step) const {
+  if (step > state_.max_steps) return false;
+  if (args_.save_strategy == "steps") return step % args_.save_steps == 0 || step == state_.max_steps;
+  if (args_.save_strategy == "epoch") return step % updates_per_epoch() == 0 || step == state_.max_steps;
+  return false;
+}
+
+void Trainer::sort_out_existing_checkpoints(const std::string& resumed_from) {
+  foreign_checkpoints_.clear();
+  const std::vector<CheckpointDir> existing = list_checkpoints(args_.output_dir);
+  const bool resumed_here = std::any_of(existing.begin(), existing.end(), [&](const CheckpointDir& c) { return same_path(c.path, resumed_from); });
+  for (const CheckpointDir& c : existing) {
+    // A resumed run's own checkpoints are those up to the step it resumed from.
+    if (!(resumed_here && c.step <= state_.global_step)) foreign_checkpoints_.push_back(c.path);
+    for (const std::string& read : read_checkpoints_) {
+      if (same_path(c.path, read) && c.step > state_.global_step && saves_at(c.step)) {
+        throw Error("[Trainer] this run would save checkpoint-" + std::to_string(c.step) + " over '" + read +
+                    "', which it read its starting weights from; pass another --output_dir, or copy that checkpoint elsewhere first");
+      }
+    }
   }
 }
 
@@ -118,10 +141,11 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
     write_json_file(dir + "/training_args.json", args_.to_json());
     if (save_extra_files_) save_extra_files_(dir);
   });
+  std::erase_if(foreign_checkpoints_, [&](const std::string& c) { return same_path(c, written); });  // replaced: this run's now
   if (args_.save_total_limit) {
     const std::string keep = args_.load_best_model_at_end ? state_.best_model_checkpoint : "";
     std::vector<std::string> protect = read_checkpoints_;
-    protect.push_back(written);
+    protect.insert(protect.end(), foreign_checkpoints_.begin(), foreign_checkpoints_.end());
     rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "", protect);
   }
   if (replicas_ > 1) runtime::host_rendezvous("Trainer.save_checkpoint");

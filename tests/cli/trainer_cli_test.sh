@@ -104,18 +104,30 @@ train --max_steps 2 --save_steps 1 --output_dir "$work/c" --overwrite_output_dir
 check overwrite_exit test $? -eq 0
 check overwrite_does_not_resume test "$(grep -c "Resuming training" "$work/stderr")" -eq 0
 check overwrite_keeps_old_checkpoints test "$(checkpoints "$work/c")" = "checkpoint-1 checkpoint-2 checkpoint-8 checkpoint-12 "
-# Starting from one of its own checkpoints with a save limit of 1: the checkpoint the run read stays.
+# Starting from one of its own checkpoints with a save limit of 1: the limit counts this run's
+# checkpoints only (its 1 and 2 replaced the older run's, then rotated away); the older run's
+# and the one read stay, unchanged.
 cp "$work/c/checkpoint-12/model.safetensors" "$work/source.safetensors"
 train --max_steps 3 --save_steps 1 --save_total_limit 1 --model_name_or_path "$work/c/checkpoint-12" --output_dir "$work/c" \
   --overwrite_output_dir
 check overwrite_from_own_checkpoint_exit test $? -eq 0
-check overwrite_rotation_keeps_the_source test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-12 "
+check overwrite_rotation_keeps_the_source_and_the_older_run test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-8 checkpoint-12 "
 check source_checkpoint_unchanged cmp -s "$work/source.safetensors" "$work/c/checkpoint-12/model.safetensors"
+# A run that would save over the checkpoint it starts from is refused before any work.
+cp "$work/c/checkpoint-3/model.safetensors" "$work/source3.safetensors"
+train --max_steps 3 --save_steps 1 --model_name_or_path "$work/c/checkpoint-3" --output_dir "$work/c" --overwrite_output_dir
+check save_over_the_source_refused grep -q "would save checkpoint-3 over '$work/c/checkpoint-3', which it read its starting weights from" \
+  "$work/stderr"
+check save_over_the_source_left_it cmp -s "$work/source3.safetensors" "$work/c/checkpoint-3/model.safetensors"
 # A run that fails at its first step (non-finite weights) deletes and writes no checkpoint.
 train --max_steps 1 --save_steps 1 --learning_rate 1e38 --max_grad_norm 0 --output_dir "$work/c" --overwrite_output_dir
 check failing_run_exit test $? -ne 0
-check failing_run_keeps_checkpoints test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-12 "
+check failing_run_keeps_checkpoints test "$(checkpoints "$work/c")" = "checkpoint-3 checkpoint-8 checkpoint-12 "
 check failing_run_names_the_tensor grep -q "non-finite" "$work/stderr"
+# One that fails after saving (at step 2, limit 1) still removes none of the older run's checkpoints.
+train --max_steps 4 --save_steps 1 --save_total_limit 1 --learning_rate 1e20 --max_grad_norm 0 --output_dir "$work/c" --overwrite_output_dir
+check failing_later_run_exit test $? -ne 0
+check failing_later_run_keeps_the_older_run test "$(checkpoints "$work/c" | grep -o 'checkpoint-8 checkpoint-12')" = "checkpoint-8 checkpoint-12"
 
 # load_best_model_at_end: the best checkpoint is never rotated away and its weights end up in the model.
 train --max_steps 8 --evaluation_strategy steps --eval_steps 2 --save_steps 2 --save_total_limit 1 --load_best_model_at_end \

@@ -269,6 +269,10 @@ TEST_F(SentencePieceTest, InputsThatStopSentencePieceAreOneErrorAndTheProcessLiv
   EXPECT_NE(message_of([&] { train_sentencepiece(o); }).find("that holds text is longer than --max_sentence_length 10 bytes"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(o.output_dir + "/spm.model"));
+  // A coverage SentencePiece's own CHECK refuses (below 0.98): said in lazytrain's words.
+  o.max_sentence_length = 0;
+  o.character_coverage = 0.5;
+  EXPECT_EQ(message_of([&] { train_sentencepiece(o); }), "[SentencePiece] --character_coverage must be between 0.98 and 1, got 0.500000");
 }
 
 }  // namespace

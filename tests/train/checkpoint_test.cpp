@@ -103,20 +103,22 @@ TEST_F(CheckpointTest, RotationRemovesTheOldestButNeverTheBest) {
   EXPECT_EQ(steps(), (std::vector<int64_t>{50}));
 }
 
-// An older run's checkpoints in the same directory (--overwrite_output_dir):
-// the one just written and the one the run started from are never removed,
-// however the steps sort.
-TEST_F(CheckpointTest, RotationNeverRemovesTheCheckpointJustWrittenNorTheOneRead) {
+// An older run's checkpoints in the same directory (--overwrite_output_dir)
+// and the one this run read are protected: neither counted against the limit
+// nor removed, however their steps sort against this run's.
+TEST_F(CheckpointTest, RotationLeavesProtectedCheckpointsOutOfTheCount) {
   for (int64_t s : {10, 20, 30}) save(s);
+  const std::vector<std::string> older_run = {dir + "/checkpoint-10", dir + "/checkpoint-20", dir + "/checkpoint-30"};
   save(2);  // the new run's first checkpoint, a lower step than the old ones
-  EXPECT_EQ(rotate_checkpoints(dir, 1, "", {dir + "/checkpoint-2", dir + "/checkpoint-30"}),
-            (std::vector<std::string>{dir + "/checkpoint-10", dir + "/checkpoint-20"}));
-  EXPECT_EQ(steps(), (std::vector<int64_t>{2, 30}));
-  // Protected paths that are not checkpoints of the directory change nothing.
+  EXPECT_TRUE(rotate_checkpoints(dir, 1, "", older_run).empty());
   save(3);
-  EXPECT_EQ(rotate_checkpoints(dir, 2, "", {dir + "/checkpoint-3", "/nonexistent/checkpoint-3"}),
-            (std::vector<std::string>{dir + "/checkpoint-2"}));
-  EXPECT_EQ(steps(), (std::vector<int64_t>{3, 30}));
+  EXPECT_EQ(rotate_checkpoints(dir, 1, "", older_run), (std::vector<std::string>{dir + "/checkpoint-2"}));
+  EXPECT_EQ(steps(), (std::vector<int64_t>{3, 10, 20, 30}));
+  // Protected paths that are not checkpoints of the directory change nothing.
+  save(4);
+  EXPECT_EQ(rotate_checkpoints(dir, 1, "", {"/nonexistent/checkpoint-3"}), (std::vector<std::string>{dir + "/checkpoint-3", dir + "/checkpoint-4",
+                                                                                                   dir + "/checkpoint-10", dir + "/checkpoint-20"}));
+  EXPECT_EQ(steps(), (std::vector<int64_t>{30}));
 }
 
 TEST_F(CheckpointTest, ReplacingACheckpointOfTheSameStep) {
