@@ -5,13 +5,13 @@
 namespace lazytrain {
 
 std::string format_error(const std::string& op, const std::string& message,
-                         const std::source_location& where) {
+                         const OpLocation& where) {
   // Inside a composite op, the user's call of the outermost op (core/op_location.h).
-  const std::source_location* user = current_op_location();
+  const OpLocation* user = current_op_location();
   return "[" + op + "] " + message + " (called from " + location_text(user ? *user : where) + ")";
 }
 
-void throw_error(const std::string& op, const std::string& message, const std::source_location& where) {
+void throw_error(const std::string& op, const std::string& message, const OpLocation& where) {
   throw Error(format_error(op, message, where));
 }
 

@@ -6,9 +6,10 @@
 //   (called from train.cpp:42)
 #pragma once
 
-#include <source_location>
 #include <stdexcept>
 #include <string>
+
+#include "core/op_location.h"
 
 namespace lazytrain {
 
@@ -20,11 +21,11 @@ class Error : public std::runtime_error {
 // Builds "[op] message (called from file:line)". `where` is the call site; inside
 // a tensor op the outermost op's caller wins (core/op_location.h).
 std::string format_error(const std::string& op, const std::string& message,
-                         const std::source_location& where);
+                         const OpLocation& where);
 
 // Throws Error("[op] message (called from file:line)").
 [[noreturn]] void throw_error(const std::string& op, const std::string& message,
-                              const std::source_location& where = std::source_location::current());
+                              const OpLocation& where = std::source_location::current());
 
 // Throws Error("[op] message") when `condition` is false; no call site is added.
 inline void check(bool condition, const std::string& op, const std::string& message) {

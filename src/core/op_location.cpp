@@ -5,11 +5,11 @@
 namespace lazytrain {
 
 namespace {
-thread_local const std::source_location* outermost = nullptr;
-thread_local std::source_location outermost_value;
+thread_local const OpLocation* outermost = nullptr;
+thread_local OpLocation outermost_value;
 }  // namespace
 
-OpLocationScope::OpLocationScope(const std::source_location& where) {
+OpLocationScope::OpLocationScope(const OpLocation& where) {
   if (outermost != nullptr) return;
   outermost_value = where;
   outermost = &outermost_value;
@@ -20,12 +20,11 @@ OpLocationScope::~OpLocationScope() {
   if (outermost_) outermost = nullptr;
 }
 
-const std::source_location* current_op_location() { return outermost; }
+const OpLocation* current_op_location() { return outermost; }
 
-std::string location_text(const std::source_location& where) {
-  const char* file = where.file_name();
-  if (file == nullptr || *file == '\0') return "";
-  return std::filesystem::path(file).filename().string() + ":" + std::to_string(where.line());
+std::string location_text(const OpLocation& where) {
+  if (!where.known()) return "";
+  return std::filesystem::path(where.file).filename().string() + ":" + std::to_string(where.line);
 }
 
 }  // namespace lazytrain

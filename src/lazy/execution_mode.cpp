@@ -29,7 +29,7 @@ double value_at(const Literal& values, int64_t i) {
 }
 
 // torch.autograd.detect_anomaly's check, on the result of `op` called at `where`.
-void check_finite(LazyTensor& tensor, const std::string& op, const std::source_location& location) {
+void check_finite(LazyTensor& tensor, const std::string& op, const OpLocation& location) {
   if (!is_floating_point(tensor.dtype())) return;
   const Literal values = runtime::transfer_from_device(tensor.buffer());
   int64_t bad = 0, first = -1;

@@ -13,13 +13,13 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <source_location>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/compiler.h"
 #include "core/error.h"
+#include "core/op_location.h"
 #include "lazy/lazy_tensor.h"
 #include "runtime/device.h"
 
@@ -64,7 +64,7 @@ class ExecutionError : public Error {
 struct SyncCause {
   enum class Kind { kOther, kMarkStep, kRead, kEagerOp, kFusedChunk, kGraphBreak, kCompiledFunction };
   Kind kind = Kind::kOther;
-  std::source_location where;  // the user's line: the read, the op; empty when unknown
+  OpLocation where;  // the user's line: the read, the op; empty when unknown
 };
 
 class GraphExecutor {

@@ -56,7 +56,7 @@ Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dty
     : op_(std::move(op)), operands_(std::move(operands)), shape_(std::move(shape)), dtype_(dtype),
       attrs_(std::move(attrs)), lower_(lower), id_(next_id++) {
   device_neutral_ = op_ == "prim::Constant";
-  if (const std::source_location* where = current_op_location()) location_ = *where;
+  if (const OpLocation* where = current_op_location()) location_ = *where;
   const runtime::Device* from = nullptr;
   for (const NodePtr& o : operands_) {
     if (o->device_neutral()) continue;

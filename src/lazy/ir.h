@@ -16,12 +16,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_location.h"
 #include "core/shape.h"
 #include "runtime/async_buffer.h"
 #include "runtime/buffer.h"
@@ -72,7 +72,7 @@ class Node {
   int64_t id() const { return id_; }
   // Where the user called the op that recorded this node (the outermost tensor
   // op, core/op_location.h); an empty file name when unknown. Not hashed.
-  const std::source_location& location() const { return location_; }
+  const OpLocation& location() const { return location_; }
 
   // Attribute lookup; throws Error when the attribute is absent or of another type.
   int64_t int_attr(const std::string& name) const;
@@ -96,7 +96,7 @@ class Node {
   std::shared_ptr<runtime::AsyncBuffer> data_;
   uint64_t local_hash_ = 0;
   int64_t id_ = 0;
-  std::source_location location_;
+  OpLocation location_;
 };
 
 // Throws Error "[op] expected all tensors to be on the same device, but found at

@@ -64,8 +64,8 @@ std::atomic<int64_t>& LazyTensor::growth_warnings() {
 
 void LazyTensor::sync() {
   if (!has_pending_ir()) return;
-  const std::source_location* where = current_op_location();
-  const SyncCause cause{SyncCause::Kind::kRead, where ? *where : std::source_location{}};
+  const OpLocation* where = current_op_location();
+  const SyncCause cause{SyncCause::Kind::kRead, where ? *where : OpLocation{}};
   // A read runs everything pending on the device (lazy/graph_executor.h,
   // sync_live), but only from the thread the device is current on: another
   // thread's tensors of that device may be changing under it.

@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
-#include <source_location>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_location.h"
 #include "core/shape.h"
 
 namespace lazytrain::lazy {
@@ -33,7 +33,7 @@ struct GraphFingerprint {
     std::string op;
     Shape shape;
     DType dtype = DType::kFloat32;
-    std::source_location where;
+    OpLocation where;
     int64_t parameter = -1;   // parameter number of a device-data leaf, else -1
     int64_t first_user = -1;  // index of the first entry reading this one
   };

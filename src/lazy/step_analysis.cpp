@@ -40,7 +40,7 @@ void note_execution(const runtime::Device& device, bool compiled, bool eager_op,
   r.largest_graph = std::max(r.largest_graph, nodes);
 }
 
-void note_host_transfer(const runtime::Device& device, const std::string& read, const std::source_location& where, bool ran_graph) {
+void note_host_transfer(const runtime::Device& device, const std::string& read, const OpLocation& where, bool ran_graph) {
   std::lock_guard<std::mutex> lock(mutex);
   StepRecord& r = devices()[device].current;
   if (r.transfers.size() < kKeptTransfers) r.transfers.push_back({read, where, ran_graph});

@@ -9,17 +9,17 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/op_location.h"
 #include "runtime/device.h"
 
 namespace lazytrain::lazy {
 
 struct HostTransfer {
   std::string read;              // "item()", "to_vector()", "to_literal()"
-  std::source_location where;    // the user's call
+  OpLocation where;    // the user's call
   bool ran_graph = false;        // the read had to run pending ops first
 };
 
@@ -40,7 +40,7 @@ bool step_analysis();
 
 // Recording (the GraphExecutor and the tensor layer call these).
 void note_execution(const runtime::Device& device, bool compiled, bool eager_op, int64_t nodes);
-void note_host_transfer(const runtime::Device& device, const std::string& read, const std::source_location& where, bool ran_graph);
+void note_host_transfer(const runtime::Device& device, const std::string& read, const OpLocation& where, bool ran_graph);
 // Closes the device's current step (mark_step) and returns it.
 StepRecord end_step(const runtime::Device& device);
 

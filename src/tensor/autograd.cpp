@@ -32,7 +32,7 @@ Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs
   if (!any) return output;
   auto fn = std::make_shared<GradFn>();
   fn->name = name;
-  if (const std::source_location* where = current_op_location()) fn->location = *where;
+  if (const OpLocation* where = current_op_location()) fn->location = *where;
   for (const Tensor& t : inputs) {
     Edge e;
     if (t.defined()) e.dtype = t.dtype();

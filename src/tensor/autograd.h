@@ -4,10 +4,10 @@
 
 #include <functional>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/op_location.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::autograd {
@@ -33,7 +33,7 @@ struct GradFn {
   BackwardFn backward;  // null once the graph was freed by backward()
   // Where the user called the forward op (core/op_location.h): its gradient
   // ops are recorded there, so backward's errors and IR name that line.
-  std::source_location location;
+  OpLocation location;
 
   GradFn() = default;
   // Releases `next` and `backward` (whose closure may hold tensors with GradFns

@@ -12,17 +12,17 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_location.h"
 #include "core/shape.h"
 
 namespace lazytrain {
 
 class Tensor;
-using Loc = std::source_location;
+using Loc = OpLocation;
 
 // ---- creation (float32 unless a dtype is given) ----
 Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32);
@@ -67,88 +67,88 @@ void set_rng_state(const RngState& state);
 std::vector<float> host_randn(int64_t count);
 
 // ---- elementwise (broadcasting; result dtype by torch.promote_types) ----
-Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = Loc::current());
-Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = Loc::current());
-Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor add(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor sub(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor mul(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor div(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor pow(const Tensor& a, double exponent, Loc loc = Loc::current());
-Tensor neg(const Tensor& x, Loc loc = Loc::current());
-Tensor exp(const Tensor& x, Loc loc = Loc::current());
-Tensor log(const Tensor& x, Loc loc = Loc::current());
-Tensor sqrt(const Tensor& x, Loc loc = Loc::current());
-Tensor rsqrt(const Tensor& x, Loc loc = Loc::current());
-Tensor tanh(const Tensor& x, Loc loc = Loc::current());
-Tensor erf(const Tensor& x, Loc loc = Loc::current());
-Tensor abs(const Tensor& x, Loc loc = Loc::current());
-Tensor relu(const Tensor& x, Loc loc = Loc::current());
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = std::source_location::current());
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = std::source_location::current());
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor div(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor add(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor sub(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor mul(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor div(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor pow(const Tensor& a, double exponent, Loc loc = std::source_location::current());
+Tensor neg(const Tensor& x, Loc loc = std::source_location::current());
+Tensor exp(const Tensor& x, Loc loc = std::source_location::current());
+Tensor log(const Tensor& x, Loc loc = std::source_location::current());
+Tensor sqrt(const Tensor& x, Loc loc = std::source_location::current());
+Tensor rsqrt(const Tensor& x, Loc loc = std::source_location::current());
+Tensor tanh(const Tensor& x, Loc loc = std::source_location::current());
+Tensor erf(const Tensor& x, Loc loc = std::source_location::current());
+Tensor abs(const Tensor& x, Loc loc = std::source_location::current());
+Tensor relu(const Tensor& x, Loc loc = std::source_location::current());
 // torch.nn.functional.gelu. approximate "none": the exact erf form,
 // x * 0.5 * (1 + erf(x / sqrt(2))); "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // (Hendrycks & Gimpel 2016; GPT-2's gelu_new). One op each way, forward and backward,
 // so it fuses into one loop. Floating x; Error naming aten::gelu for another approximate.
-Tensor gelu(const Tensor& x, const std::string& approximate = "none", Loc loc = Loc::current());
+Tensor gelu(const Tensor& x, const std::string& approximate = "none", Loc loc = std::source_location::current());
 // Comparisons return bool tensors.
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor lt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor eq(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor ne(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor lt(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor gt(const Tensor& a, double b, Loc loc = Loc::current());
-Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-Tensor logical_not(const Tensor& x, Loc loc = Loc::current());
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor le(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor eq(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor ne(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor lt(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor gt(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor logical_not(const Tensor& x, Loc loc = std::source_location::current());
 // condition ? a : b, broadcasting all three; condition must be bool.
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 // x with `value` where mask (bool, broadcastable to x) is true.
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc = Loc::current());
-Tensor to_dtype(const Tensor& x, DType dtype, Loc loc = Loc::current());
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc = std::source_location::current());
+Tensor to_dtype(const Tensor& x, DType dtype, Loc loc = std::source_location::current());
 
 // ---- matrix multiply ----
 // torch.matmul: 1-D·1-D dot, 2-D mm, batched with broadcast batch dims.
-Tensor matmul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor matmul(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 
 // ---- reductions (dims may be negative; empty dims = all) ----
-Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current());
-Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = Loc::current());
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
 // Values of torch.max(x, dim) / torch.amax.
-Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = Loc::current());
+Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
 // log(sum(exp(x))) over dims, computed stably (torch.logsumexp): a floating
 // x; rows of -inf give -inf, a +inf gives +inf, a NaN gives NaN. Lowered to
 // one reduce with to_apply=logaddexp, which the CPU backend computes in one
 // pass over x (online softmax). Gradient: g * exp(x - result).
-Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = Loc::current());
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
 // Index of the first maximum along dim, int64.
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = Loc::current());
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = std::source_location::current());
 
 // ---- views and data movement (copies: lazytrain tensors never alias) ----
-Tensor reshape(const Tensor& x, Shape shape, Loc loc = Loc::current());  // one dim may be -1
-Tensor view(const Tensor& x, Shape shape, Loc loc = Loc::current());
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc = Loc::current());
-Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc = Loc::current());
-Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc = Loc::current());
-Tensor squeeze(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+Tensor reshape(const Tensor& x, Shape shape, Loc loc = std::source_location::current());  // one dim may be -1
+Tensor view(const Tensor& x, Shape shape, Loc loc = std::source_location::current());
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc = std::source_location::current());
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc = std::source_location::current());
+Tensor unsqueeze(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
+Tensor squeeze(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
 // Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a size.
-Tensor expand(const Tensor& x, const Shape& shape, Loc loc = Loc::current());
+Tensor expand(const Tensor& x, const Shape& shape, Loc loc = std::source_location::current());
 // x[start:end:step] along dim, Python-style clamping of start/end.
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1, Loc loc = Loc::current());
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = Loc::current());
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1, Loc loc = std::source_location::current());
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = std::source_location::current());
 // x's value, computed no earlier than `after` (any shape and dtype) and never
 // merged with an equal computation by the compiler: XLA's opt-barrier (with one
 // value passed through), as jax.lax.optimization_barrier and PyTorch/XLA's
 // xm.optimization_barrier_ use it for rematerialization (nn/checkpoint.h). The
 // gradient passes to x unchanged; `after` gets none.
-Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc = Loc::current());
+Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc = std::source_location::current());
 // Rows of x along dim selected by int32/int64 `index` (1-D).
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = Loc::current());
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = std::source_location::current());
 
 // ---- data-dependent shapes (the eager modes, lazy/execution_mode.h) ----
 // Their result's shape depends on the input's values, which lazy tracing does
@@ -157,42 +157,42 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc =
 // sum(where(mask, x, 0))); in the eager modes they read the input (a host
 // transfer) and build the result from it.
 // Indices of x's non-zero elements, int64 [n, x.dim()], in row-major order (torch.nonzero).
-Tensor nonzero(const Tensor& x, Loc loc = Loc::current());
+Tensor nonzero(const Tensor& x, Loc loc = std::source_location::current());
 // The elements of x where mask (bool, broadcast with x) is true, 1-D in row-major
 // order (torch.masked_select); gradients flow back to x.
-Tensor masked_select(const Tensor& x, const Tensor& mask, Loc loc = Loc::current());
+Tensor masked_select(const Tensor& x, const Tensor& mask, Loc loc = std::source_location::current());
 
 // ---- neural-network functions (torch.nn.functional) ----
 // weight [num_embeddings, dim], indices int [...] → [..., dim]. An index out of
 // range raises Error when the graph runs. Lookups of padding_idx (>= 0) send no
 // gradient to that row, as torch.nn.functional.embedding.
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, Loc loc = Loc::current());
-Tensor softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
-Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc = Loc::current());
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, Loc loc = std::source_location::current());
+Tensor softmax(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
+Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
 // Normalises over the trailing dims of normalized_shape; y = (x-mean)/sqrt(var+eps)*weight+bias
 // with the biased variance (torch.nn.functional.layer_norm).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps = 1e-5, Loc loc = Loc::current());
+                  double eps = 1e-5, Loc loc = std::source_location::current());
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when
 // training; identity otherwise.
-Tensor dropout(const Tensor& x, double p, bool training, Loc loc = Loc::current());
+Tensor dropout(const Tensor& x, double p, bool training, Loc loc = std::source_location::current());
 // logits [N, C] (or [C]), target int [N] (or []): mean over targets != ignore_index
 // of -log_softmax(logits)[target] (torch.nn.functional.cross_entropy, reduction='mean').
 // Computed as logsumexp(logits - logits[target]) without materialising the
 // log-probabilities: the forward reads the logits once (online softmax) and is
 // exact to the loss's own precision whatever the logits' magnitude; the
 // backward, softmax - one_hot(target), is one elementwise pass (the fused loss).
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = Loc::current());
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = std::source_location::current());
 // Linear layer: x [..., in] @ weight[out, in]^T + bias[out].
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = Loc::current());
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = std::source_location::current());
 
 // ---- operators ----
-// A Tensor operand of an operator. C++ operators take no std::source_location
+// A Tensor operand of an operator. C++ operators take no OpLocation
 // argument, so this conversion captures where the user wrote the expression
 // (its errors and IR nodes name that line). Holds a reference: a temporary
 // lives until the expression ends.
 struct TensorOperand {
-  TensorOperand(const Tensor& tensor, Loc loc = Loc::current()) : tensor(tensor), loc(loc) {}  // NOLINT: implicit by design
+  TensorOperand(const Tensor& tensor, Loc loc = std::source_location::current()) : tensor(tensor), loc(loc) {}  // NOLINT: implicit by design
   const Tensor& tensor;
   Loc loc;
 };

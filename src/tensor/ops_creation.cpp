@@ -16,6 +16,7 @@
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "runtime/transfer.h"
+#include "tensor/host_rand.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
@@ -213,6 +214,14 @@ std::vector<float> host_randn(int64_t count) {
     out[i] = static_cast<float>(r * std::cos(2.0 * M_PI * u2));
     if (i + 1 < count) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
   }
+  return out;
+}
+
+std::vector<float> host_rand(int64_t count) {
+  // One raw 53-bit draw per value, as host_randn draws them.
+  std::mt19937_64& g = generator().host;
+  std::vector<float> out(static_cast<size_t>(count));
+  for (float& v : out) v = static_cast<float>(static_cast<double>(g() >> 11) / 9007199254740992.0);
   return out;
 }
 

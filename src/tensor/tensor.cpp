@@ -128,16 +128,16 @@ void Tensor::set_data(const Tensor& value) const {
 }
 
 Tensor Tensor::to(DType d) const { return to_dtype(*this, d); }
-Tensor Tensor::view(const Shape& s, std::source_location loc) const { return lazytrain::view(*this, s, loc); }
-Tensor Tensor::reshape(const Shape& s, std::source_location loc) const { return lazytrain::reshape(*this, s, loc); }
+Tensor Tensor::view(const Shape& s, OpLocation loc) const { return lazytrain::view(*this, s, loc); }
+Tensor Tensor::reshape(const Shape& s, OpLocation loc) const { return lazytrain::reshape(*this, s, loc); }
 Tensor Tensor::transpose(int64_t a, int64_t b) const { return lazytrain::transpose(*this, a, b); }
 Tensor Tensor::permute(const std::vector<int64_t>& d) const { return lazytrain::permute(*this, d); }
 Tensor Tensor::unsqueeze(int64_t d) const { return lazytrain::unsqueeze(*this, d); }
 Tensor Tensor::squeeze(int64_t d) const { return lazytrain::squeeze(*this, d); }
-Tensor Tensor::expand(const Shape& s, std::source_location loc) const { return lazytrain::expand(*this, s, loc); }
+Tensor Tensor::expand(const Shape& s, OpLocation loc) const { return lazytrain::expand(*this, s, loc); }
 Tensor Tensor::sum(std::vector<int64_t> d, bool k) const { return lazytrain::sum(*this, std::move(d), k); }
 Tensor Tensor::mean(std::vector<int64_t> d, bool k) const { return lazytrain::mean(*this, std::move(d), k); }
-Tensor Tensor::matmul(const Tensor& o, std::source_location loc) const { return lazytrain::matmul(*this, o, loc); }
+Tensor Tensor::matmul(const Tensor& o, OpLocation loc) const { return lazytrain::matmul(*this, o, loc); }
 Tensor Tensor::pow(double e) const { return lazytrain::pow(*this, e); }
 Tensor Tensor::sqrt() const { return lazytrain::sqrt(*this); }
 Tensor Tensor::exp() const { return lazytrain::exp(*this); }

@@ -8,10 +8,10 @@
 #pragma once
 
 #include <memory>
-#include <source_location>
 #include <vector>
 
 #include "core/literal.h"
+#include "core/op_location.h"
 #include "lazy/lazy_tensor.h"
 #include "runtime/device.h"
 
@@ -59,13 +59,13 @@ class Tensor {
   // sync_live) and is recorded as a host transfer at the caller's line
   // (lazy/step_analysis.h).
   // The single value of a one-element tensor, as double.
-  double item(std::source_location loc = std::source_location::current()) const;
+  double item(OpLocation loc = std::source_location::current()) const;
   // All values in row-major order, converted to T (float, double, int64_t, int32_t, uint8_t).
   template <typename T>
-  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
+  std::vector<T> to_vector(OpLocation loc = std::source_location::current()) const;
   // The values as a host Literal (shape and dtype kept), through the device
   // boundary (runtime::transfer_from_device); waits for a pending value.
-  Literal to_literal(std::source_location loc = std::source_location::current()) const;
+  Literal to_literal(OpLocation loc = std::source_location::current()) const;
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -90,17 +90,17 @@ class Tensor {
   // The same values on `device` (a copy through the device boundary; *this when
   // already there). Gradients flow back to this tensor's device.
   Tensor to(const runtime::Device& device) const;
-  Tensor view(const Shape& shape, std::source_location loc = std::source_location::current()) const;
-  Tensor reshape(const Shape& shape, std::source_location loc = std::source_location::current()) const;
+  Tensor view(const Shape& shape, OpLocation loc = std::source_location::current()) const;
+  Tensor reshape(const Shape& shape, OpLocation loc = std::source_location::current()) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const { return transpose(0, 1); }
   Tensor permute(const std::vector<int64_t>& dims) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
-  Tensor expand(const Shape& shape, std::source_location loc = std::source_location::current()) const;
+  Tensor expand(const Shape& shape, OpLocation loc = std::source_location::current()) const;
   Tensor sum(std::vector<int64_t> dims = {}, bool keepdim = false) const;
   Tensor mean(std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor matmul(const Tensor& other, std::source_location loc = std::source_location::current()) const;
+  Tensor matmul(const Tensor& other, OpLocation loc = std::source_location::current()) const;
   Tensor pow(double exponent) const;
   Tensor sqrt() const;
   Tensor exp() const;
@@ -114,7 +114,7 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
 
  private:
-  Literal read_literal(const char* read, std::source_location loc) const;
+  Literal read_literal(const char* read, OpLocation loc) const;
   template <typename T>
   static std::vector<T> literal_values(const Literal& values);
   std::shared_ptr<TensorImpl> impl_;

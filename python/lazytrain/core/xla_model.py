@@ -1,0 +1,123 @@
+"""torch_xla.core.xla_model (xm) on lazytrain: replicas, their meetings and the
+data-parallel step (distributed/xla_model.h). A replica is a device: spawn runs
+one thread per local replica with its device current, and mpirun runs processes
+of them."""
+import os
+
+from .. import _C
+from .._runtime import device as _device, sync as _sync
+
+REDUCE_SUM = _C.ReduceType.SUM
+REDUCE_MUL = _C.ReduceType.MUL
+REDUCE_MIN = _C.ReduceType.MIN
+REDUCE_MAX = _C.ReduceType.MAX
+
+
+def xla_device(n=None, devkind=None):
+    """This thread's device (its replica's), or 'cpu:<n>'."""
+    return _device(n)
+
+
+def mark_step(wait=False):
+    """Cuts the graph and runs it (asynchronously, the GIL released)."""
+    _sync(wait)
+
+
+def wait_device_ops(devices=None):
+    _C.wait_device_ops()
+
+
+def xrt_world_size():
+    """Replicas in the job (processes x replicas per process)."""
+    return _C._world_size()
+
+
+world_size = xrt_world_size
+
+
+def get_ordinal():
+    return _C._ordinal()
+
+
+def get_local_ordinal():
+    return _C._local_ordinal()
+
+
+def is_master_ordinal(local=True):
+    """Local ordinal 0 (one per process) or, local=False, the job's global ordinal 0."""
+    return _C._is_master_ordinal(bool(local))
+
+
+def master_print(*args, sep=" ", end="\n", flush=True):
+    """print() on the global master ordinal only."""
+    if _C._is_master_ordinal(False):
+        print(*args, sep=sep, end=end, flush=flush)
+
+
+def rendezvous(tag, payload=b"", replicas=()):
+    """Waits until every replica reached rendezvous(tag) (the GIL released).
+    Payloads are not exchanged here: returns []."""
+    if payload or replicas:
+        raise NotImplementedError("rendezvous: payloads and replica subsets are not supported")
+    _C._rendezvous(str(tag))
+    return []
+
+
+def mesh_reduce(tag, data, reduce_fn):
+    """reduce_fn over every replica's `data` (a number) in ordinal order, on the host."""
+    values = _C._mesh_gather(str(tag), float(data))
+    return reduce_fn(values)
+
+
+def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
+    """inputs (a tensor or a list of them) reduced over the replicas, times scale:
+    traced into the graph as HLO all-reduce."""
+    if groups:
+        raise NotImplementedError("all_reduce: replica groups are not supported from Python yet")
+    if isinstance(inputs, _C.Tensor):
+        return _C.all_reduce(reduce_type, inputs, float(scale))
+    return _C._all_reduce_list(reduce_type, list(inputs), float(scale))
+
+
+def all_gather(value, dim=0, groups=None, pin_layout=True):
+    if groups:
+        raise NotImplementedError("all_gather: replica groups are not supported from Python yet")
+    return _C.all_gather(value, dim)
+
+
+def reduce_gradients(optimizer, groups=None, pin_layout=True):
+    """Every parameter's gradient becomes its mean over the replicas (one
+    bucketed all-reduce); nothing with one replica."""
+    n = xrt_world_size()
+    if n == 1:
+        return
+    params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    reduced = _C._all_reduce_list(REDUCE_SUM, [p.grad for p in params], 1.0 / n)
+    for p, g in zip(params, reduced):
+        p.grad = g
+
+
+def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None, pin_layout=True):
+    """reduce_gradients, then optimizer.step(**optimizer_args), traced into the step's
+    graph; barrier=True also marks the step."""
+    from ..optim.adamw import AdamW
+    if isinstance(optimizer, AdamW) and not optimizer_args:
+        optimizer._sync_lr()
+        _C._optimizer_step_adamw(optimizer._impl)
+        loss = None
+    else:
+        reduce_gradients(optimizer)
+        loss = optimizer.step(**(optimizer_args or {}))
+    if barrier:
+        mark_step()
+    return loss
+
+
+def save(data, file_or_path, master_only=True, global_master=False):
+    """Saves a state dict (name -> tensor) as safetensors, on the master ordinal
+    only (every replica meets first, so the values are final)."""
+    from .._serialization import save as _save
+    if xrt_world_size() > 1:
+        rendezvous("xm.save")
+    if not master_only or is_master_ordinal(local=not global_master):
+        _save(data, os.fspath(file_or_path))

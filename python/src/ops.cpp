@@ -1,0 +1,252 @@
+// init_ops: the functions of tensor/ops.h under torch's names, and the
+// Tensor methods and operators that spell them (x @ w, x + 1, x.sum(dim=-1)).
+// Each opens PyOp first, so the op's IR nodes and errors name the user's line.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "core/error.h"
+#include "tensor/tensor.h"
+
+namespace lazytrain::python {
+namespace {
+
+using namespace nb::literals;
+
+// dim=None (every dim), an int, or a sequence of ints.
+std::vector<int64_t> dims_of(nb::handle dim) {
+  if (dim.is_none()) return {};
+  if (nb::isinstance<nb::int_>(dim)) return {nb::cast<int64_t>(dim)};
+  return nb::cast<std::vector<int64_t>>(dim);
+}
+
+// view(2, 3), view((2, 3)) and view([2, 3]) alike (torch's *shape).
+Shape shape_of(const nb::args& args, const char* what) {
+  if (args.size() == 1 && !nb::isinstance<nb::int_>(args[0])) return nb::cast<Shape>(args[0]);
+  Shape shape;
+  for (nb::handle a : args) {
+    if (!nb::isinstance<nb::int_>(a)) throw nb::type_error((std::string(what) + ": sizes must be ints").c_str());
+    shape.push_back(nb::cast<int64_t>(a));
+  }
+  return shape;
+}
+
+Tensor scalar_like(double value, const Tensor& like) {
+  runtime::DeviceGuard on(like.device());
+  return full({}, value, is_floating_point(like.dtype()) ? like.dtype() : DType::kFloat32);
+}
+
+// The dtype of `x op scalar` (torch's rule for a Python number): a float
+// scalar makes an integer or bool tensor float32; an int scalar keeps ints.
+Tensor for_scalar(const Tensor& x, double value) {
+  const bool integral = value == static_cast<double>(static_cast<int64_t>(value));
+  if (!is_floating_point(x.dtype()) && !integral) return to_dtype(x, DType::kFloat32);
+  return x;
+}
+
+// True division makes integer tensors float32 (torch's rule).
+Tensor as_floating(const Tensor& x) { return is_floating_point(x.dtype()) ? x : to_dtype(x, DType::kFloat32); }
+
+template <typename Class>
+void def_binary_operators(Class& c) {
+  c.def("__add__", [](const Tensor& a, const Tensor& b) { PyOp op; return add(a, b); })
+      .def("__add__", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); })
+      .def("__radd__", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { PyOp op; return sub(a, b); })
+      .def("__sub__", [](const Tensor& a, double b) { PyOp op; return sub(for_scalar(a, b), b); })
+      .def("__rsub__", [](const Tensor& a, double b) { PyOp op; return b - for_scalar(a, b); })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { PyOp op; return mul(a, b); })
+      .def("__mul__", [](const Tensor& a, double b) { PyOp op; return mul(for_scalar(a, b), b); })
+      .def("__rmul__", [](const Tensor& a, double b) { PyOp op; return mul(for_scalar(a, b), b); })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { PyOp op; return div(a, b); })
+      .def("__truediv__", [](const Tensor& a, double b) { PyOp op; return div(as_floating(a), b); })
+      .def("__rtruediv__", [](const Tensor& a, double b) { PyOp op; return div(scalar_like(b, a), a); })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(a, b); })
+      .def("__rmatmul__", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(b, a); })
+      .def("__pow__", [](const Tensor& a, double e) { PyOp op; return pow(a, e); })
+      .def("__neg__", [](const Tensor& a) { PyOp op; return neg(a); })
+      .def("__pos__", [](const Tensor& a) { return a; })
+      .def("__abs__", [](const Tensor& a) { PyOp op; return abs(a); })
+      .def("__invert__", [](const Tensor& a) { PyOp op; return logical_not(a); })
+      .def("__and__", [](const Tensor& a, const Tensor& b) { PyOp op; return logical_and(a, b); })
+      .def("__or__", [](const Tensor& a, const Tensor& b) { PyOp op; return logical_or(a, b); })
+      .def("__eq__", [](const Tensor& a, const Tensor& b) { PyOp op; return eq(a, b); })
+      .def("__eq__", [](const Tensor& a, double b) { PyOp op; return eq(a, b); })
+      .def("__ne__", [](const Tensor& a, const Tensor& b) { PyOp op; return ne(a, b); })
+      .def("__ne__", [](const Tensor& a, double b) { PyOp op; return ne(a, b); })
+      .def("__lt__", [](const Tensor& a, const Tensor& b) { PyOp op; return lt(a, b); })
+      .def("__lt__", [](const Tensor& a, double b) { PyOp op; return lt(a, b); })
+      .def("__gt__", [](const Tensor& a, const Tensor& b) { PyOp op; return gt(a, b); })
+      .def("__gt__", [](const Tensor& a, double b) { PyOp op; return gt(a, b); })
+      .def("__le__", [](const Tensor& a, const Tensor& b) { PyOp op; return le(a, b); })
+      .def("__le__", [](const Tensor& a, double b) { PyOp op; return le(a, scalar_like(b, a)); })
+      .def("__ge__", [](const Tensor& a, const Tensor& b) { PyOp op; return ge(a, b); })
+      .def("__ge__", [](const Tensor& a, double b) { PyOp op; return ge(a, scalar_like(b, a)); });
+}
+
+template <typename Class>
+void def_methods(Class& c) {
+  c.def("to", [](const Tensor& x, DType d) { PyOp op; return x.to(d); }, "dtype"_a)
+      .def("to", [](const Tensor& x, const runtime::Device& d) { PyOp op; return x.to(d); }, "device"_a)
+      .def("float", [](const Tensor& x) { PyOp op; return x.to(DType::kFloat32); })
+      .def("bfloat16", [](const Tensor& x) { PyOp op; return x.to(DType::kBFloat16); })
+      .def("half", [](const Tensor& x) { PyOp op; return x.to(DType::kFloat16); })
+      .def("long", [](const Tensor& x) { PyOp op; return x.to(DType::kInt64); })
+      .def("int", [](const Tensor& x) { PyOp op; return x.to(DType::kInt32); })
+      .def("bool", [](const Tensor& x) { PyOp op; return x.to(DType::kBool); })
+      .def("view", [](const Tensor& x, nb::args shape) { PyOp op; return view(x, shape_of(shape, "view")); })
+      .def("reshape", [](const Tensor& x, nb::args shape) { PyOp op; return reshape(x, shape_of(shape, "reshape")); })
+      .def("expand", [](const Tensor& x, nb::args shape) { PyOp op; return expand(x, shape_of(shape, "expand")); })
+      .def("permute", [](const Tensor& x, nb::args dims) { PyOp op; return permute(x, shape_of(dims, "permute")); })
+      .def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { PyOp op; return transpose(x, d0, d1); }, "dim0"_a, "dim1"_a)
+      .def("t", [](const Tensor& x) { PyOp op; return transpose(x, 0, 1); })
+      .def("unsqueeze", [](const Tensor& x, int64_t d) { PyOp op; return unsqueeze(x, d); }, "dim"_a)
+      .def("squeeze", [](const Tensor& x, int64_t d) { PyOp op; return squeeze(x, d); }, "dim"_a)
+      .def("sum", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return sum(x, dims_of(dim), keepdim); },
+           "dim"_a = nb::none(), "keepdim"_a = false)
+      .def("mean", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return mean(x, dims_of(dim), keepdim); },
+           "dim"_a = nb::none(), "keepdim"_a = false)
+      .def("amax", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return amax(x, dims_of(dim), keepdim); },
+           "dim"_a = nb::none(), "keepdim"_a = false)
+      .def("logsumexp", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return logsumexp(x, dims_of(dim), keepdim); },
+           "dim"_a, "keepdim"_a = false)
+      .def("argmax", [](const Tensor& x, int64_t dim, bool keepdim) { PyOp op; return argmax(x, dim, keepdim); }, "dim"_a,
+           "keepdim"_a = false)
+      .def("softmax", [](const Tensor& x, int64_t dim) { PyOp op; return softmax(x, dim); }, "dim"_a)
+      .def("log_softmax", [](const Tensor& x, int64_t dim) { PyOp op; return log_softmax(x, dim); }, "dim"_a)
+      .def("matmul", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(a, b); }, "other"_a)
+      .def("pow", [](const Tensor& a, double e) { PyOp op; return pow(a, e); }, "exponent"_a)
+      .def("masked_fill", [](const Tensor& x, const Tensor& mask, double v) { PyOp op; return masked_fill(x, mask, v); }, "mask"_a,
+           "value"_a)
+      .def("index_select", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return index_select(x, dim, i); }, "dim"_a,
+           "index"_a)
+      .def("_slice", [](const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+        PyOp op;
+        return slice(x, dim, start, end, step);
+      });
+#define LAZYTRAIN_UNARY_METHOD(name) .def(#name, [](const Tensor& x) { PyOp op; return name(x); })
+  c LAZYTRAIN_UNARY_METHOD(exp) LAZYTRAIN_UNARY_METHOD(log) LAZYTRAIN_UNARY_METHOD(sqrt) LAZYTRAIN_UNARY_METHOD(rsqrt)
+      LAZYTRAIN_UNARY_METHOD(tanh) LAZYTRAIN_UNARY_METHOD(erf) LAZYTRAIN_UNARY_METHOD(abs) LAZYTRAIN_UNARY_METHOD(relu)
+          LAZYTRAIN_UNARY_METHOD(neg) LAZYTRAIN_UNARY_METHOD(logical_not);
+#undef LAZYTRAIN_UNARY_METHOD
+}
+
+void def_functions(nb::module_& m) {
+#define LAZYTRAIN_UNARY(name) m.def(#name, [](const Tensor& x) { PyOp op; return name(x); }, "input"_a)
+  LAZYTRAIN_UNARY(neg);
+  LAZYTRAIN_UNARY(exp);
+  LAZYTRAIN_UNARY(log);
+  LAZYTRAIN_UNARY(sqrt);
+  LAZYTRAIN_UNARY(rsqrt);
+  LAZYTRAIN_UNARY(tanh);
+  LAZYTRAIN_UNARY(erf);
+  LAZYTRAIN_UNARY(abs);
+  LAZYTRAIN_UNARY(relu);
+  LAZYTRAIN_UNARY(logical_not);
+  LAZYTRAIN_UNARY(nonzero);
+#undef LAZYTRAIN_UNARY
+#define LAZYTRAIN_BINARY(name)                                                                          \
+  m.def(#name, [](const Tensor& a, const Tensor& b) { PyOp op; return name(a, b); }, "input"_a, "other"_a); \
+  m.def(#name, [](const Tensor& a, double b) { PyOp op; return name(a, scalar_like(b, a)); }, "input"_a, "other"_a)
+  LAZYTRAIN_BINARY(mul);
+  LAZYTRAIN_BINARY(div);
+  LAZYTRAIN_BINARY(maximum);
+  LAZYTRAIN_BINARY(minimum);
+  LAZYTRAIN_BINARY(eq);
+  LAZYTRAIN_BINARY(ne);
+  LAZYTRAIN_BINARY(lt);
+  LAZYTRAIN_BINARY(le);
+  LAZYTRAIN_BINARY(gt);
+  LAZYTRAIN_BINARY(ge);
+  LAZYTRAIN_BINARY(logical_and);
+  LAZYTRAIN_BINARY(logical_or);
+#undef LAZYTRAIN_BINARY
+  m.def("add", [](const Tensor& a, const Tensor& b, double alpha) { PyOp op; return add(a, b, alpha); }, "input"_a, "other"_a,
+        nb::kw_only(), "alpha"_a = 1.0);
+  m.def("add", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); }, "input"_a, "other"_a);
+  m.def("sub", [](const Tensor& a, const Tensor& b, double alpha) { PyOp op; return sub(a, b, alpha); }, "input"_a, "other"_a,
+        nb::kw_only(), "alpha"_a = 1.0);
+  m.def("sub", [](const Tensor& a, double b) { PyOp op; return sub(for_scalar(a, b), b); }, "input"_a, "other"_a);
+  m.def("pow", [](const Tensor& a, double e) { PyOp op; return pow(a, e); }, "input"_a, "exponent"_a);
+  m.def("gelu", [](const Tensor& x, const std::string& approximate) { PyOp op; return gelu(x, approximate); }, "input"_a,
+        "approximate"_a = "none");
+  m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { PyOp op; return where(c, a, b); }, "condition"_a,
+        "input"_a, "other"_a);
+  m.def("masked_fill", [](const Tensor& x, const Tensor& mask, double v) { PyOp op; return masked_fill(x, mask, v); },
+        "input"_a, "mask"_a, "value"_a);
+  m.def("masked_select", [](const Tensor& x, const Tensor& mask) { PyOp op; return masked_select(x, mask); }, "input"_a,
+        "mask"_a);
+  m.def("matmul", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(a, b); }, "input"_a, "other"_a);
+  m.def("sum", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return sum(x, dims_of(dim), keepdim); }, "input"_a,
+        "dim"_a = nb::none(), "keepdim"_a = false);
+  m.def("mean", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return mean(x, dims_of(dim), keepdim); },
+        "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
+  m.def("amax", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return amax(x, dims_of(dim), keepdim); },
+        "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
+  m.def("logsumexp", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return logsumexp(x, dims_of(dim), keepdim); },
+        "input"_a, "dim"_a, "keepdim"_a = false);
+  m.def("argmax", [](const Tensor& x, int64_t dim, bool keepdim) { PyOp op; return argmax(x, dim, keepdim); }, "input"_a,
+        "dim"_a, "keepdim"_a = false);
+  m.def("reshape", [](const Tensor& x, const Shape& s) { PyOp op; return reshape(x, s); }, "input"_a, "shape"_a);
+  m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { PyOp op; return transpose(x, d0, d1); }, "input"_a,
+        "dim0"_a, "dim1"_a);
+  m.def("permute", [](const Tensor& x, const std::vector<int64_t>& d) { PyOp op; return permute(x, d); }, "input"_a, "dims"_a);
+  m.def("unsqueeze", [](const Tensor& x, int64_t d) { PyOp op; return unsqueeze(x, d); }, "input"_a, "dim"_a);
+  m.def("squeeze", [](const Tensor& x, int64_t d) { PyOp op; return squeeze(x, d); }, "input"_a, "dim"_a);
+  m.def("cat", [](const std::vector<Tensor>& xs, int64_t dim) { PyOp op; return cat(xs, dim); }, "tensors"_a, "dim"_a = 0);
+  m.def("index_select", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return index_select(x, dim, i); },
+        "input"_a, "dim"_a, "index"_a);
+  m.def("optimization_barrier", [](const Tensor& x, const Tensor& after) { PyOp op; return optimization_barrier(x, after); },
+        "input"_a, "after"_a);
+  m.def("softmax", [](const Tensor& x, int64_t dim) { PyOp op; return softmax(x, dim); }, "input"_a, "dim"_a);
+  m.def("log_softmax", [](const Tensor& x, int64_t dim) { PyOp op; return log_softmax(x, dim); }, "input"_a, "dim"_a);
+  m.def("embedding", [](const Tensor& w, const Tensor& i, int64_t pad) { PyOp op; return embedding(w, i, pad); }, "weight"_a,
+        "input"_a, "padding_idx"_a = -1);
+  m.def(
+      "layer_norm",
+      [](const Tensor& x, const Shape& normalized_shape, const Tensor& w, const Tensor& b, double eps) {
+        PyOp op;
+        return layer_norm(x, normalized_shape, w, b, eps);
+      },
+      "input"_a, "normalized_shape"_a, "weight"_a, "bias"_a, "eps"_a = 1e-5);
+  m.def("dropout", [](const Tensor& x, double p, bool training) { PyOp op; return dropout(x, p, training); }, "input"_a,
+        "p"_a = 0.5, "training"_a = true);
+  m.def(
+      "cross_entropy",
+      [](const Tensor& logits, const Tensor& target, int64_t ignore_index) {
+        PyOp op;
+        return cross_entropy(logits, target, ignore_index);
+      },
+      "input"_a, "target"_a, "ignore_index"_a = -100);
+  m.def(
+      "linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+        PyOp op;
+        return linear(x, w, b ? *b : Tensor());
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none());
+  m.def("to_dtype", [](const Tensor& x, DType d) { PyOp op; return to_dtype(x, d); }, "input"_a, "dtype"_a);
+
+  // ---- creation (the Python layer parses *size, dtype and device) ----
+  m.def("_zeros", [](const Shape& s, DType d) { PyOp op; return zeros(s, d); });
+  m.def("_ones", [](const Shape& s, DType d) { PyOp op; return ones(s, d); });
+  m.def("_full", [](const Shape& s, double v, DType d) { PyOp op; return full(s, v, d); });
+  m.def("_arange", [](int64_t start, int64_t end, int64_t step, DType d) { PyOp op; return arange(start, end, step, d); });
+  m.def("_rand", [](const Shape& s, DType d) { PyOp op; return rand(s, d); });
+  m.def("_randn", [](const Shape& s, DType d) { PyOp op; return randn(s, d); });
+  m.def("scalar_tensor", [](double v, DType d) { PyOp op; return scalar_tensor(v, d); }, "value"_a, "dtype"_a = DType::kFloat32,
+        "A 0-d tensor that is device data, not a constant: changing it between steps never recompiles.");
+  m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, "seed"_a,
+        "torch.manual_seed: resets the current device's generator (and the host one that initialises parameters).");
+}
+
+}  // namespace
+
+void init_ops(nb::module_& m) { def_functions(m); }
+
+void def_tensor_ops(nb::class_<Tensor>& tensor) {
+  def_binary_operators(tensor);
+  def_methods(tensor);
+}
+
+}  // namespace lazytrain::python

@@ -1,0 +1,96 @@
+"""Errors a Python user can act on: lazytrain's errors are LazytrainError (a
+RuntimeError) naming the user's Python file and line; Python's own error
+types where Python would raise them; nothing takes the interpreter down."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import lazytrain as lt
+import lazytrain.nn as nn
+
+
+def line_of(marker):
+    with open(__file__) as f:
+        for number, text in enumerate(f, start=1):
+            if marker in text and "line_of(" not in text:
+                return number
+    raise AssertionError(marker)
+
+
+def test_shape_error_names_the_python_line():
+    a, b = lt.ones(2, 3), lt.ones(4, 5)
+    with pytest.raises(lt.LazytrainError) as e:
+        a @ b  # MATMUL-LINE
+    assert isinstance(e.value, RuntimeError)
+    assert "[aten::matmul]" in str(e.value)
+    assert f"test_errors.py:{line_of('MATMUL-LINE')}" in str(e.value)
+
+
+def test_errors_inside_a_module_name_the_users_call():
+    layer = nn.Linear(3, 2)
+    with pytest.raises(lt.LazytrainError) as e:
+        layer(lt.ones(4, 5))  # MODULE-LINE
+    assert f"test_errors.py:{line_of('MODULE-LINE')}" in str(e.value), str(e.value)
+
+
+def test_python_error_types():
+    with pytest.raises(TypeError):
+        lt.ones(2) + "a"
+    with pytest.raises(IndexError):
+        lt.ones(2)[5]
+    with pytest.raises(ValueError):
+        lt.optim.SGD([nn.Parameter(lt.ones(1))], lr=-1.0)
+    with pytest.raises(TypeError):
+        lt.zeros(2.5)
+    with pytest.raises(lt.LazytrainError, match="cpu"):
+        lt.device("gpu:0")
+
+
+def test_anomaly_detection_names_the_line():
+    x = lt.tensor([-1.0, 1.0])
+    with pytest.raises(lt.LazytrainError) as e:
+        with lt.detect_anomaly():
+            lt.log(x)  # ANOMALY-LINE
+    assert f"test_errors.py:{line_of('ANOMALY-LINE')}" in str(e.value), str(e.value)
+    assert not lt.is_anomaly_enabled()
+
+
+def test_debug_eager_execution_error_names_the_line():
+    with lt.execution_mode("debug_eager"):
+        w = lt.ones(4, 2)
+        with pytest.raises(lt.LazytrainError) as e:
+            lt.embedding(w, lt.tensor([7]))  # EMBEDDING-LINE
+    assert f"test_errors.py:{line_of('EMBEDDING-LINE')}" in str(e.value), str(e.value)
+
+
+def run_python(code):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+
+
+def test_exit_right_after_sync_is_clean():
+    r = run_python("""
+        import lazytrain as lt
+        x = lt.randn(64, 64)
+        for _ in range(5):
+            x = (x @ x).tanh()
+        lt.sync()
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+
+
+def test_a_failed_execution_raises_and_the_interpreter_lives():
+    r = run_python("""
+        import lazytrain as lt
+        y = lt.embedding(lt.ones(4, 2), lt.tensor([9]))
+        lt.sync()
+        try:
+            y.tolist()
+        except lt.LazytrainError as e:
+            print("caught", type(e).__name__)
+        print("alive", (lt.ones(2) * 3).tolist())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "caught LazytrainError" in r.stdout and "alive [3.0, 3.0]" in r.stdout
