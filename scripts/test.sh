@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds with warnings as errors and runs the test suite,
-# then the install check (scripts/test_install.sh: default generator, cmake --install,
+# then the Python package's tests (scripts/test_python.sh), then the install check (scripts/test_install.sh: default generator, cmake --install,
 # the example against the installed package; LAZYTRAIN_TEST_INSTALL=0 skips it).
 # Usage: bash scripts/test.sh
 set -euo pipefail
@@ -12,6 +12,8 @@ bash scripts/build.sh
   export OMP_NUM_THREADS=1
   ctest --output-on-failure -j "$(nproc)" --timeout 600
 )
+# The Python package: pip wheel/install in a venv, the wheel alone, pytest (scripts/test_python.sh).
+bash scripts/test_python.sh
 if [ "${LAZYTRAIN_TEST_INSTALL:-1}" != 0 ]; then
   bash scripts/test_install.sh
 fi
