@@ -34,10 +34,11 @@ MODELS = {
     "bert-base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, batch=4),
 }
 VOCAB, MAX_POSITIONS, TYPES = 30522, 512, 2
+FLOAT32_LOWEST = -3.4028234663852886e38
 
 
 def python_bert(cfg):
-    """BertForMaskedLM in lazytrain.nn, Hugging Face's layout and initialisation."""
+    """BertForMaskedLM in lazytrain.nn, op for op as models/bert.cpp writes it."""
     import lazytrain as lt
     import lazytrain.nn as nn
     import lazytrain.nn.functional as F
@@ -60,13 +61,14 @@ def python_bert(cfg):
             d = H // A
 
             def heads(proj):
-                return proj(x).view(b, s, A, d).transpose(1, 2)
+                return proj(x).view(b, s, A, d).permute(0, 2, 1, 3)
 
-            scores = (heads(self.query) @ heads(self.key).transpose(-2, -1)) * (1.0 / math.sqrt(d)) + mask
-            probs = self.drop(scores.softmax(-1))
-            ctx = (probs @ heads(self.value)).transpose(1, 2).reshape(b, s, H)
-            x = self.attn_norm(x + self.drop(self.attn_out(ctx)))
-            return self.out_norm(x + self.drop(self.output(F.gelu(self.intermediate(x)))))
+            q, k, v = heads(self.query), heads(self.key), heads(self.value)
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+            probs = self.drop((scores + mask).softmax(-1))
+            ctx = (probs @ v).permute(0, 2, 1, 3).reshape(b, s, H)
+            x = self.attn_norm(self.drop(self.attn_out(ctx)) + x)
+            return self.out_norm(self.drop(self.output(F.gelu(self.intermediate(x)))) + x)
 
     class Bert(nn.Module):
         def __init__(self):
@@ -88,9 +90,9 @@ def python_bert(cfg):
 
         def forward(self, input_ids, attention_mask, labels):
             b, s = input_ids.shape
-            x = self.word(input_ids) + self.position(lt.arange(s)) + self.token_type(lt.zeros(s, dtype=lt.int64))
-            x = self.drop(self.emb_norm(x))
-            mask = ((1.0 - attention_mask.float()) * -10000.0).view(b, 1, 1, s)
+            types = self.token_type(lt.zeros(b, s, dtype=lt.int64))
+            x = self.drop(self.emb_norm(self.word(input_ids) + types + self.position(lt.arange(s)).unsqueeze(0)))
+            mask = (1.0 - attention_mask.float().view(b, 1, 1, s)) * FLOAT32_LOWEST
             for layer in self.layers:
                 x = layer(x, mask)
             h = self.transform_norm(F.gelu(self.transform(x)))
