@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "core/error.h"
 #include "distributed/xla_model.h"
@@ -404,7 +405,18 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   trained_samples_ = 0;
   train_graphs_.clear();
   // Every graph training runs is recorded (evaluate() pauses the recording).
-  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), &train_graphs_);
+  // The recording stops when the loop ends, and also when train() throws: the
+  // set belongs to this Trainer, and a later graph of the process (a Python
+  // session goes on after a caught error) must not write into it.
+  struct GraphRecording {
+    runtime::Device device = runtime::current_device();
+    bool active = true;
+    void stop() {
+      if (std::exchange(active, false)) lazy::GraphExecutor::get().record_graphs(device, nullptr);
+    }
+    ~GraphRecording() { stop(); }
+  } recording;
+  lazy::GraphExecutor::get().record_graphs(recording.device, &train_graphs_);
   ProgressBar bar(state_.max_steps, args_.disable_tqdm || !is_master());
   first_step_ = state_.global_step;
   train_start_ = std::chrono::steady_clock::now();
@@ -470,7 +482,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     std::fprintf(stderr, "note: %lld training batch%s had no masked token (loss undefined) and %s left out of the loss\n",
                  static_cast<long long>(skipped_batches_), skipped_batches_ == 1 ? "" : "es", skipped_batches_ == 1 ? "was" : "were");
   }
-  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), nullptr);
+  recording.stop();
   if (is_master()) {
     const lazy::ExecutionMode mode = lazy::detect_anomaly() ? lazy::ExecutionMode::kDebugEager : lazy::execution_mode();
     if (mode == lazy::ExecutionMode::kStrictEager || mode == lazy::ExecutionMode::kDebugEager) {
