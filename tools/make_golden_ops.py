@@ -17,8 +17,10 @@ The op names are the keys of the C++ test's op table (tests/tensor/ops_golden_te
 overload of src/tensor/ops.h: "add" is add(Tensor, Tensor, alpha), "add_scalar" add(Tensor, double),
 "op_add" operator+(Tensor, Tensor), ...
 
-Regenerate (from the repository root):
-    /usr/bin/python3 tools/make_golden_ops.py
+Regenerate (from the repository root), with torch 2.13 in a venv (the cases from sigmoid on
+need it: F.rms_norm, scale= of scaled_dot_product_attention):
+    python3 -m venv /work/venv-torch && /work/venv-torch/bin/pip install torch==2.13.0 numpy
+    /work/venv-torch/bin/python tools/make_golden_ops.py
 """
 import json
 import os
@@ -90,6 +92,15 @@ def mask(*shape, p=0.5):
     return Input(lambda g: torch.rand(shape, generator=g) < p, False)
 
 
+def attn_mask_bool(*shape, p=0.6):
+    """A bool attention mask (True = attend) with key 0 always kept: no row is fully masked."""
+    def make(g):
+        m = torch.rand(shape, generator=g) < p
+        m[..., 0] = True
+        return m
+    return Input(make, False)
+
+
 def const(values, dtype=torch.float32, grad=None):
     return Input(lambda g: torch.tensor(values, dtype=dtype), grad)
 
@@ -146,6 +157,20 @@ def layer_norm(i, a):
     return F.layer_norm(i[0], a["normalized_shape"], w, b, a["eps"])
 
 
+def flat_cat(parts):
+    """The pieces of split/chunk as one tensor: each flattened, concatenated in order."""
+    return torch.cat([p.reshape(-1) for p in parts])
+
+
+def rms_norm(i, a):
+    return F.rms_norm(i[0], a["normalized_shape"], i[1] if len(i) > 1 else None, eps=a.get("eps"))
+
+
+def sdpa(i, a):
+    return F.scaled_dot_product_attention(i[0], i[1], i[2], attn_mask=i[3] if len(i) > 3 else None,
+                                          is_causal=a.get("is_causal", False), scale=a.get("scale"))
+
+
 OPS = {
     # creation
     "zeros": lambda i, a: torch.zeros(a["shape"], dtype=dt(a.get("dtype", "float32"))),
@@ -181,6 +206,12 @@ OPS = {
     "relu": lambda i, a: torch.relu(i[0]),
     "gelu": lambda i, a: F.gelu(i[0], approximate="none"),
     "gelu_tanh": lambda i, a: F.gelu(i[0], approximate="tanh"),
+    "sigmoid": lambda i, a: torch.sigmoid(i[0]),
+    "silu": lambda i, a: F.silu(i[0]),
+    "sin": lambda i, a: torch.sin(i[0]),
+    "cos": lambda i, a: torch.cos(i[0]),
+    "clamp": lambda i, a: torch.clamp(i[0], min=scalar(i[0], a["min"]) if "min" in a else None,
+                                      max=scalar(i[0], a["max"]) if "max" in a else None),
     # comparisons and logic
     "eq": lambda i, a: torch.eq(i[0], i[1]),
     "ne": lambda i, a: torch.ne(i[0], i[1]),
@@ -205,6 +236,9 @@ OPS = {
     "mean": lambda i, a: torch.mean(i[0], dim=reduce_dims(i[0], a), keepdim=a["keepdim"]),
     "amax": lambda i, a: torch.amax(i[0], dim=reduce_dims(i[0], a), keepdim=a["keepdim"]),
     "argmax": lambda i, a: torch.argmax(i[0], dim=a["dim"], keepdim=a["keepdim"]),
+    "cumsum": lambda i, a: torch.cumsum(i[0], a["dim"]),
+    "topk": lambda i, a: torch.topk(i[0], a["k"], dim=a.get("dim", -1), largest=a.get("largest", True)).values,
+    "topk_indices": lambda i, a: torch.topk(i[0], a["k"], dim=a.get("dim", -1), largest=a.get("largest", True)).indices,
     # views and data movement
     "reshape": lambda i, a: i[0].reshape(a["shape"]),
     "view": lambda i, a: i[0].view(a["shape"]),
@@ -216,6 +250,15 @@ OPS = {
     "slice": lambda i, a: slice_op(i[0], a),
     "cat": lambda i, a: torch.cat(list(i), a["dim"]),
     "index_select": lambda i, a: torch.index_select(i[0], a["dim"], i[1]),
+    "stack": lambda i, a: torch.stack(list(i), a["dim"]),
+    "split": lambda i, a: flat_cat(torch.split(i[0], a["split_size"], a["dim"])),
+    "split_sections": lambda i, a: flat_cat(torch.split(i[0], a["sections"], a["dim"])),
+    "chunk": lambda i, a: flat_cat(torch.chunk(i[0], a["chunks"], a["dim"])),
+    "tril": lambda i, a: torch.tril(i[0], a.get("diagonal", 0)),
+    "triu": lambda i, a: torch.triu(i[0], a.get("diagonal", 0)),
+    "repeat_interleave": lambda i, a: torch.repeat_interleave(i[0], a["repeats"], dim=a.get("dim")),
+    "gather": lambda i, a: torch.gather(i[0], a["dim"], i[1]),
+    "scatter_add": lambda i, a: torch.scatter_add(i[0], a["dim"], i[1], i[2]),
     # nn functions
     "embedding": lambda i, a: F.embedding(i[1], i[0], padding_idx=a.get("padding_idx")),
     "softmax": lambda i, a: torch.softmax(i[0], a["dim"]),
@@ -223,6 +266,8 @@ OPS = {
     "log_softmax": lambda i, a: torch.log_softmax(i[0], a["dim"]),
     "layer_norm": layer_norm,
     "dropout": lambda i, a: F.dropout(i[0], a["p"], training=a["training"]),
+    "rms_norm": rms_norm,
+    "sdpa": sdpa,
     "cross_entropy": lambda i, a: F.cross_entropy(i[0], i[1], ignore_index=a.get("ignore_index", -100)),
     "linear": lambda i, a: F.linear(i[0], i[1], i[2] if len(i) > 2 else None),
     # operators
@@ -554,6 +599,98 @@ case("op_rmul_scalar", "op_rmul_scalar", [randn(3, 4)], value=0.5)
 case("op_neg", "op_neg", [randn(3, 4)])
 case("op_rsub_scalar_i64", "op_rsub_scalar", [ints(-9, 9, 5)], value=2.0)
 case("op_mul_scalar_i64_fraction", "op_mul_scalar", [ints(-9, 9, 5)], value=1.5)
+
+# Added with torch 2.13 (every case above is unchanged).
+# elementwise functions
+case("sigmoid", "sigmoid", [randn(4, 5, scale=3.0)])
+case("sigmoid_wide_range", "sigmoid", [uniform(-30, 30, 64)])
+case("sigmoid_i64", "sigmoid", [ints(-5, 5, 6)])
+case("silu", "silu", [randn(4, 5, scale=3.0)])
+case("silu_wide_range", "silu", [uniform(-20, 20, 64)])
+case("sin", "sin", [randn(4, 5, scale=3.0)])
+case("sin_wide_range", "sin", [uniform(-50, 50, 64)])
+case("cos", "cos", [randn(4, 5, scale=3.0)])
+case("cos_wide_range", "cos", [uniform(-50, 50, 64)])
+case("clamp_both", "clamp", [randn(4, 5)], min=-0.5, max=0.75)
+# Elements exactly on a bound get the gradient (torch: min <= x <= max).
+case("clamp_on_bounds", "clamp", [steps(5, 6)], min=-1.0, max=0.5)
+case("clamp_min_only", "clamp", [randn(3, 4)], min=0.25)
+case("clamp_max_only", "clamp", [randn(3, 4)], max=-0.25)
+case("clamp_min_above_max", "clamp", [randn(3, 4)], min=1.0, max=-1.0)
+case("clamp_i64", "clamp", [ints(-9, 9, 8)], min=-3.0, max=4.0)
+case("clamp_i64_float_bound", "clamp", [ints(-9, 9, 8)], min=-2.5)
+
+# cumulative sums
+case("cumsum_last", "cumsum", [randn(3, 9)], dim=-1)
+case("cumsum_first", "cumsum", [randn(5, 3)], dim=0)
+case("cumsum_middle", "cumsum", [randn(2, 17, 3)], dim=1)
+case("cumsum_long", "cumsum", [randn(2, 300)], dim=1)
+case("cumsum_i64", "cumsum", [ints(-9, 9, 4, 6)], dim=1)
+case("cumsum_bool", "cumsum", [mask(3, 5)], dim=1)
+case("cumsum_size_one", "cumsum", [randn(3, 1)], dim=1)
+
+# triangles, stack, split, chunk, repeat_interleave
+case("tril", "tril", [randn(4, 5)])
+case("tril_positive_diagonal", "tril", [randn(5, 4)], diagonal=1)
+case("tril_batched_negative_diagonal", "tril", [randn(2, 4, 4)], diagonal=-1)
+case("tril_bool", "tril", [mask(3, 4, p=0.8)])
+case("triu", "triu", [randn(4, 5)])
+case("triu_negative_diagonal", "triu", [randn(2, 3, 5, 4)], diagonal=-2)
+case("triu_positive_diagonal", "triu", [randn(4, 6)], diagonal=2)
+case("stack_dim0", "stack", [randn(2, 3), randn(2, 3), randn(2, 3)], dim=0)
+case("stack_middle", "stack", [randn(2, 3), randn(2, 3)], dim=1)
+case("stack_last_negative", "stack", [randn(4), randn(4), randn(4, grad=False)], dim=-1)
+case("split_uneven", "split", [randn(7, 3)], split_size=3, dim=0)
+case("split_last_dim", "split", [randn(2, 8)], split_size=4, dim=-1)
+case("split_larger_than_dim", "split", [randn(3, 2)], split_size=5, dim=0)
+case("split_sections", "split_sections", [randn(3, 9)], sections=[2, 0, 4, 3], dim=1)
+case("chunk_uneven", "chunk", [randn(5, 2)], chunks=3, dim=0)
+case("chunk_fewer_pieces", "chunk", [randn(2, 6)], chunks=4, dim=1)
+case("repeat_interleave_dim0", "repeat_interleave", [randn(3, 2)], repeats=2, dim=0)
+case("repeat_interleave_dim1", "repeat_interleave", [randn(2, 3, 2)], repeats=3, dim=1)
+case("repeat_interleave_flat", "repeat_interleave", [randn(2, 3)], repeats=2)
+case("repeat_interleave_i64", "repeat_interleave", [ints(0, 9, 4)], repeats=3, dim=0)
+
+# gather / scatter_add / topk
+case("gather_dim0", "gather", [randn(4, 3), ints(0, 4, 5, 3)], dim=0)
+case("gather_dim1_smaller_index", "gather", [randn(3, 6), ints(0, 6, 2, 4)], dim=1)
+case("gather_3d_last", "gather", [randn(2, 3, 5), ints(0, 5, 2, 3, 7)], dim=-1)
+case("gather_repeated", "gather", [randn(2, 4), const([[1, 1, 1], [3, 0, 3]], torch.int64)], dim=1)
+case("scatter_add_dim0", "scatter_add", [randn(4, 3), ints(0, 4, 6, 3), randn(6, 3)], dim=0)
+case("scatter_add_dim1", "scatter_add", [randn(3, 5), ints(0, 5, 3, 4), randn(3, 4)], dim=1)
+# torch gives src no gradient of its shape when src is larger than index: forward and x only.
+case("scatter_add_src_larger", "scatter_add", [randn(3, 4), ints(0, 4, 2, 3), randn(3, 5, grad=False)], dim=1)
+case("scatter_add_repeated", "scatter_add", [randn(5, grad=False), const([0, 2, 2, 4, 2], torch.int64),
+                                            randn(5)], dim=0)
+case("topk_last", "topk", [randn(3, 10)], k=4)
+case("topk_smallest", "topk", [randn(3, 10)], k=3, largest=False)
+case("topk_dim0", "topk", [randn(8, 3)], k=2, dim=0)
+case("topk_all", "topk", [randn(2, 5)], k=5)
+case("topk_indices", "topk_indices", [randn(4, 12)], k=5)
+case("topk_indices_smallest_middle", "topk_indices", [randn(2, 9, 3)], k=4, dim=1, largest=False)
+
+# rms_norm
+case("rms_norm", "rms_norm", [randn(3, 8, scale=2.0), randn(8)], normalized_shape=[8], eps=1e-6)
+case("rms_norm_default_eps", "rms_norm", [randn(2, 3, 6), randn(6)], normalized_shape=[6])
+case("rms_norm_two_dims", "rms_norm", [randn(2, 3, 4), randn(3, 4)], normalized_shape=[3, 4], eps=1e-5)
+case("rms_norm_no_weight", "rms_norm", [randn(4, 5)], normalized_shape=[5], eps=1e-5)
+case("rms_norm_small_values", "rms_norm", [randn(3, 16, scale=1e-3), randn(16)], normalized_shape=[16])
+
+# scaled_dot_product_attention (dropout_p = 0: PyTorch's dropout stream differs)
+case("sdpa", "sdpa", [randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 3)])
+case("sdpa_3d", "sdpa", [randn(2, 5, 8), randn(2, 5, 8), randn(2, 5, 8)])
+case("sdpa_bool_mask", "sdpa", [randn(2, 2, 5, 4), randn(2, 2, 7, 4), randn(2, 2, 7, 4), attn_mask_bool(2, 1, 5, 7)])
+case("sdpa_float_mask", "sdpa", [randn(2, 2, 5, 4), randn(2, 2, 7, 4), randn(2, 2, 7, 4), randn(5, 7, grad=False)])
+case("sdpa_causal", "sdpa", [randn(2, 2, 6, 4), randn(2, 2, 6, 4), randn(2, 2, 6, 4)], is_causal=True)
+case("sdpa_causal_l_lt_s", "sdpa", [randn(1, 2, 4, 4), randn(1, 2, 7, 4), randn(1, 2, 7, 5)], is_causal=True)
+case("sdpa_causal_l_gt_s", "sdpa", [randn(1, 2, 7, 4), randn(1, 2, 4, 4), randn(1, 2, 4, 4)], is_causal=True)
+case("sdpa_scale", "sdpa", [randn(1, 2, 5, 4), randn(1, 2, 6, 4), randn(1, 2, 6, 4)], scale=0.3)
+case("sdpa_one_side_grad", "sdpa", [randn(1, 2, 5, 4, grad=False), randn(1, 2, 6, 4), randn(1, 2, 6, 4)])
+# Several blocks of rows (32) and keys (64), large scores: the online softmax rescales.
+case("sdpa_blocks", "sdpa", [randn(1, 2, 70, 16, scale=2.0), randn(1, 2, 130, 16, scale=2.0), randn(1, 2, 130, 8)])
+case("sdpa_blocks_causal", "sdpa", [randn(1, 1, 100, 8, scale=2.0), randn(1, 1, 100, 8, scale=2.0), randn(1, 1, 100, 8)],
+     is_causal=True)
+case("sdpa_blocks_bool_mask", "sdpa", [randn(1, 1, 40, 8), randn(1, 1, 90, 8), randn(1, 1, 90, 8), attn_mask_bool(40, 90, p=0.3)])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ LAZYTRAIN_DECLARE_SIMD float lt_logf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_tanhf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_erff(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_cosf(float x);
+LAZYTRAIN_DECLARE_SIMD float lt_sinf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_powf(float x, float y);
 }
 
@@ -124,6 +125,9 @@ struct Erf {
 };
 struct Cosine {
   float operator()(float x) const { return lt_cosf(x); }
+};
+struct Sine {
+  float operator()(float x) const { return lt_sinf(x); }
 };
 // convert to pred: any nonzero value (NaN included) is true.
 struct ConvertToPred {

@@ -191,6 +191,15 @@ int HloBuilder::concatenate(const std::vector<int>& xs, int64_t dimension) {
   return add(std::move(in));
 }
 
+int HloBuilder::custom_call(std::vector<int> operands, std::string target, std::string backend_config) {
+  HloInstruction in;
+  in.opcode = HloOpcode::kCustomCall;
+  in.operands = std::move(operands);
+  in.custom_call_target = std::move(target);
+  in.backend_config = std::move(backend_config);
+  return add(std::move(in));
+}
+
 int HloBuilder::gather(int operand, int indices) {
   HloInstruction in;
   in.opcode = HloOpcode::kGather;

@@ -63,6 +63,10 @@ class HloBuilder {
   int all_gather(int x, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups);
   int reduce_scatter(int x, ReduceKind kind, int64_t dimension, std::vector<std::vector<int64_t>> replica_groups);
 
+  // custom-call(operands) of `target` with `backend_config` (hlo/custom_call.h):
+  // its result shape and dtype are inferred from the target's rule.
+  int custom_call(std::vector<int> operands, std::string target, std::string backend_config);
+
   // A fusion calling `computation` (whose parameters match `operands`).
   int fusion(std::shared_ptr<const HloModule> computation, std::vector<int> operands, FusionKind kind);
   // Appends a copy of `instruction` (from another module) with new operand ids;

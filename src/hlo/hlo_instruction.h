@@ -54,6 +54,12 @@ struct HloInstruction {
   // program order (1, 2, ...), as XLA's channel ids do.
   std::vector<std::vector<int64_t>> replica_groups;
   int64_t channel_id = 0;
+  // custom-call (XLA's): the host kernel to call and its attributes, as
+  // "key=value" pairs separated by commas (hlo/custom_call.h lists the targets,
+  // their operands, result shapes and keys). Both enter CSE's comparison, the
+  // printed text and the serialized module.
+  std::string custom_call_target;
+  std::string backend_config;
   // gather: operand [N, R...] and indices [I...] (integer) give [I..., R...]: rows
   // of operand dim 0 (XLA: offset_dims=trailing, collapsed_slice_dims={0},
   // start_index_map={0}, index_vector_dim=rank(indices), slice_sizes={1, R...}).

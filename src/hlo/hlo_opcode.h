@@ -49,6 +49,7 @@ enum HloOpcodeProperty : uint32_t {
   V(kErf, "erf", 1, kPropertyElementwise | kPropertyExpensive)                                         \
   V(kAbs, "abs", 1, kPropertyElementwise)                                                              \
   V(kCosine, "cosine", 1, kPropertyElementwise | kPropertyExpensive)                                   \
+  V(kSine, "sine", 1, kPropertyElementwise | kPropertyExpensive)                                       \
   V(kNot, "not", 1, kPropertyElementwise)                                                              \
   V(kConvert, "convert", 1, kPropertyElementwise)                                                      \
   V(kAdd, "add", 2, kPropertyElementwise)                                                              \
@@ -79,6 +80,8 @@ enum HloOpcodeProperty : uint32_t {
   V(kAllReduce, "all-reduce", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
   V(kAllGather, "all-gather", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
   V(kReduceScatter, "reduce-scatter", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
+  /* calls a host kernel named by HloInstruction::custom_call_target (hlo/custom_call.h) */          \
+  V(kCustomCall, "custom-call", -1, 0)                                                                 \
   /* calls a fused computation (HloInstruction::fused_computation) */                                 \
   V(kFusion, "fusion", -1, 0)
 
@@ -91,7 +94,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 42;
+inline constexpr int kHloOpcodeCount = 44;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \

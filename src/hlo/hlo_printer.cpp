@@ -85,6 +85,8 @@ std::string attributes(const HloInstruction& in) {
       return ", offset_dims={trailing}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=" +
              std::to_string(in.shape.size());
     }
+    case HloOpcode::kCustomCall:
+      return ", custom_call_target=\"" + in.custom_call_target + "\", backend_config=\"" + in.backend_config + "\"";
     case HloOpcode::kFusion:
       return ", kind=" + fusion_kind_name(in.fusion_kind) + ", calls=%fused_computation." + std::to_string(in.id);
     case HloOpcode::kScatter:

@@ -8,7 +8,7 @@ namespace lazytrain::hlo {
 
 namespace {
 
-constexpr uint32_t kFormat = 2;  // 2: replica_groups, channel_id
+constexpr uint32_t kFormat = 3;  // 2: replica_groups, channel_id; 3: custom_call_target, backend_config
 
 class Writer {
  public:
@@ -94,6 +94,8 @@ void write_module(Writer& w, const HloModule& m) {
     w.u64(in.replica_groups.size());
     for (const auto& group : in.replica_groups) w.ints(group);
     w.i64(in.channel_id);
+    w.str(in.custom_call_target);
+    w.str(in.backend_config);
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -144,6 +146,8 @@ HloModule read_module(Reader& r) {
     if (groups > (uint64_t{1} << 20)) throw Error("[hlo deserialize] implausible replica group count " + std::to_string(groups));
     for (uint64_t g = 0; g < groups; ++g) in.replica_groups.push_back(r.ints());
     in.channel_id = r.i64();
+    in.custom_call_target = r.str();
+    in.backend_config = r.str();
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "hlo/custom_call.h"
 
 namespace lazytrain::hlo {
 
@@ -235,6 +236,8 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     case HloOpcode::kAllGather:
     case HloOpcode::kReduceScatter:
       return infer_collective(m, in, c);
+    case HloOpcode::kCustomCall:
+      return infer_custom_call(m, in);
     case HloOpcode::kFusion: {
       const HloModule* f = in.fused_computation.get();
       c.require(f != nullptr, "fusion has no fused computation");

@@ -35,6 +35,11 @@ bool is_special_scalar(double value);
 // a non-integral scalar (PyTorch's rule for Python scalars).
 DType scalar_result_dtype(const Tensor& x, double value);
 
+// A fresh per-op random seed (s64[] device data from the current device's
+// generator, tensor/ops.h manual_seed): random ops take it as an operand, so
+// reseeding never recompiles.
+Tensor next_seed();
+
 // Operand i of node lowered, converted to `dtype` and broadcast to `shape`.
 int operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape);
 

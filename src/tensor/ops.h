@@ -12,12 +12,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/op_location.h"
 #include "core/shape.h"
+// Tensor complete for the default arguments `= Tensor()` (tensor.h includes this
+// header at its end, after the class; #pragma once ends the cycle either way).
+#include "tensor/tensor.h"
 
 namespace lazytrain {
 
@@ -92,6 +97,19 @@ Tensor relu(const Tensor& x, Loc loc = std::source_location::current());
 // (Hendrycks & Gimpel 2016; GPT-2's gelu_new). One op each way, forward and backward,
 // so it fuses into one loop. Floating x; Error naming aten::gelu for another approximate.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none", Loc loc = std::source_location::current());
+// torch.sigmoid: 1 / (1 + exp(-x)), computed as 0.5 tanh(x/2) + 0.5 (XLA's
+// logistic: no overflow for any x). Gradient g y (1 - y). Integer x gives float32.
+Tensor sigmoid(const Tensor& x, Loc loc = std::source_location::current());
+// torch.nn.functional.silu: x sigmoid(x) (swish). Gradient g s (1 + x (1 - s)), s = sigmoid(x).
+Tensor silu(const Tensor& x, Loc loc = std::source_location::current());
+// torch.sin / torch.cos (HLO sine / cosine, SLEEF's 1-ULP kernels). Integer x gives float32.
+Tensor sin(const Tensor& x, Loc loc = std::source_location::current());
+Tensor cos(const Tensor& x, Loc loc = std::source_location::current());
+// torch.clamp(x, min, max): min(max(x, min), max) with either bound optional
+// (at least one given: Error naming aten::clamp otherwise); min > max gives max
+// everywhere, NaN stays NaN. The result dtype follows the scalar rule of
+// add(Tensor, double). Gradient, as torch's: g where min <= x <= max, 0 outside.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt, Loc loc = std::source_location::current());
 // Comparisons return bool tensors.
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
@@ -128,6 +146,20 @@ Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Lo
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
 // Index of the first maximum along dim, int64.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = std::source_location::current());
+// torch.cumsum: y[..., i, ...] = sum_{j <= i} x[..., j, ...] along dim; integer
+// and bool x give int64 (torch's rule). Lowered to log2(n) shifted adds
+// (Hillis-Steele scan: slice + concatenate + add, fusible, exact for integers).
+// Gradient: the reversed cumulative sum of g.
+Tensor cumsum(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
+// torch.topk: the k largest (largest=false: smallest) values along dim and their
+// int64 indices, in descending (ascending) order when sorted (always sorted
+// here: torch leaves the order unspecified otherwise). NaN counts as larger
+// than every number, as in torch; ties keep the lower index first. 0 <= k <=
+// size(dim), else Error naming aten::topk. Indices come from the host kernel
+// custom-call "__lazytrain$topk" (hlo/custom_call.h), values are gather(x, dim,
+// indices); only the values carry a gradient (g scattered back to the picks).
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true,
+                                Loc loc = std::source_location::current());
 
 // ---- views and data movement (copies: lazytrain tensors never alias) ----
 Tensor reshape(const Tensor& x, Shape shape, Loc loc = std::source_location::current());  // one dim may be -1
@@ -149,6 +181,36 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = std::source
 Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc = std::source_location::current());
 // Rows of x along dim selected by int32/int64 `index` (1-D).
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = std::source_location::current());
+// torch.stack: the tensors (all one shape) joined along a new dim (0 .. rank).
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0, Loc loc = std::source_location::current());
+// torch.split(x, split_size, dim): pieces of split_size along dim, the last one
+// smaller when the size does not divide (one empty piece for an empty dim);
+// split_size must be positive (0 only for an empty dim).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0, Loc loc = std::source_location::current());
+// torch.split(x, sections, dim): pieces of the given sizes, which must sum to size(dim).
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sections, int64_t dim = 0, Loc loc = std::source_location::current());
+// torch.chunk: split(x, ceil(size / chunks), dim), so fewer than `chunks`
+// pieces when they run out (torch's rule); an empty dim gives `chunks` empty pieces.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0, Loc loc = std::source_location::current());
+// torch.tril / torch.triu over the last two dims: elements with col - row <=
+// diagonal (tril) / >= diagonal (triu) kept, the others 0. Rank >= 2.
+Tensor tril(const Tensor& x, int64_t diagonal = 0, Loc loc = std::source_location::current());
+Tensor triu(const Tensor& x, int64_t diagonal = 0, Loc loc = std::source_location::current());
+// torch.repeat_interleave(x, repeats, dim): each element repeated `repeats`
+// (>= 0) times along dim; no dim: along the flattened x.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt, Loc loc = std::source_location::current());
+// torch.gather(x, dim, index): out[i][j][k] = x[index[i][j][k]][j][k] (dim 0;
+// likewise for the others). index int64 of x's rank, index.size(d) <= x.size(d)
+// for d != dim; out has index's shape. An index out of range raises Error when
+// the graph runs (as embedding does). Lowered to one HLO gather over the
+// flattened x. Gradient: scatter_add of g into zeros of x's shape.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = std::source_location::current());
+// torch.scatter_add(x, dim, index, src): x with src[i][j][k] added at
+// [index[i][j][k]][j][k] (dim 0; likewise for the others); index int64 of x's
+// rank, no larger than src in any dim nor than x off dim; src has x's dtype.
+// Lowered to one HLO scatter (add) over the flattened x. Gradients: g for x,
+// gather(g, dim, index) for src (zero where index does not reach).
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, Loc loc = std::source_location::current());
 
 // ---- data-dependent shapes (the eager modes, lazy/execution_mode.h) ----
 // Their result's shape depends on the input's values, which lazy tracing does
@@ -173,6 +235,30 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Loc loc = std::source_location:
 // with the biased variance (torch.nn.functional.layer_norm).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps = 1e-5, Loc loc = std::source_location::current());
+// torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the trailing
+// normalized_shape dims) + eps) * weight (weight optional: undefined Tensor).
+// eps nullopt is torch's None: torch.finfo(x.dtype).eps (f32 1.1920929e-07,
+// bf16 0.0078125, f16 0.0009765625). bf16/f16 x is computed in float32 and the
+// result cast back (torch's upcast). Composite of tensor ops (its gradient comes
+// from theirs). Error naming aten::rms_norm for a shape mismatch.
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt, Loc loc = std::source_location::current());
+// torch.nn.functional.scaled_dot_product_attention: softmax(q k^T * scale +
+// bias) v for q [..., L, E], k [..., S, E], v [..., S, Ev] (the same batch dims
+// and floating dtype) -> [..., L, Ev] in q's dtype. attn_mask (undefined: none)
+// broadcasts to [..., L, S]: bool (true = attend) or floating (added to the
+// scores). is_causal: the top-left causal mask tril(ones(L, S)) (not with an
+// attn_mask: Error, as torch). scale nullopt: 1/sqrt(E). dropout_p in [0, 1):
+// drops attention weights with that probability and scales the rest by
+// 1/(1-p), drawn in the kernel from a per-op seed (device data, like dropout's;
+// not PyTorch's stream). One op: custom-calls "__lazytrain$sdpa_forward" /
+// "__lazytrain$sdpa_backward" (hlo/custom_call.h) run a FlashAttention-2 style
+// host kernel (blocks of rows, online softmax, f32 accumulation, logsumexp per
+// row kept for the backward) on every backend; bf16/f16 accumulate in f32. A
+// row that masks every key gives 0 (torch's math path gives NaN).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = Tensor(),
+                                    double dropout_p = 0.0, bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                    Loc loc = std::source_location::current());
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when
 // training; identity otherwise.
 Tensor dropout(const Tensor& x, double p, bool training, Loc loc = std::source_location::current());

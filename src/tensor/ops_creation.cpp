@@ -149,7 +149,7 @@ Generator& generator() {
 }
 
 // A fresh per-op seed, as device data so that it never enters the graph hash.
-Tensor next_seed() {
+Tensor draw_seed() {
   Generator& g = generator();
   uint64_t s = g.seed.load() * 0x9E3779B97F4A7C15ull + (g.offset++) * 0xBF58476D1CE4E5B9ull + 1;
   // Data-parallel replicas, seeded alike, draw different dropout masks for their
@@ -163,6 +163,12 @@ Tensor next_seed() {
   int64_t value = static_cast<int64_t>(s >> 1);
   return from_buffer(&value, {}, DType::kInt64);
 }
+
+}  // namespace
+
+Tensor detail::next_seed() { return draw_seed(); }
+
+namespace {
 
 // Uniform [0, 1) floats with 24 random bits each, from rng-bit-generator.
 int lower_uniform(hlo::HloBuilder& b, int seed, const Shape& shape) {
@@ -227,7 +233,7 @@ std::vector<float> host_rand(int64_t count) {
 
 Tensor rand(const Shape& shape, DType dtype) {
   check(is_floating_point(dtype), "aten::rand", "dtype must be floating point, got " + torch_name(dtype));
-  return make_op("aten::rand", {next_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
+  return make_op("aten::rand", {draw_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     return b.convert(lower_uniform(b, c.operand(n, 0), n.shape()), n.dtype());
   });
@@ -236,7 +242,7 @@ Tensor rand(const Shape& shape, DType dtype) {
 Tensor randn(const Shape& shape, DType dtype) {
   check(is_floating_point(dtype), "aten::randn", "dtype must be floating point, got " + torch_name(dtype));
   // Box-Muller: sqrt(-2 ln(1-u1)) * cos(2 pi u2), u2 from the seed + 1.
-  return make_op("aten::randn", {next_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
+  return make_op("aten::randn", {draw_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     using hlo::HloOpcode;
     const Shape& s = n.shape();

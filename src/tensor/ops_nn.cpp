@@ -121,6 +121,31 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   return y;
 }
 
+Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, std::optional<double> eps, Loc loc) {
+  OpLocationScope at(loc);
+  const Tensor x = autocast_to_float(x_in), weight = autocast_to_float(weight_in);
+  check_float(x, "aten::rms_norm", loc);
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k <= x.dim();
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.shape()[x.dim() - k + i] == normalized_shape[i];
+  if (!ok) {
+    throw_error("aten::rms_norm", "given normalized_shape=" + shape_str(normalized_shape) + ", expected input with shape [*, " +
+                                      shape_str(normalized_shape).substr(1) + ", but got input of size " + shape_str(x.shape()), loc);
+  }
+  if (weight.defined() && weight.shape() != normalized_shape) {
+    throw_error("aten::rms_norm", "weight must have shape " + shape_str(normalized_shape) + ", got " + shape_str(weight.shape()), loc);
+  }
+  // torch.finfo(x.dtype).eps when eps is None.
+  const double e = eps ? *eps : x.dtype() == DType::kBFloat16 ? 0.0078125 : x.dtype() == DType::kFloat16 ? 0.0009765625 : 1.1920928955078125e-07;
+  std::vector<int64_t> dims;
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) dims.push_back(i);
+  // bf16/f16: computed in float32 and cast back, as torch's upcast.
+  const Tensor xf = to_dtype(x, DType::kFloat32);
+  Tensor y = mul(xf, rsqrt(add(mean(mul(xf, xf), dims, true), e)));
+  if (weight.defined()) y = mul(y, to_dtype(weight, DType::kFloat32));
+  return to_dtype(y, x.dtype());
+}
+
 Tensor dropout(const Tensor& x, double p, bool training, Loc loc) {
   OpLocationScope at(loc);
   check(p >= 0.0 && p <= 1.0, "aten::dropout", "dropout probability has to be between 0 and 1, but got " + std::to_string(p));

@@ -148,6 +148,22 @@ Tensor Tensor::softmax(int64_t d) const { return lazytrain::softmax(*this, d); }
 Tensor Tensor::log_softmax(int64_t d) const { return lazytrain::log_softmax(*this, d); }
 Tensor Tensor::argmax(int64_t d, bool k) const { return lazytrain::argmax(*this, d, k); }
 Tensor Tensor::slice(int64_t d, int64_t s, int64_t e, int64_t st) const { return lazytrain::slice(*this, d, s, e, st); }
+Tensor Tensor::sigmoid() const { return lazytrain::sigmoid(*this); }
+Tensor Tensor::sin() const { return lazytrain::sin(*this); }
+Tensor Tensor::cos() const { return lazytrain::cos(*this); }
+Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const { return lazytrain::clamp(*this, min, max); }
+Tensor Tensor::cumsum(int64_t dim) const { return lazytrain::cumsum(*this, dim); }
+Tensor Tensor::tril(int64_t diagonal) const { return lazytrain::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return lazytrain::triu(*this, diagonal); }
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return lazytrain::gather(*this, dim, index); }
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const { return lazytrain::scatter_add(*this, dim, index, src); }
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return lazytrain::topk(*this, k, dim, largest, sorted);
+}
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return lazytrain::split(*this, split_size, dim); }
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sections, int64_t dim) const { return lazytrain::split(*this, sections, dim); }
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return lazytrain::chunk(*this, chunks, dim); }
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const { return lazytrain::repeat_interleave(*this, repeats, dim); }
 
 namespace detail {
 

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "core/literal.h"
@@ -112,6 +114,20 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   // x[start:end:step] along dim (PyTorch's Tensor.slice / narrow with a step).
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor sigmoid() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sections, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
 
  private:
   Literal read_literal(const char* read, OpLocation loc) const;

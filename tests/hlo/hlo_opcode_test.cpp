@@ -39,13 +39,13 @@ TEST(HloOpcode, NamesAreXlasAndUnique) {
 TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
   using O = HloOpcode;
   EXPECT_EQ(with([](O o) { return is_elementwise(o); }),
-            (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kNot,
+            (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kSine, O::kNot,
                          O::kConvert, O::kAdd, O::kSubtract, O::kMultiply, O::kDivide, O::kMaximum, O::kMinimum, O::kPower,
                          O::kAnd, O::kOr, O::kShiftRightLogical, O::kCompare, O::kSelect}));
   EXPECT_EQ(with([](O o) { return is_elementwise_unary(o); }),
-            (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kNot, O::kConvert}));
+            (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kSine, O::kNot, O::kConvert}));
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
-            (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
+            (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kSine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
   EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple,
                                                                      O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
   EXPECT_EQ(with([](O o) { return never_merged(o); }),

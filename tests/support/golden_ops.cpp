@@ -51,6 +51,14 @@ std::vector<T> values_of(const train::TensorRecord& r) {
   return v;
 }
 
+// The pieces of split/chunk as one tensor: each flattened, concatenated in order
+// (the generator's flat_cat), so one case checks every piece and its gradient.
+Tensor flat_cat(const std::vector<Tensor>& parts) {
+  std::vector<Tensor> flat;
+  for (const Tensor& p : parts) flat.push_back(reshape(p, {-1}));
+  return cat(flat, 0);
+}
+
 }  // namespace
 
 const std::map<std::string, GoldenOp>& golden_op_table() {
@@ -100,6 +108,17 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"relu", {"relu(const Tensor&, Loc)", [](const Args& in, const json&) { return relu(in[0]); }}},
       {"gelu", {"gelu(const Tensor&, const std::string&, Loc)", [](const Args& in, const json&) { return gelu(in[0]); }}},
       {"gelu_tanh", {"gelu(const Tensor&, const std::string&, Loc)", [](const Args& in, const json&) { return gelu(in[0], "tanh"); }}},
+      {"sigmoid", {"sigmoid(const Tensor&, Loc)", [](const Args& in, const json&) { return sigmoid(in[0]); }}},
+      {"silu", {"silu(const Tensor&, Loc)", [](const Args& in, const json&) { return silu(in[0]); }}},
+      {"sin", {"sin(const Tensor&, Loc)", [](const Args& in, const json&) { return sin(in[0]); }}},
+      {"cos", {"cos(const Tensor&, Loc)", [](const Args& in, const json&) { return cos(in[0]); }}},
+      {"clamp", {"clamp(const Tensor&, std::optional<double>, std::optional<double>, Loc)",
+                 [](const Args& in, const json& a) {
+                   std::optional<double> lo, hi;
+                   if (a.contains("min")) lo = num(a["min"]);
+                   if (a.contains("max")) hi = num(a["max"]);
+                   return clamp(in[0], lo, hi);
+                 }}},
       {"eq", {"eq(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return eq(in[0], in[1]); }}},
       {"ne", {"ne(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return ne(in[0], in[1]); }}},
       {"lt", {"lt(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return lt(in[0], in[1]); }}},
@@ -133,6 +152,15 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
                 [](const Args& in, const json& a) { return amax(in[0], a["dims"].get<std::vector<int64_t>>(), a["keepdim"].get<bool>()); }}},
       {"argmax", {"argmax(const Tensor&, int64_t, bool, Loc)",
                   [](const Args& in, const json& a) { return argmax(in[0], a["dim"].get<int64_t>(), a["keepdim"].get<bool>()); }}},
+      {"cumsum", {"cumsum(const Tensor&, int64_t, Loc)", [](const Args& in, const json& a) { return cumsum(in[0], a["dim"].get<int64_t>()); }}},
+      {"topk", {"topk(const Tensor&, int64_t, int64_t, bool, bool, Loc)",
+                [](const Args& in, const json& a) {
+                  return std::get<0>(topk(in[0], a["k"].get<int64_t>(), a.value("dim", int64_t{-1}), a.value("largest", true)));
+                }}},
+      {"topk_indices", {"topk(const Tensor&, int64_t, int64_t, bool, bool, Loc)",
+                        [](const Args& in, const json& a) {
+                          return std::get<1>(topk(in[0], a["k"].get<int64_t>(), a.value("dim", int64_t{-1}), a.value("largest", true)));
+                        }}},
       // views and data movement
       {"reshape", {"reshape(const Tensor&, Shape, Loc)", [](const Args& in, const json& a) { return reshape(in[0], shape_attr(a["shape"])); }}},
       {"view", {"view(const Tensor&, Shape, Loc)", [](const Args& in, const json& a) { return view(in[0], shape_attr(a["shape"])); }}},
@@ -150,7 +178,39 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"cat", {"cat(const std::vector<Tensor>&, int64_t, Loc)", [](const Args& in, const json& a) { return cat(in, a["dim"].get<int64_t>()); }}},
       {"index_select", {"index_select(const Tensor&, int64_t, const Tensor&, Loc)",
                         [](const Args& in, const json& a) { return index_select(in[0], a["dim"].get<int64_t>(), in[1]); }}},
+      {"stack", {"stack(const std::vector<Tensor>&, int64_t, Loc)", [](const Args& in, const json& a) { return stack(in, a["dim"].get<int64_t>()); }}},
+      {"split", {"split(const Tensor&, int64_t, int64_t, Loc)",
+                 [](const Args& in, const json& a) { return flat_cat(split(in[0], a["split_size"].get<int64_t>(), a["dim"].get<int64_t>())); }}},
+      {"split_sections", {"split(const Tensor&, const std::vector<int64_t>&, int64_t, Loc)",
+                          [](const Args& in, const json& a) {
+                            return flat_cat(split(in[0], a["sections"].get<std::vector<int64_t>>(), a["dim"].get<int64_t>()));
+                          }}},
+      {"chunk", {"chunk(const Tensor&, int64_t, int64_t, Loc)",
+                 [](const Args& in, const json& a) { return flat_cat(chunk(in[0], a["chunks"].get<int64_t>(), a["dim"].get<int64_t>())); }}},
+      {"tril", {"tril(const Tensor&, int64_t, Loc)", [](const Args& in, const json& a) { return tril(in[0], a.value("diagonal", int64_t{0})); }}},
+      {"triu", {"triu(const Tensor&, int64_t, Loc)", [](const Args& in, const json& a) { return triu(in[0], a.value("diagonal", int64_t{0})); }}},
+      {"repeat_interleave", {"repeat_interleave(const Tensor&, int64_t, std::optional<int64_t>, Loc)",
+                             [](const Args& in, const json& a) {
+                               std::optional<int64_t> dim;
+                               if (a.contains("dim")) dim = a["dim"].get<int64_t>();
+                               return repeat_interleave(in[0], a["repeats"].get<int64_t>(), dim);
+                             }}},
+      {"gather", {"gather(const Tensor&, int64_t, const Tensor&, Loc)", [](const Args& in, const json& a) { return gather(in[0], a["dim"].get<int64_t>(), in[1]); }}},
+      {"scatter_add", {"scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&, Loc)",
+                       [](const Args& in, const json& a) { return scatter_add(in[0], a["dim"].get<int64_t>(), in[1], in[2]); }}},
       // nn functions
+      {"rms_norm", {"rms_norm(const Tensor&, const Shape&, const Tensor&, std::optional<double>, Loc)",
+                    [](const Args& in, const json& a) {
+                      std::optional<double> eps;
+                      if (a.contains("eps")) eps = num(a["eps"]);
+                      return rms_norm(in[0], shape_attr(a["normalized_shape"]), in.size() > 1 ? in[1] : Tensor(), eps);
+                    }}},
+      {"sdpa", {"scaled_dot_product_attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, bool, std::optional<double>, Loc)",
+                [](const Args& in, const json& a) {
+                  std::optional<double> scale;
+                  if (a.contains("scale")) scale = num(a["scale"]);
+                  return scaled_dot_product_attention(in[0], in[1], in[2], in.size() > 3 ? in[3] : Tensor(), 0.0, a.value("is_causal", false), scale);
+                }}},
       {"embedding", {"embedding(const Tensor&, const Tensor&, int64_t, Loc)",
                      [](const Args& in, const json& a) { return embedding(in[0], in[1], a.value("padding_idx", int64_t{-1})); }}},
       {"softmax", {"softmax(const Tensor&, int64_t, Loc)", [](const Args& in, const json& a) { return softmax(in[0], a["dim"].get<int64_t>()); }}},

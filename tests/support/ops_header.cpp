@@ -19,7 +19,8 @@ std::set<std::string> declared_functions(const std::string& path) {
   }
   text = std::regex_replace(text, std::regex("\\s+"), " ");
   std::set<std::string> out;
-  const std::regex decl("^\\s*[A-Za-z_][\\w:<>]*\\s+(operator[^\\s(]+|\\w+)\\s*\\((.*)\\)\\s*$");
+  // The return type may be a template with several arguments (std::tuple<Tensor, Tensor>).
+  const std::regex decl("^\\s*[A-Za-z_][\\w:]*(?:<[^()]*>)?\\s+(operator[^\\s(]+|\\w+)\\s*\\((.*)\\)\\s*$");
   const std::regex param("^\\s*(.*?)\\s*\\b\\w+\\s*$");
   std::stringstream statements(text);
   std::string st;

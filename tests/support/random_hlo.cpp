@@ -353,7 +353,7 @@ class Generator {
   std::optional<Val> step_f32(const Val& x) {
     const int64_t r = rng_.below(100);
     if (r < 12) {
-      static const std::vector<HloOpcode> ops = {HloOpcode::kNegate, HloOpcode::kAbs, HloOpcode::kTanh, HloOpcode::kErf};
+      static const std::vector<HloOpcode> ops = {HloOpcode::kNegate, HloOpcode::kAbs, HloOpcode::kTanh, HloOpcode::kErf, HloOpcode::kSine};
       return unary(rng_.pick(ops), x);
     }
     if (r < 20) return unary(HloOpcode::kExp, bounded(x, 8));
@@ -664,6 +664,10 @@ class Generator {
       case HloOpcode::kErf:
         v.lo = std::erf(x.lo), v.hi = std::erf(x.hi);
         v.err = 1.13 * x.err + kTranscendentalUlps;
+        break;
+      case HloOpcode::kSine:  // |sin'| <= 1
+        v.lo = -1, v.hi = 1;
+        v.err = x.err + kTranscendentalUlps;
         break;
       default: throw Error("[random hlo] unexpected unary " + hlo::opcode_name(op));
     }

@@ -188,6 +188,8 @@ TEST(OpsCoverage, DeclarationParserNormalisesSignatures) {
   EXPECT_TRUE(declared.count("operator-(TensorOperand)"));
   EXPECT_TRUE(declared.count("layer_norm(const Tensor&, const Shape&, const Tensor&, const Tensor&, double, Loc)"));
   EXPECT_TRUE(declared.count("manual_seed(uint64_t)"));
+  EXPECT_TRUE(declared.count("topk(const Tensor&, int64_t, int64_t, bool, bool, Loc)"));
+  EXPECT_TRUE(declared.count("split(const Tensor&, const std::vector<int64_t>&, int64_t, Loc)"));
 }
 
 // ---- the ops PyTorch cannot be golden for: random numbers ----

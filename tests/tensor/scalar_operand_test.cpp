@@ -5,6 +5,7 @@
 // the values; a coverage check fails when ops.h gains one without a case here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -88,6 +89,35 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
           }
           EXPECT_NEAR(zeros / static_cast<double>(got.size()), p, 0.05);
         }}},
+      {"clamp(const Tensor&, std::optional<double>, std::optional<double>, Loc)",
+       {[](double v) { return clamp(x_tensor(), -v, v); }, [](double v) { return each([v](double x, double) { return std::min(std::max(x, -v), v); }); }, {}}},
+      {"rms_norm(const Tensor&, const Shape&, const Tensor&, std::optional<double>, Loc)",
+       {[](double v) { return rms_norm(x_tensor(), {4}, y_tensor(), v); },
+        [](double eps) {
+          double ms = 0;
+          for (float x : kX) ms += x * x / 4.0;
+          return each([&](double x, double y) { return x / std::sqrt(ms + eps) * y; });
+        },
+        {}}},
+      // The scale: q = k = v = x as [2, 2] (L = S = E = 2).
+      {"scaled_dot_product_attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, bool, std::optional<double>, Loc)",
+       {[](double v) {
+          Tensor x = reshape(x_tensor(), {2, 2});
+          return scaled_dot_product_attention(x, x, x, Tensor(), 0.0, false, v);
+        },
+        [](double scale) {
+          std::vector<float> out;
+          for (int i = 0; i < 2; ++i) {
+            double s[2], total = 0;
+            for (int j = 0; j < 2; ++j) {
+              s[j] = std::exp(scale * (kX[2 * i] * kX[2 * j] + kX[2 * i + 1] * kX[2 * j + 1]));
+              total += s[j];
+            }
+            for (int e = 0; e < 2; ++e) out.push_back(static_cast<float>((s[0] * kX[e] + s[1] * kX[2 + e]) / total));
+          }
+          return out;
+        },
+        {}}},
       {"operator+(TensorOperand, double)", {[](double v) { return x_tensor() + v; }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
       {"operator-(TensorOperand, double)", {[](double v) { return x_tensor() - v; }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
       {"operator*(TensorOperand, double)", {[](double v) { return x_tensor() * v; }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},

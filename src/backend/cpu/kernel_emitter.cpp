@@ -109,6 +109,7 @@ std::string functor(const HloInstruction& in) {
     case HloOpcode::kTanh: return "Tanh";
     case HloOpcode::kErf: return "Erf";
     case HloOpcode::kCosine: return "Cosine";
+    case HloOpcode::kSine: return "Sine";
     case HloOpcode::kAdd: return "Add";
     case HloOpcode::kSubtract: return "Subtract";
     case HloOpcode::kMultiply: return "Multiply";

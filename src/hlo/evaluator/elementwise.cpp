@@ -77,6 +77,7 @@ void unary(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& o
           case HloOpcode::kTanh: map_unary<T>(x, out, ops::Tanh()); break;
           case HloOpcode::kErf: map_unary<T>(x, out, ops::Erf()); break;
           case HloOpcode::kCosine: map_unary<T>(x, out, ops::Cosine()); break;
+          case HloOpcode::kSine: map_unary<T>(x, out, ops::Sine()); break;
           default: throw Error("[hlo evaluator] unhandled unary " + in.name());
         }
       } else {

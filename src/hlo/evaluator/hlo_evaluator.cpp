@@ -29,6 +29,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
     case HloOpcode::kScatter: return evaluator::eval_scatter(in, args, out);
     case HloOpcode::kDot: return evaluator::eval_dot(in, args, out);
     case HloOpcode::kReduce: return evaluator::eval_reduce(in, args, out);
+    case HloOpcode::kCustomCall: return evaluator::eval_custom_call(in, args, out);
     default: return evaluator::eval_elementwise(in, args, out);
   }
 }

@@ -19,6 +19,7 @@ void eval_gather(const HloInstruction& in, const Operands& args, const MutableAr
 void eval_scatter(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);
 void eval_dot(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // a plain loop
 void eval_reduce(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);
+void eval_custom_call(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // hlo/custom_call.h targets
 void eval_generator(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // iota, rng-bit-generator
 
 // Calls f.template operator()<T>() with the C++ storage type of `dtype`.

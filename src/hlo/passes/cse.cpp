@@ -34,6 +34,8 @@ size_t hash_instruction(const HloInstruction& in) {
     size_t n = static_cast<size_t>(std::min<int64_t>(in.literal.nbytes(), 64));
     h = mix(h, std::hash<std::string_view>()(std::string_view(static_cast<const char*>(in.literal.raw()), n)));
   }
+  h = mix(h, std::hash<std::string>()(in.custom_call_target));
+  h = mix(h, std::hash<std::string>()(in.backend_config));
   return mix(h, std::hash<const void*>()(in.fused_computation.get()));
 }
 
@@ -50,6 +52,7 @@ bool same_value(const HloInstruction& a, const HloInstruction& b) {
          a.slice_strides == b.slice_strides && a.direction == b.direction && a.reduce_kind == b.reduce_kind &&
          same_dot(a.dot, b.dot) && a.parameter_number == b.parameter_number &&
          a.fused_computation == b.fused_computation && a.fusion_kind == b.fusion_kind &&
+         a.custom_call_target == b.custom_call_target && a.backend_config == b.backend_config &&
          (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
 }
 
