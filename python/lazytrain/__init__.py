@@ -37,6 +37,8 @@ from ._C import (  # noqa: F401
     where, masked_fill, masked_select, nonzero, matmul, sum, mean, amax, logsumexp, argmax,
     reshape, transpose, permute, unsqueeze, squeeze, cat, index_select, optimization_barrier,
     softmax, log_softmax, embedding, layer_norm, dropout, cross_entropy, linear,
+    sigmoid, silu, sin, cos, clamp, cumsum, tril, triu, stack, split, chunk, gather, scatter_add,
+    repeat_interleave, topk, rms_norm, scaled_dot_product_attention,
 )
 
 _C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))

@@ -2,6 +2,7 @@
 // Tensor methods and operators that spell them (x @ w, x + 1, x.sum(dim=-1)).
 // Each opens PyOp first, so the op's IR nodes and errors name the user's line.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -128,7 +129,28 @@ void def_methods(Class& c) {
 #define LAZYTRAIN_UNARY_METHOD(name) .def(#name, [](const Tensor& x) { PyOp op; return name(x); })
   c LAZYTRAIN_UNARY_METHOD(exp) LAZYTRAIN_UNARY_METHOD(log) LAZYTRAIN_UNARY_METHOD(sqrt) LAZYTRAIN_UNARY_METHOD(rsqrt)
       LAZYTRAIN_UNARY_METHOD(tanh) LAZYTRAIN_UNARY_METHOD(erf) LAZYTRAIN_UNARY_METHOD(abs) LAZYTRAIN_UNARY_METHOD(relu)
-          LAZYTRAIN_UNARY_METHOD(neg) LAZYTRAIN_UNARY_METHOD(logical_not);
+          LAZYTRAIN_UNARY_METHOD(neg) LAZYTRAIN_UNARY_METHOD(logical_not) LAZYTRAIN_UNARY_METHOD(sigmoid)
+              LAZYTRAIN_UNARY_METHOD(sin) LAZYTRAIN_UNARY_METHOD(cos);
+  c.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { PyOp op; return clamp(x, lo, hi); },
+        "min"_a = nb::none(), "max"_a = nb::none())
+      .def("cumsum", [](const Tensor& x, int64_t dim) { PyOp op; return cumsum(x, dim); }, "dim"_a)
+      .def("tril", [](const Tensor& x, int64_t d) { PyOp op; return tril(x, d); }, "diagonal"_a = 0)
+      .def("triu", [](const Tensor& x, int64_t d) { PyOp op; return triu(x, d); }, "diagonal"_a = 0)
+      .def("gather", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return gather(x, dim, i); }, "dim"_a, "index"_a)
+      .def("split", [](const Tensor& x, int64_t size, int64_t dim) { PyOp op; return split(x, size, dim); },
+           "split_size_or_sections"_a, "dim"_a = 0)
+      .def("split", [](const Tensor& x, const std::vector<int64_t>& s, int64_t dim) { PyOp op; return split(x, s, dim); },
+           "split_size_or_sections"_a, "dim"_a = 0)
+      .def("chunk", [](const Tensor& x, int64_t n, int64_t dim) { PyOp op; return chunk(x, n, dim); }, "chunks"_a, "dim"_a = 0)
+      .def("repeat_interleave", [](const Tensor& x, int64_t r, std::optional<int64_t> dim) {
+        PyOp op;
+        return repeat_interleave(x, r, dim);
+      }, "repeats"_a, "dim"_a = nb::none())
+      .def("topk", [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+        PyOp op;
+        auto [values, indices] = topk(x, k, dim, largest, sorted);
+        return nb::make_tuple(values, indices);
+      }, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true);
 #undef LAZYTRAIN_UNARY_METHOD
 }
 
@@ -145,6 +167,10 @@ void def_functions(nb::module_& m) {
   LAZYTRAIN_UNARY(relu);
   LAZYTRAIN_UNARY(logical_not);
   LAZYTRAIN_UNARY(nonzero);
+  LAZYTRAIN_UNARY(sigmoid);
+  LAZYTRAIN_UNARY(silu);
+  LAZYTRAIN_UNARY(sin);
+  LAZYTRAIN_UNARY(cos);
 #undef LAZYTRAIN_UNARY
 #define LAZYTRAIN_BINARY(name)                                                                          \
   m.def(#name, [](const Tensor& a, const Tensor& b) { PyOp op; return name(a, b); }, "input"_a, "other"_a); \
@@ -225,6 +251,54 @@ void def_functions(nb::module_& m) {
         return linear(x, w, b ? *b : Tensor());
       },
       "input"_a, "weight"_a, "bias"_a = nb::none());
+  m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { PyOp op; return clamp(x, lo, hi); },
+        "input"_a, "min"_a = nb::none(), "max"_a = nb::none());
+  m.def("cumsum", [](const Tensor& x, int64_t dim) { PyOp op; return cumsum(x, dim); }, "input"_a, "dim"_a);
+  m.def("tril", [](const Tensor& x, int64_t d) { PyOp op; return tril(x, d); }, "input"_a, "diagonal"_a = 0);
+  m.def("triu", [](const Tensor& x, int64_t d) { PyOp op; return triu(x, d); }, "input"_a, "diagonal"_a = 0);
+  m.def("stack", [](const std::vector<Tensor>& xs, int64_t dim) { PyOp op; return stack(xs, dim); }, "tensors"_a, "dim"_a = 0);
+  m.def("split", [](const Tensor& x, int64_t size, int64_t dim) { PyOp op; return split(x, size, dim); }, "tensor"_a,
+        "split_size_or_sections"_a, "dim"_a = 0);
+  m.def("split", [](const Tensor& x, const std::vector<int64_t>& sections, int64_t dim) { PyOp op; return split(x, sections, dim); },
+        "tensor"_a, "split_size_or_sections"_a, "dim"_a = 0);
+  m.def("chunk", [](const Tensor& x, int64_t chunks, int64_t dim) { PyOp op; return chunk(x, chunks, dim); }, "input"_a,
+        "chunks"_a, "dim"_a = 0);
+  m.def("gather", [](const Tensor& x, int64_t dim, const Tensor& index) { PyOp op; return gather(x, dim, index); }, "input"_a,
+        "dim"_a, "index"_a);
+  m.def(
+      "scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+        PyOp op;
+        return scatter_add(x, dim, index, src);
+      },
+      "input"_a, "dim"_a, "index"_a, "src"_a);
+  m.def(
+      "repeat_interleave", [](const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+        PyOp op;
+        return repeat_interleave(x, repeats, dim);
+      },
+      "input"_a, "repeats"_a, "dim"_a = nb::none());
+  m.def(
+      "topk", [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+        PyOp op;
+        auto [values, indices] = topk(x, k, dim, largest, sorted);
+        return nb::make_tuple(values, indices);
+      },
+      "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true, "(values, indices int64) of the k largest along dim.");
+  m.def(
+      "rms_norm", [](const Tensor& x, const Shape& shape, std::optional<Tensor> w, std::optional<double> eps) {
+        PyOp op;
+        return rms_norm(x, shape, w ? *w : Tensor(), eps);
+      },
+      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
+  m.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask, double dropout_p, bool is_causal,
+         std::optional<double> scale) {
+        PyOp op;
+        return scaled_dot_product_attention(q, k, v, mask ? *mask : Tensor(), dropout_p, is_causal, scale);
+      },
+      "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
+      "scale"_a = nb::none(), "One fused op (a custom-call to a FlashAttention-2 style kernel on the cpu backend).");
   m.def("to_dtype", [](const Tensor& x, DType d) { PyOp op; return to_dtype(x, d); }, "input"_a, "dtype"_a);
 
   // ---- creation (the Python layer parses *size, dtype and device) ----

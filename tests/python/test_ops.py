@@ -40,8 +40,21 @@ def _np_rms_norm(x, w, eps=1e-6):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
 
 
-def _np_sdpa(q, k, v, causal):
+MASK = np.array([[True, False, True, True, False], [True, True, False, True, True], [False, True, True, True, True]])
+
+
+def _np_scatter_add(a, dim, i, b):
+    out = a.copy()
+    for r in range(i.shape[0]):
+        for c in range(i.shape[1]):
+            out[r, i[r, c]] += b[r, c]
+    return out
+
+
+def _np_sdpa(q, k, v, causal, mask=None):
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
     if causal:
         L, S = s.shape[-2:]
         s = np.where(np.arange(S)[None, :] > np.arange(L)[:, None], -np.inf, s)
@@ -102,6 +115,24 @@ CASES = [
     ("sigmoid", F.sigmoid, _np_sigmoid, [randn(6)]),
     ("silu", F.silu, lambda a: a * _np_sigmoid(a), [randn(6)]),
     ("rms_norm", lambda x, w: F.rms_norm(x, 4, w, 1e-6), _np_rms_norm, [randn(3, 4), randn(4)]),
+    ("sin", lt.sin, np.sin, [randn(6)]),
+    ("cos", lt.cos, np.cos, [randn(6)]),
+    ("clamp", lambda a: lt.clamp(a, -0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7), [randn(3, 4)]),
+    ("clamp_min", lambda a: a.clamp(min=0.1), lambda a: np.maximum(a, 0.1), [randn(3, 4)]),
+    ("cumsum", lambda a: a.cumsum(1), lambda a: np.cumsum(a, 1), [randn(3, 5)]),
+    ("tril", lambda a: a.tril(), np.tril, [randn(4, 4)]),
+    ("triu", lambda a: lt.triu(a, 1), lambda a: np.triu(a, 1), [randn(3, 4)]),
+    ("stack", lambda a, b: lt.stack([a, b], 1), lambda a, b: np.stack([a, b], 1), [randn(2, 3), randn(2, 3)]),
+    ("split", lambda a: lt.split(a, 2, 1)[1], lambda a: a[:, 2:4], [randn(3, 5)]),
+    ("split_sections", lambda a: a.split([1, 4], 1)[1], lambda a: a[:, 1:], [randn(3, 5)]),
+    ("chunk", lambda a: lt.chunk(a, 3, 0)[2], lambda a: a[4:], [randn(6, 2)]),
+    ("gather", lambda a, i: lt.gather(a, 1, i), lambda a, i: np.take_along_axis(a, i, 1), [randn(3, 4), ints(4, 3, 2)]),
+    ("scatter_add", lambda a, i, b: lt.scatter_add(a, 1, i, b), lambda a, i, b: _np_scatter_add(a, 1, i, b),
+     [randn(3, 4), ints(4, 3, 2), randn(3, 2)]),
+    ("repeat_interleave", lambda a: a.repeat_interleave(2, 0), lambda a: np.repeat(a, 2, 0), [randn(3, 2)]),
+    ("topk_values", lambda a: lt.topk(a, 2, -1)[0], lambda a: -np.sort(-a, -1)[..., :2], [randn(3, 5)]),
+    ("sdpa_bool_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=lt.tensor(MASK)),
+     lambda q, k, v: _np_sdpa(q, k, v, False, MASK), [randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 3)]),
     ("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
      lambda q, k, v: _np_sdpa(q, k, v, False), [randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 3)]),
     ("sdpa_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -163,6 +194,16 @@ def test_comparisons_and_logic():
     np.testing.assert_array_equal(lt.ge(x, 2.0).numpy(), a >= 2)
     np.testing.assert_array_equal(lt.logical_or(x < 2, x > 2).numpy(), (a < 2) | (a > 2))
     np.testing.assert_array_equal(lt.argmax(lt.tensor([[1.0, 5.0, 2.0]]), 1).numpy(), [1])
+
+
+def test_topk_indices_and_sdpa_is_one_op():
+    x = lt.tensor([[1.0, 5.0, 3.0, 4.0]])
+    values, indices = x.topk(2)
+    assert values.tolist() == [[5.0, 4.0]] and indices.tolist() == [[1, 3]] and indices.dtype == lt.int64
+    q = lt.randn(1, 2, 4, 8)
+    out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    ir = lt.debug.ir_text(out)
+    assert ir.count("aten::_scaled_dot_product_flash_attention") == 1 and "softmax" not in ir and "matmul" not in ir, ir
 
 
 def test_data_dependent_ops_need_an_eager_mode():
