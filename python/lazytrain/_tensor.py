@@ -166,8 +166,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         t = _C.from_numpy(_numpy_for(data, dtype))
         if dtype == _dtype.bfloat16:
             t = t.to(_dtype.bfloat16)
-        elif dtype is None and isinstance(data, np.ndarray) and data.dtype == np.float16:
-            pass
         return _finish(t, requires_grad)
 
 

@@ -16,25 +16,27 @@ namespace lazytrain::python {
 
 using namespace nb::literals;
 
+namespace {
+
+// `values` as a 1-D float32 numpy array that owns them (no copy).
+nb::ndarray<nb::numpy, float, nb::ndim<1>> numpy_floats(std::vector<float> values) {
+  auto* owned = new std::vector<float>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  size_t shape[1] = {owned->size()};
+  return nb::ndarray<nb::numpy, float, nb::ndim<1>>(owned->data(), 1, shape, owner);
+}
+
+}  // namespace
+
 void init_nn(nb::module_& m) {
   m.def("_normal_init", &nn::normal_init, "shape"_a, "std"_a, "zero_row"_a = -1,
         "float32 values ~ N(0, std) from the host generator (C++'s nn::normal_init); row zero_row zeroed.");
   m.def("_constant_init", &nn::constant_init, "shape"_a, "value"_a);
   m.def(
-      "_host_randn", [](int64_t count) {
-        auto* values = new std::vector<float>(host_randn(count));
-        nb::capsule owner(values, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-        size_t shape[1] = {values->size()};
-        return nb::ndarray<nb::numpy, float, nb::ndim<1>>(values->data(), 1, shape, owner);
-      },
+      "_host_randn", [](int64_t count) { return numpy_floats(host_randn(count)); },
       "count"_a, "`count` standard-normal float32 values from the host generator, as a numpy array.");
   m.def(
-      "_host_rand", [](int64_t count) {
-        auto* values = new std::vector<float>(host_rand(count));
-        nb::capsule owner(values, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
-        size_t shape[1] = {values->size()};
-        return nb::ndarray<nb::numpy, float, nb::ndim<1>>(values->data(), 1, shape, owner);
-      },
+      "_host_rand", [](int64_t count) { return numpy_floats(host_rand(count)); },
       "count"_a, "`count` uniform [0, 1) float32 values from the host generator, as a numpy array.");
   m.def(
       "clip_grad_norm_", [](const std::vector<Tensor>& params, double max_norm) {
