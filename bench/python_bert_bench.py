@@ -11,7 +11,12 @@ the host's trace time per step and per IR node (from the step's graph size),
 peak RSS, and the ratios against the C++ path. Then a tracing micro-benchmark:
 the per-op cost of recording `y = x + 1` from Python.
 
-    python bench/python_bert_bench.py [--model bert-base|bert-tiny] [--warmup 2] [--steps 5]
+A shared 2-CPU machine drifts by 10-15% over minutes, so the ways run
+interleaved for --rounds rounds (cpp, cpp-python, python, cpp, ...) and each
+way's steps/s is 1 / (median over rounds of its median step time); the
+spread across rounds is printed beside it.
+
+    python bench/python_bert_bench.py [--model bert-base|bert-tiny] [--warmup 2] [--steps 5] [--rounds 3]
 
 Needs lazytrain installed in the running Python (pip install .) and
 build/bench/bench_bert_train (bash scripts/build.sh).
@@ -23,6 +28,7 @@ import os
 import platform
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +41,7 @@ MODELS = {
 }
 VOCAB, MAX_POSITIONS, TYPES = 30522, 512, 2
 FLOAT32_LOWEST = -3.4028234663852886e38
+WAYS = ("cpp", "cpp-python", "python")
 
 
 def python_bert(cfg):
@@ -161,7 +168,7 @@ def run_way(way, model, warmup, steps):
         m = re.search(r"largest graph (\d+) nodes", line)
         if m:
             nodes = max(nodes, int(m.group(1)))
-    result = dict(way=way, steps_per_s=len(times) / sum(times), trace_ms=1e3 * sum(traces) / len(traces),
+    result = dict(way=way, step_median_s=statistics.median(times), trace_ms=1e3 * sum(traces) / len(traces),
                   nodes=nodes, recompiles=met.counter_value("UncachedCompile") - compiles,
                   peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   loss=loss.item())
@@ -176,8 +183,7 @@ def run_cpp(model, warmup, steps):
                           "--batch_size", str(MODELS[model]["batch"])], capture_output=True, text=True, check=True).stdout
     line = [l for l in out.splitlines() if l.startswith("RESULT")][-1]
     fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-    tokens = MODELS[model]["batch"] * 128
-    return dict(way="cpp", steps_per_s=float(fields["tokens_per_s"]) / tokens, trace_ms=float("nan"), nodes=0,
+    return dict(way="cpp", step_median_s=float(fields["step_median_s"]), trace_ms=float("nan"), nodes=0,
                 recompiles=int(fields["recompiles"]), peak_rss_mib=int(fields["vmhwm_kb"]) / 1024,
                 loss=float(fields["loss"]), raw=line)
 
@@ -207,6 +213,7 @@ def main():
     p.add_argument("--model", default="bert-base", choices=sorted(MODELS))
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--way", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.way:
@@ -218,21 +225,28 @@ def main():
     isa = [x for x in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f" {x}" in flags]
     print(f"machine: {cpu}, {os.cpu_count()} CPUs, ISA {'+'.join(isa)}, load {os.getloadavg()[0]:.2f}; "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(default)')}")
-    results = [run_cpp(a.model, a.warmup, a.steps)]
-    for way in ("cpp-python", "python"):
-        out = subprocess.run([sys.executable, __file__, "--way", way, "--model", a.model, "--warmup", str(a.warmup),
-                              "--steps", str(a.steps)], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"python_bert_bench: way {way} failed:\n{out.stderr[-3000:]}")
-        results.append(json.loads([l for l in out.stdout.splitlines() if l.startswith("RESULT ")][-1][7:]))
-    base = results[0]["steps_per_s"]
-    print(f"\n{a.model}, batch {MODELS[a.model]['batch']} x 128, f32, {a.warmup} warm-up + {a.steps} timed steps")
-    print(f"{'way':<12} {'steps/s':>8} {'vs C++':>7} {'trace ms/step':>14} {'IR nodes':>9} {'us/node':>8} "
-          f"{'recompiles':>10} {'peak RSS MiB':>13}")
-    for r in results:
-        per_node = 1e3 * r["trace_ms"] / r["nodes"] if r["nodes"] else float("nan")
-        print(f"{r['way']:<12} {r['steps_per_s']:8.3f} {r['steps_per_s'] / base:7.3f} {r['trace_ms']:14.1f} "
-              f"{r['nodes']:9d} {per_node:8.2f} {r['recompiles']:10d} {r['peak_rss_mib']:13.0f}")
+    runs = {way: [] for way in WAYS}
+    for _ in range(a.rounds):
+        runs["cpp"].append(run_cpp(a.model, a.warmup, a.steps))
+        for way in WAYS[1:]:
+            out = subprocess.run([sys.executable, __file__, "--way", way, "--model", a.model, "--warmup",
+                                  str(a.warmup), "--steps", str(a.steps)], capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"python_bert_bench: way {way} failed:\n{out.stderr[-3000:]}")
+            runs[way].append(json.loads([l for l in out.stdout.splitlines() if l.startswith("RESULT ")][-1][7:]))
+    rate = {way: 1.0 / statistics.median(r["step_median_s"] for r in rs) for way, rs in runs.items()}
+    print(f"\n{a.model}, batch {MODELS[a.model]['batch']} x 128, f32, {a.warmup} warm-up + {a.steps} timed steps, "
+          f"{a.rounds} interleaved rounds")
+    print(f"{'way':<12} {'steps/s':>8} {'rounds min-max':>15} {'vs C++':>7} {'trace ms/step':>14} {'IR nodes':>9} "
+          f"{'us/node':>8} {'recompiles':>10} {'peak RSS MiB':>13}")
+    for way, rs in runs.items():
+        r = rs[-1]
+        spread = [1.0 / x["step_median_s"] for x in rs]
+        trace_ms = statistics.median(x["trace_ms"] for x in rs)
+        per_node = 1e3 * trace_ms / r["nodes"] if r["nodes"] else float("nan")
+        print(f"{way:<12} {rate[way]:8.3f} {min(spread):7.3f}-{max(spread):<7.3f} {rate[way] / rate['cpp']:7.3f} "
+              f"{trace_ms:14.1f} {r['nodes']:9d} {per_node:8.2f} {max(x['recompiles'] for x in rs):10d} "
+              f"{max(x['peak_rss_mib'] for x in rs):13.0f}")
     print(f"\ntracing from Python: {1e6 * tracing_microbench():.2f} us per op (y = y + 1.0)")
 
 
