@@ -1,7 +1,7 @@
 """Training-step throughput of a BERT masked LM three ways, in one run:
 
   cpp         the C++ model driven from C++ (build/bench/bench_bert_train --lm_head all)
-  cpp-python  the same C++ model (models/bert.h) driven from Python (lazytrain._C._BertForMaskedLM)
+  cpp-python  the same C++ model (models/bert.h) driven from Python (lazytrain.BertForMaskedLM)
   python      the same architecture written in Python with lazytrain.nn
 
 Each way runs in its own process (so peak RSS is its own) with the same batch
@@ -124,11 +124,12 @@ def run_way(way, model, warmup, steps):
         named = list(net.named_parameters())
         forward = net
     else:
-        overrides = ",".join(f"{k}={v}" for k, v in cfg.items() if k != "batch")
-        net = lt._C._BertForMaskedLM(overrides)
-        net.train(True)
-        named = net.named_parameters()
-        forward = net.forward
+        net = lt.BertForMaskedLM(lt.BertConfig(**{k: v for k, v in cfg.items() if k != "batch"}))
+        net.train()
+        named = list(net.named_parameters())
+
+        def forward(ids, mask, labels):
+            return net(ids, attention_mask=mask, labels=labels).loss
     decay = [p for n, p in named if not ("bias" in n or "LayerNorm.weight" in n or "norm" in n)]
     no_decay = [p for n, p in named if "bias" in n or "LayerNorm.weight" in n or "norm" in n]
     params = decay + no_decay

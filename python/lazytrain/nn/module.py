@@ -241,6 +241,11 @@ class Module:
                 device = a
         if device is not None and isinstance(device, str):
             device = _C.device(device)
+        if dtype is not None:
+            for m in self.modules():
+                if getattr(m, "_native_parameters", False):
+                    raise TypeError(f"{type(self).__name__}.to({dtype}): it holds a C++ model, whose forward runs f32 "
+                                    "parameters; train it in bfloat16 under lazytrain.autocast(dtype=lazytrain.bfloat16)")
         for module in self.modules():
             for table in ("_parameters", "_buffers"):
                 entries = getattr(module, table)

@@ -15,6 +15,15 @@ class Parameter(_C.Tensor):
         if requires_grad:
             self.requires_grad_(True)
 
+    @classmethod
+    def _alias(cls, tensor):
+        """A Parameter that is `tensor` itself (the same value, gradient and
+        updates; no detach): how a C++ model's parameters become a Python
+        module's (lazytrain.models)."""
+        p = cls.__new__(cls)
+        _C.Tensor.__init__(p, tensor)
+        return p
+
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 

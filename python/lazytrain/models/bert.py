@@ -1,0 +1,59 @@
+"""BERT and RoBERTa: transformers' BertConfig, BertModel, BertForMaskedLM,
+RobertaConfig and RobertaForMaskedLM over the C++ models (src/models/bert.h,
+roberta.h), with Hugging Face's parameter names and numerics.
+
+Differences from transformers, stated: no pooler (BertModel returns the last
+hidden state only, as BertModel(add_pooling_layer=False)); token type 0 for
+every token (single-segment inputs: ``token_type_ids`` is accepted and must
+be None or all zeros, which is not checked, to keep the step lazy)."""
+from .configuration_utils import PretrainedConfig
+from .modeling_outputs import BaseModelOutput, MaskedLMOutput
+from .modeling_utils import PreTrainedModel
+
+
+class BertConfig(PretrainedConfig):
+    """transformers.BertConfig's fields and defaults (bert-base-uncased)."""
+    model_type = "bert"
+
+
+class RobertaConfig(PretrainedConfig):
+    """transformers.RobertaConfig's fields with roberta-base's values (vocab
+    50265, 514 positions, pad_token_id 1, type_vocab_size 1, layer_norm_eps 1e-5)."""
+    model_type = "roberta"
+
+
+class BertModel(PreTrainedModel):
+    """input_ids, attention_mask int64 [B, S] (mask 1 = attend; None: all ones)
+    -> BaseModelOutput(last_hidden_state [B, S, hidden_size] f32)."""
+    config_class = BertConfig
+    _native_kind = "BertModel"
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, return_dict=True):
+        _, hidden = self._run_native(input_ids, attention_mask, None)
+        return BaseModelOutput(last_hidden_state=hidden) if return_dict else (hidden,)
+
+
+class _MaskedLM(PreTrainedModel):
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None, return_dict=True):
+        """input_ids, attention_mask int64 [B, S]; labels int64 [B, S] with -100
+        where no loss is taken -> MaskedLMOutput(loss 0-d or None, logits
+        [B, S, vocab_size] f32). Raises LazytrainError naming the model and
+        the caller's line for mismatched shapes or S > max_position_embeddings."""
+        loss, logits = self._run_native(input_ids, attention_mask, labels)
+        out = MaskedLMOutput(loss=loss, logits=logits)
+        return out if return_dict else out.to_tuple()
+
+
+class BertForMaskedLM(_MaskedLM):
+    """The MLM head (cls.predictions) on BertModel, the decoder tied to the word embeddings."""
+    config_class = BertConfig
+    _native_kind = "BertForMaskedLM"
+    base_model_prefix = "bert"
+    _base_model_class = BertModel
+
+
+class RobertaForMaskedLM(_MaskedLM):
+    """RoBERTa's embeddings (positions from pad_token_id + 1), BERT's encoder and lm_head."""
+    config_class = RobertaConfig
+    _native_kind = "RobertaForMaskedLM"
+    base_model_prefix = "roberta"
