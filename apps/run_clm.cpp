@@ -159,10 +159,10 @@ int run_clm(const RunClmOptions& options) {
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
     if (t.gradient_checkpointing) model->gradient_checkpointing_enable();
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
-      models::CausalLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
+      models::CausalLMOutput out = model->forward(b["input_ids"], b["attention_mask"], b["labels"]);
       // Next-token accuracy: the prediction at i against the token at i + 1 (run_clm.py's
       // compute_metrics); the labels are shifted instead of the logits, whose copy is large.
-      return train::ModelOutput(out.loss, out.logits, models::shift_labels_left(b.labels));
+      return train::ModelOutput(out.loss, out.logits, models::shift_labels_left(b["labels"]));
     };
     data::DataCollatorOptions collator_options;
     collator_options.mlm = false;  // labels = input_ids, <|endoftext|> included (run_clm.py's default_data_collator)

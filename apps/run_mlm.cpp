@@ -136,8 +136,8 @@ int run_mlm(const RunMlmOptions& options) {
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
       // The LM head runs on the labelled tokens only (the same loss and accuracy as
       // on all of them): logits [K, vocab] with their labels.
-      models::MaskedLMOutput out = model->forward_labelled(b.input_ids, b.attention_mask, b.masked_lm_positions, b.masked_lm_labels);
-      return train::ModelOutput(out.loss, out.logits, b.masked_lm_labels);
+      models::MaskedLMOutput out = model->forward_labelled(b["input_ids"], b["attention_mask"], b["masked_lm_positions"], b["masked_lm_labels"]);
+      return train::ModelOutput(out.loss, out.logits, b["masked_lm_labels"]);
     };
     data::DataCollatorOptions collator_options;
     collator_options.mlm_probability = o.mlm_probability;

@@ -132,7 +132,7 @@ int run(Options o) {
   model.train();
   optim::AdamW optimizer({{model.parameters(), 0.01}}, {1e-4, 0.9, 0.999, 1e-8, 0.0});
   auto step = [&](const distributed::DeviceBatch& b) {
-    Tensor loss = model.forward(b.input_ids, b.attention_mask, b.labels).loss;
+    Tensor loss = model.forward(b["input_ids"], b["attention_mask"], b["labels"]).loss;
     loss.backward();
     optimizer.step();
     optimizer.zero_grad();

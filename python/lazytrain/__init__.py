@@ -67,6 +67,11 @@ from .models import (  # noqa: E402,F401
     PretrainedConfig, PreTrainedModel, BertConfig, BertModel, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM,
     GPT2Config, GPT2Model, GPT2LMHeadModel, AutoConfig, AutoModelForMaskedLM, AutoModelForCausalLM,
 )
+from . import trainer  # noqa: E402,F401
+from .trainer import (  # noqa: E402,F401
+    Trainer, TrainingArguments, TrainerCallback, TrainerControl, TrainerState, EvalPrediction, HfArgumentParser,
+    get_last_checkpoint, set_seed,
+)
 from ._serialization import save, load  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <optional>
 
+#include "core/literal.h"
 #include "core/op_location.h"
 #include "lazy/execution_mode.h"
 #include "tensor/tensor.h"
@@ -20,6 +22,43 @@ OpLocation caller_location();
 // Tells caller_location which files are lazytrain's own (the package folder).
 void set_package_dir(const std::string& dir);
 
+// The GIL given up for a wait and taken back after it, and taken by a C++
+// thread that calls Python (replicas, the Trainer's loss and collate
+// functions): the time spent waiting for it is the metric GilWaitTime
+// (replica threads trace in turn; this is what that costs them).
+void record_gil_wait(int64_t since_ns);
+
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  ~GilRelease() {
+    const int64_t start = gil_clock_ns();
+    PyEval_RestoreThread(state_);
+    record_gil_wait(start);
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+  static int64_t gil_clock_ns();
+
+ private:
+  PyThreadState* state_;
+};
+
+class GilAcquire {
+ public:
+  GilAcquire() {
+    const int64_t start = GilRelease::gil_clock_ns();
+    state_ = PyGILState_Ensure();
+    record_gil_wait(start);
+  }
+  ~GilAcquire() { PyGILState_Release(state_); }
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 // Opened by every binding of a tensor op before it calls C++: the op's IR
 // nodes, shape errors and execution failures name the user's Python line
 // (the outermost OpLocationScope wins, core/op_location.h). In the eager
@@ -32,7 +71,7 @@ class PyOp {
 
  private:
   OpLocationScope scope_;
-  std::optional<nb::gil_scoped_release> release_;
+  std::optional<GilRelease> release_;
 };
 
 // The same for a call that waits (sync, reads, compiled functions): always
@@ -43,8 +82,15 @@ class PyWait {
 
  private:
   OpLocationScope scope_;
-  nb::gil_scoped_release release_;
+  GilRelease release_;
 };
+
+// Host arrays (tensor.cpp): `literal` as a numpy array that owns it (no
+// copy), and the bytes of a C-contiguous CPU array (float32, bfloat16,
+// float16, int32, int64 or bool) copied into a Literal; TypeError naming
+// `what` for another dtype.
+nb::object numpy_from_literal(Literal literal);
+Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what);
 
 void init_tensor(nb::module_& m);
 void init_ops(nb::module_& m);
@@ -56,5 +102,6 @@ void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);
 void init_models(nb::module_& m);
+void init_trainer(nb::module_& m);
 
 }  // namespace lazytrain::python

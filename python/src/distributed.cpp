@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "distributed/spawn.h"
 #include "distributed/xla_model.h"
 
 namespace lazytrain::python {
@@ -19,6 +20,26 @@ void init_distributed(nb::module_& m) {
       .value("MUL", d::ReduceType::kMul)
       .value("MIN", d::ReduceType::kMin)
       .value("MAX", d::ReduceType::kMax);
+  m.def(
+      "_spawn",
+      [](nb::object fn, int nprocs, double collective_timeout, int threads_per_replica) {
+        d::SpawnOptions options;
+        options.collective_timeout = collective_timeout;
+        options.threads_per_replica = threads_per_replica;
+        GilRelease release;
+        // Each replica thread takes the GIL to run Python and gives it up in
+        // every wait (sync, reads, meetings), so the replicas trace in turn
+        // and execute side by side.
+        d::spawn(
+            [&fn](int index) {
+              GilAcquire gil;
+              fn(index);
+            },
+            nprocs, options);
+      },
+      "fn"_a, "nprocs"_a, "collective_timeout"_a = 300.0, "threads_per_replica"_a = 0,
+      "distributed::spawn: fn(i) on nprocs replica threads, device cpu:i current on thread i; the first error raised is "
+      "re-raised after all have stopped.");
   m.def("_world_size", &d::world_size);
   m.def("_ordinal", &d::ordinal);
   m.def("_local_ordinal", &d::local_ordinal);
@@ -26,13 +47,13 @@ void init_distributed(nb::module_& m) {
   m.def("_master_print", &d::master_print, "text"_a);
   m.def(
       "_rendezvous", [](const std::string& tag) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         d::rendezvous(tag);
       },
       "tag"_a);
   m.def(
       "_mesh_reduce_sum", [](const std::string& tag, double value) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         return d::mesh_reduce(tag, value, [](const std::vector<double>& v) {
           double s = 0;
           for (double x : v) s += x;
@@ -44,7 +65,7 @@ void init_distributed(nb::module_& m) {
       "_mesh_gather", [](const std::string& tag, double value) {
         // Every replica's value in ordinal order, through mesh_reduce's meeting.
         std::vector<double> all;
-        nb::gil_scoped_release release;
+        GilRelease release;
         d::mesh_reduce(tag, value, [&all](const std::vector<double>& v) {
           all = v;
           return 0.0;

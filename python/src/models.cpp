@@ -121,6 +121,17 @@ ForwardResult forward(const NativeModel& m, const Tensor& input_ids, std::option
   return {defined_or_none(out.loss), out.logits};
 }
 
+// A masked LM's loss on its labelled tokens only (data/labelled_positions.h),
+// with the logits of every token (a lazy value: computed only when read).
+ForwardResult forward_labelled(const NativeModel& m, const Tensor& input_ids, std::optional<Tensor> attention_mask,
+                               const Tensor& masked_lm_positions, const Tensor& masked_lm_labels) {
+  if (m.kind != "BertForMaskedLM" && m.kind != "RobertaForMaskedLM") throw Error("[" + m.kind + "] has no labelled-rows loss");
+  const Tensor mask = attention_mask ? *attention_mask : ones(input_ids.shape(), DType::kInt64);
+  const models::MaskedLMOutput out =
+      m.as<models::MaskedLMModel>().forward_labelled(input_ids, mask, masked_lm_positions, masked_lm_labels, /*all_logits=*/true);
+  return {out.loss, out.logits};
+}
+
 // The base model inside a head model, sharing its parameters.
 NativeModel base_model(const NativeModel& m) {
   if (m.kind == "BertForMaskedLM") return {"BertModel", m.as<models::BertForMaskedLM>().bert, m.config};
@@ -159,6 +170,14 @@ void init_models(nb::module_& m) {
           },
           "input_ids"_a, "attention_mask"_a = nb::none(), "labels"_a = nb::none(),
           "(loss or None, logits [B, S, vocab] or the base model's last hidden state [B, S, hidden]).")
+      .def(
+          "forward_labelled",
+          [](const NativeModel& n, const Tensor& input_ids, std::optional<Tensor> attention_mask, const Tensor& positions, const Tensor& labels) {
+            PyOp op;
+            return forward_labelled(n, input_ids, std::move(attention_mask), positions, labels);
+          },
+          "input_ids"_a, "attention_mask"_a.none(), "masked_lm_positions"_a, "masked_lm_labels"_a,
+          "(loss over the labelled tokens, logits [B, S, vocab] of every token: lazy, computed only when read).")
       .def("base_model", &base_model, "The base model inside a head model (BertModel, GPT2Model), sharing its parameters.")
       .def("gradient_checkpointing_enable", &gradient_checkpointing_enable)
       .def(
@@ -201,6 +220,13 @@ void init_models(nb::module_& m) {
           "prompts"_a, "max_new_tokens"_a, "do_sample"_a, "temperature"_a, "top_k"_a, "top_p"_a, "num_return_sequences"_a,
           "seed"_a, "eos_token_id"_a = nb::none(), "pad_token_id"_a = nb::none(),
           "models::generate (KV cache, bounded graphs): the new tokens of each sequence, prompts x num_return_sequences rows.");
+  m.def(
+      "_shift_labels_left",
+      [](const Tensor& labels) {
+        PyOp op;
+        return models::shift_labels_left(labels);
+      },
+      "labels"_a, "labels int64 [B, S] -> [B, S]: labels[:, 1:] then -100 (the tokens a causal LM's logits predict).");
   m.def("_config_defaults", [](const std::string& model_type) { return config_defaults(model_type).dump(); }, "model_type"_a,
         "config.json's text with the defaults of transformers' config class for `model_type` (bert, roberta, gpt2).");
   m.def("_check_config", &check_config, "model_type"_a, "config_json"_a, "source"_a,

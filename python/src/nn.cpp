@@ -49,7 +49,7 @@ void init_nn(nb::module_& m) {
   m.def(
       "_save_safetensors",
       [](const std::string& path, const std::map<std::string, Tensor>& tensors, const std::map<std::string, std::string>& metadata) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         std::map<std::string, train::TensorRecord> records;
         for (const auto& [name, t] : tensors) records[name] = train::to_tensor_record(t.to_literal());
         train::save_safetensors(path, records, metadata);
@@ -59,7 +59,7 @@ void init_nn(nb::module_& m) {
       "_load_safetensors", [](const std::string& path) {
         std::map<std::string, train::TensorRecord> records;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           records = train::load_safetensors(path);
         }
         std::map<std::string, Tensor> out;

@@ -51,7 +51,7 @@ struct PyCallable {
   ~PyCallable() {
     if (fn == nullptr) return;
     if (!Py_IsInitialized()) return;  // interpreter gone: nothing to drop
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     delete fn;
   }
   PyCallable(const PyCallable&) = delete;
@@ -70,7 +70,7 @@ class PyCompiledFunction {
   // Without the GIL (the execution may wait); the trace takes it back, and
   // its ops name their own lines, so no location scope is opened here.
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const std::vector<int64_t>& static_args) {
-    nb::gil_scoped_release release;
+    GilRelease release;
     return compiled_(inputs, static_args);
   }
   size_t graph_count() const { return compiled_.graph_count(); }
@@ -80,7 +80,7 @@ class PyCompiledFunction {
   static CompiledFunction make(const std::shared_ptr<PyCallable>& callable, const std::string& name, size_t max_graphs) {
     std::weak_ptr<PyCallable> weak = callable;
     TracedFunction traced = [weak](const std::vector<Tensor>& inputs, const std::vector<int64_t>& static_args) {
-      nb::gil_scoped_acquire gil;
+      GilAcquire gil;
       std::shared_ptr<PyCallable> fn = weak.lock();
       if (!fn) throw Error("[compile] the compiled Python function no longer exists");
       nb::object result = (*fn->fn)(nb::cast(inputs), nb::cast(static_args));

@@ -170,6 +170,22 @@ PyType_Slot tensor_slots[] = {
 
 }  // namespace
 
+nb::object numpy_from_literal(Literal literal) { return nb::cast(as_ndarray<nb::numpy>(std::move(literal))); }
+
+Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
+  const std::optional<DType> dtype = dtype_of(a.dtype());
+  if (!dtype) {
+    throw nb::type_error((std::string(what) + ": unsupported dtype (code " + std::to_string(a.dtype().code) + ", " +
+                          std::to_string(a.dtype().bits) + " bits); expected float32, bfloat16, float16, int32, int64 or bool")
+                             .c_str());
+  }
+  Shape shape(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
+  Literal out(shape, *dtype);
+  if (out.nbytes() > 0) std::memcpy(out.mutable_raw(), a.data(), static_cast<size_t>(out.nbytes()));
+  return out;
+}
+
 void init_tensor(nb::module_& m) {
   nb::enum_<DType>(m, "dtype", "Element types (torch.dtype's names: lazytrain.float32, ...)")
       .value("float32", DType::kFloat32)

@@ -28,7 +28,7 @@ MaskedLMOutput MaskedLMModel::forward(const Tensor& input_ids, const Tensor& att
 }
 
 MaskedLMOutput MaskedLMModel::forward_labelled(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& masked_lm_positions,
-                                               const Tensor& masked_lm_labels) const {
+                                               const Tensor& masked_lm_labels, bool all_logits) const {
   if (masked_lm_positions.dim() != 1 || masked_lm_labels.shape() != masked_lm_positions.shape()) {
     throw Error(std::string("[") + model_name() + "] masked_lm_positions " + shape_str(masked_lm_positions.shape()) + " and masked_lm_labels " +
                 shape_str(masked_lm_labels.shape()) + " must both be [K]");
@@ -41,6 +41,7 @@ MaskedLMOutput MaskedLMModel::forward_labelled(const Tensor& input_ids, const Te
   MaskedLMOutput out;
   out.logits = lm_logits(rows);
   out.loss = cross_entropy(out.logits, masked_lm_labels);
+  if (all_logits) out.logits = lm_logits(hidden);
   return out;
 }
 

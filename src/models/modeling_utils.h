@@ -28,10 +28,13 @@ class MaskedLMModel : public nn::Module {
   // masked_lm_positions int64 [K] are flat indices into the B*S tokens and
   // masked_lm_labels int64 [K] their labels (-100 ignored), as
   // data::labelled_positions makes them. logits are [K, vocab_size]; the loss
-  // has the terms and the count of forward()'s. Throws Error as forward(), or
-  // when the two are not 1-D of one length.
+  // has the terms and the count of forward()'s. With `all_logits` the logits
+  // are forward()'s [B, S, vocab_size] instead (what Hugging Face returns; a
+  // lazy value, computed only if something reads it) and the loss is still
+  // the labelled rows'. Throws Error as forward(), or when the two are not 1-D
+  // of one length.
   MaskedLMOutput forward_labelled(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& masked_lm_positions,
-                                  const Tensor& masked_lm_labels) const;
+                                  const Tensor& masked_lm_labels, bool all_logits = false) const;
   const BertConfig& config() const { return config_; }
   // Hugging Face's gradient_checkpointing_enable(): the encoder recomputes each
   // layer's activations during backward in training (nn/checkpoint.h).

@@ -29,7 +29,7 @@ class Module {
   // The parameter called `name`; throws Error naming it when absent.
   Tensor parameter(const std::string& name) const;
   // Sets training mode on this module and every submodule (dropout on/off).
-  void train(bool on = true);
+  virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
 

@@ -41,23 +41,33 @@ DecayGroups split_weight_decay(const nn::Module& model) {
   return groups;
 }
 
-Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
-                 std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator)
+Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, data::TrainerDataset train_dataset,
+                 data::TrainerDataset eval_dataset)
     : model_(model), args_(std::move(args)), loss_fn_(std::move(loss_fn)), train_dataset_(std::move(train_dataset)),
-      eval_dataset_(std::move(eval_dataset)), make_collator_(std::move(make_collator)) {
+      eval_dataset_(std::move(eval_dataset)) {
   args_.validate();
   args_.resolve();
-  pad_token_id_ = make_collator_().tokens().pad_token_id;
   state_.logging_steps = args_.logging_steps;
   state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = args_.per_device_train_batch_size;
   replicas_ = distributed::world_size();
   replica_ = distributed::ordinal();
+  state_.is_world_process_zero = is_master();
   // --num_threads of a process without replica threads (spawn divides it among them).
   if (args_.num_threads > 0 && runtime::replica_world().local_replicas == 1) {
     runtime::set_threads_per_execution(static_cast<int>(args_.num_threads));
   }
+  // Hugging Face's default callbacks: the progress bar and printed logs, and the reporting integrations.
+  callbacks_.push_back(std::make_shared<ProgressCallback>());
+  if (args_.reports_to_tensorboard()) callbacks_.push_back(std::make_shared<TensorBoardCallback>());
+}
+
+Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
+                 std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator)
+    : Trainer(model, std::move(args), std::move(loss_fn), data::TrainerDataset::from_examples(std::move(train_dataset), make_collator()),
+              data::TrainerDataset::from_examples(std::move(eval_dataset), make_collator())) {
+  make_collator_ = std::move(make_collator);
 }
 
 Trainer::~Trainer() = default;
@@ -70,106 +80,28 @@ ModelOutput Trainer::compute_loss(const distributed::DeviceBatch& batch) {
 void Trainer::log(nlohmann::json entry, int64_t step, double epoch) {
   entry["epoch"] = round4(epoch);
   entry["step"] = step;
-  // Made at the first log line, so a run that fails before its first step leaves no file behind.
-  if (args_.reports_to_tensorboard() && !tensorboard_ && is_master()) tensorboard_ = std::make_unique<SummaryWriter>(args_.logging_dir);
-  if (tensorboard_) {
-    // Hugging Face's TensorBoardCallback tags: eval_x -> eval/x, the rest train/x.
-    for (const auto& [key, value] : entry.items()) {
-      if (key == "epoch" || key == "step" || !value.is_number()) continue;
-      const std::string tag = key.starts_with("eval_") ? "eval/" + key.substr(5) : "train/" + key;
-      tensorboard_->add_scalar(tag, value.get<double>(), step);
-    }
-    if (entry.contains("eval_loss")) tensorboard_->add_scalar("eval/perplexity", std::exp(entry["eval_loss"].get<double>()), step);
-    tensorboard_->flush();
-  }
   state_.log_history.push_back(std::move(entry));
+  callback([&](TrainerCallback& c, auto&... a) { c.on_log(a..., state_.log_history.back()); });
 }
 
 void Trainer::stream_train_dataset(ExampleStreamFactory factory, int64_t size) {
-  train_stream_ = std::move(factory);
-  train_stream_size_ = size;
+  check(static_cast<bool>(make_collator_), "Trainer", "stream_train_dataset needs a Trainer made with a collator");
+  train_dataset_ = data::TrainerDataset::from_stream(std::move(factory), size, make_collator_());
 }
 
 void Trainer::stream_eval_dataset(ExampleStreamFactory factory, int64_t size) {
-  eval_stream_ = std::move(factory);
-  eval_stream_size_ = size;
+  check(static_cast<bool>(make_collator_), "Trainer", "stream_eval_dataset needs a Trainer made with a collator");
+  eval_dataset_ = data::TrainerDataset::from_stream(std::move(factory), size, make_collator_());
 }
 
-int64_t Trainer::dataset_size(bool training) const {
-  if (training) return train_stream_ ? train_stream_size_ : static_cast<int64_t>(train_dataset_.size());
-  return eval_stream_ ? eval_stream_size_ : static_cast<int64_t>(eval_dataset_.size());
-}
-
-int64_t Trainer::replica_examples(bool training) const {
-  const int64_t n = dataset_size(training);
-  if (replicas_ == 1 || (training ? train_stream_ : eval_stream_)) return n;  // a stream's size is already this replica's
-  if (!training) {  // the examples of batches replica_, replica_ + W, ... of the one-replica evaluation
-    const int64_t b = args_.per_device_eval_batch_size;
-    int64_t mine = 0;
-    for (int64_t k = replica_; k * b < n; k += replicas_) mine += std::min(b, n - k * b);
-    return mine;
-  }
-  data::DataLoaderOptions options;
-  options.num_replicas = replicas_;
-  options.rank = replica_;
-  options.drop_last = args_.dataloader_drop_last;
-  return static_cast<int64_t>(data::replica_share_size(static_cast<size_t>(n), options));
-}
-
-int64_t Trainer::batches_per_epoch(bool training) const {
-  const int64_t n = replica_examples(training);
-  const int64_t b = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
-  return training && args_.dataloader_drop_last ? n / b : (n + b - 1) / b;
-}
-
-int64_t Trainer::micro_batches_per_epoch() const { return batches_per_epoch(true); }
-
-int64_t Trainer::updates_per_epoch() const {
-  const int64_t k = args_.gradient_accumulation_steps;
-  return (micro_batches_per_epoch() + k - 1) / k;  // the last step of an epoch may have fewer micro-batches
-}
-
-std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training, uint64_t epoch, int64_t start_batch) {
-  const int64_t batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
-  const bool drop_last = training && args_.dataloader_drop_last;
-  const int64_t pad_id = pad_token_id_;
-  const ExampleStreamFactory& factory = training ? train_stream_ : eval_stream_;
-  if (factory) {
-    struct Stream {
-      ExampleStream next;
-      data::DataCollatorForLanguageModeling collator;
-      uint64_t number;
-    };
-    auto stream = std::make_shared<Stream>(
-        Stream{factory(epoch), make_collator_(), epoch * static_cast<uint64_t>(batches_per_epoch(training)) + static_cast<uint64_t>(start_batch)});
-    // Every replica trains as many batches an epoch (the shortest share's): the steps meet in their collectives.
-    const uint64_t end = stream->number - static_cast<uint64_t>(start_batch) + static_cast<uint64_t>(batches_per_epoch(training));
-    // A resumed epoch: the examples of the batches already trained on are read and dropped.
-    for (int64_t i = 0; i < start_batch * batch_size; ++i) {
-      if (!stream->next()) break;
-    }
-    const uint64_t replicas = static_cast<uint64_t>(replicas_), replica = static_cast<uint64_t>(replica_);
-    return [stream, batch_size, drop_last, pad_id, end, training, replicas, replica]() -> std::optional<data::Batch> {
-      if (training && stream->number >= end) return std::nullopt;
-      std::vector<data::Example> examples;
-      while (static_cast<int64_t>(examples.size()) < batch_size) {
-        std::optional<data::Example> ex = stream->next();
-        if (!ex) break;
-        examples.push_back(std::move(*ex));
-      }
-      if (examples.empty() || (drop_last && static_cast<int64_t>(examples.size()) < batch_size)) return std::nullopt;
-      // Each replica masks with its own draws: batch n of replica r is the collator's batch n*W + r.
-      data::Batch batch = stream->collator(examples, stream->number++ * replicas + replica);
-      data::pad_batch_rows(batch, batch_size, pad_id);
-      return batch;
-    };
-  }
-  const std::vector<data::Example>& dataset = training ? train_dataset_ : eval_dataset_;
-  data::DataLoaderOptions options;
-  options.batch_size = batch_size;
-  options.shuffle = training;
+data::FeedOptions Trainer::feed_options(bool training) {
+  data::FeedOptions options;
+  options.training = training;
+  options.batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  options.drop_last = training && args_.dataloader_drop_last;
   options.seed = args_.seed;
-  options.drop_last = drop_last;
+  options.replicas = replicas_;
+  options.replica = replica_;
   // Workers beyond the CPUs the compute threads leave would only take CPU time
   // from them; they also yield to them when both want a CPU (issue 15).
   options.num_workers = runtime::bounded_data_workers(static_cast<int>(args_.dataloader_num_workers), runtime::threads_per_execution());
@@ -180,41 +112,24 @@ std::function<std::optional<data::Batch>()> Trainer::host_batches(bool training,
                  runtime::threads_per_execution());
   }
   options.worker_init_fn = [](int) { runtime::yield_to_compute_threads(); };
-  auto collator = std::make_shared<data::DataCollatorForLanguageModeling>(make_collator_());
-  if (!training && replicas_ > 1) {
-    // Evaluation: batch k of the one-replica evaluation to replica k mod W,
-    // collated as that batch (the same examples and masks: the replicas'
-    // evaluation equals one replica's), each example counted once.
-    auto next = std::make_shared<size_t>(static_cast<size_t>(replica_));
-    const size_t n = dataset.size(), b = static_cast<size_t>(batch_size), stride = static_cast<size_t>(replicas_);
-    return [&dataset, collator, next, n, b, stride, pad_id]() -> std::optional<data::Batch> {
-      const size_t k = *next;
-      if (k * b >= n) return std::nullopt;
-      *next += stride;
-      std::vector<data::Example> examples(dataset.begin() + static_cast<std::ptrdiff_t>(k * b),
-                                          dataset.begin() + static_cast<std::ptrdiff_t>(std::min(n, (k + 1) * b)));
-      data::Batch batch = (*collator)(examples, k);
-      data::pad_batch_rows(batch, static_cast<int64_t>(b), pad_id);
-      return batch;
-    };
-  }
-  // Training: this replica's DistributedSampler share; each replica masks with
-  // its own draws (its batch n is the collator's batch n*W + r).
-  options.num_replicas = training ? replicas_ : 1;
-  options.rank = training ? replica_ : 0;
-  const uint64_t replicas = static_cast<uint64_t>(options.num_replicas), replica = static_cast<uint64_t>(options.rank);
-  data::DataLoader<data::Batch> loader(dataset.size(), options, [&dataset, collator, batch_size, pad_id, replicas, replica](
-                                                                   const std::vector<size_t>& indices, uint64_t number) {
-    std::vector<data::Example> examples;
-    examples.reserve(indices.size());
-    for (size_t i : indices) examples.push_back(dataset[i]);
-    data::Batch batch = (*collator)(examples, number * replicas + replica);
-    data::pad_batch_rows(batch, batch_size, pad_id);  // static shapes: one compiled step
-    return batch;
-  });
-  // The epoch owns the collate function, so the loader need not outlive it.
-  std::shared_ptr<data::DataLoader<data::Batch>::Epoch> e = loader.epoch(epoch, static_cast<size_t>(start_batch));
-  return [e] { return e->next(); };
+  return options;
+}
+
+int64_t Trainer::batches_per_epoch(bool training) const {
+  data::FeedOptions options;
+  options.training = training;
+  options.batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  options.drop_last = training && args_.dataloader_drop_last;
+  options.replicas = replicas_;
+  options.replica = replica_;
+  return data::batches_per_epoch(dataset(training), options);
+}
+
+int64_t Trainer::micro_batches_per_epoch() const { return batches_per_epoch(true); }
+
+int64_t Trainer::updates_per_epoch() const {
+  const int64_t k = args_.gradient_accumulation_steps;
+  return (micro_batches_per_epoch() + k - 1) / k;  // the last step of an epoch may have fewer micro-batches
 }
 
 int64_t Trainer::resolve_max_steps() {
@@ -291,7 +206,7 @@ auto Trainer::traced_step(int64_t step, Call&& call) {
   }
 }
 
-void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
+void Trainer::finish_step(const StepLoss& s) {
   // The step's loss: its labelled tokens' mean (by micro-batch means for a loss function without labels).
   double sum = 0.0, losses = 0.0;
   if (s.token_count.defined()) {
@@ -343,11 +258,12 @@ void Trainer::finish_step(const StepLoss& s, ProgressBar& bar) {
     run_.interval_loss += value;
     ++run_.interval_steps;
   }
-  bar.update(s.step, value);
-  if (s.step % args_.logging_steps == 0) log_training_loss(s, bar);
+  state_.step_loss = value;
+  callback([](TrainerCallback& c, auto&... a) { c.on_step_end(a...); });
+  if (s.step % args_.logging_steps == 0) log_training_loss(s);
 }
 
-void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
+void Trainer::log_training_loss(const StepLoss& s) {
   const double mean = run_.interval_loss / static_cast<double>(std::max<int64_t>(1, run_.interval_steps));
   nlohmann::json entry = {{"loss", round4(mean)}, {"learning_rate", s.learning_rate}};
   if (s.grad_norm.defined()) entry["grad_norm"] = in_step(s.step, [&] { return s.grad_norm.item(); });
@@ -355,7 +271,6 @@ void Trainer::log_training_loss(const StepLoss& s, ProgressBar& bar) {
   const double now = seconds_since(train_start_);
   if (now > run_.interval_start) entry["tokens_per_second"] = round4(static_cast<double>(run_.interval_tokens) / (now - run_.interval_start));
   log(entry, s.step, s.epoch);
-  if (is_master()) bar.message(dump_json(state_.log_history.back()));
   run_.interval_loss = 0.0;
   run_.interval_steps = 0;
   run_.interval_tokens = 0;
@@ -376,10 +291,10 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
                 "' is not an evaluation metric; expected loss, accuracy, runtime, samples_per_second or steps_per_second");
   }
   state_.max_steps = resolve_max_steps();
-  if (replicas_ > 1 && !train_stream_) {
+  if (replicas_ > 1 && !train_dataset_.streamed()) {
     // Every replica must train on the same examples (under mpirun each process read its own files).
     const nlohmann::json data = data_state();
-    const double size = data["train_samples"].get<double>(), crc = data["train_data_crc32c"].get<double>();
+    const double size = data["train_samples"].get<double>(), crc = data.value("train_data_crc32c", -1.0);
     const std::vector<double> all = runtime::host_all_gather("Trainer.training_data", {size, crc});
     for (size_t r = 0; r < all.size(); r += 2) {
       if (all[r] != size || all[r + 1] != crc) {
@@ -417,7 +332,8 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     ~GraphRecording() { stop(); }
   } recording;
   lazy::GraphExecutor::get().record_graphs(recording.device, &train_graphs_);
-  ProgressBar bar(state_.max_steps, args_.disable_tqdm || !is_master());
+  control_ = TrainerControl{};
+  callback([](TrainerCallback& c, auto&... a) { c.on_train_begin(a...); });
   first_step_ = state_.global_step;
   train_start_ = std::chrono::steady_clock::now();
   // Where the run starts: HF's steps_trained_in_current_epoch, in micro-batches.
@@ -429,10 +345,11 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   // mark_step comes (the wait is in reading the loss: TransferFromDeviceTime).
   std::optional<StepLoss> pending;
   bool traced_unlaunched = false;
-  for (int64_t epoch = start_epoch; state_.global_step < state_.max_steps; ++epoch) {
+  for (int64_t epoch = start_epoch; state_.global_step < state_.max_steps && !control_.should_training_stop; ++epoch) {
+    callback([](TrainerCallback& c, auto&... a) { c.on_epoch_begin(a...); });
     DeviceLoader device_loader = make_device_loader(true, static_cast<uint64_t>(epoch), start_batch);
     StepLoss step{};
-    for (int64_t micro = start_batch; state_.global_step < state_.max_steps; ++micro) {
+    for (int64_t micro = start_batch; state_.global_step < state_.max_steps && !control_.should_training_stop; ++micro) {
       std::optional<distributed::DeviceBatch> batch =
           in_step(pending ? pending->step : state_.global_step + 1, [&] { return device_loader.next(); });
       traced_unlaunched = false;
@@ -443,7 +360,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       Tensor loss = traced_step(state_.global_step + 1, [&] { return accumulate_micro_batch(*batch, step, 1.0 / static_cast<double>(in_step_count)); });
       if (batch->has_labels) step.losses.push_back(loss);
       ++step.micro_batches;
-      step.tokens += batch->num_examples * batch->seq_len;
+      step.tokens += batch->num_tokens;
       step.examples += batch->num_examples;
       if (micro + 1 - first < in_step_count) continue;  // accumulate: the gradients stay, nothing else is traced
       if (step.token_count.defined()) traced_step(state_.global_step + 1, [&] { scale_gradients_by_tokens(opt.params, step.token_count); });
@@ -459,7 +376,7 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       }
       opt.scheduler->step();
       opt.optimizer->zero_grad();
-      if (pending) finish_step(*std::exchange(pending, std::nullopt), bar);  // the step running since next()
+      if (pending) finish_step(*std::exchange(pending, std::nullopt));  // the step running since next()
       ++state_.global_step;
       state_.epoch = static_cast<double>(epoch) + static_cast<double>(micro + 1) / static_cast<double>(per_epoch);
       step.step = state_.global_step;
@@ -468,14 +385,14 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
       pending = std::exchange(step, StepLoss{});
       traced_unlaunched = true;
       const bool epoch_end = micro + 1 == per_epoch;
-      maybe_evaluate_and_save(epoch_end, pending, bar, opt);
+      maybe_evaluate_and_save(epoch_end, pending, opt);
       if (!pending) traced_unlaunched = false;
+      if (epoch_end) callback([](TrainerCallback& c, auto&... a) { c.on_epoch_end(a...); });
     }
     start_batch = 0;
   }
   if (traced_unlaunched) in_step(state_.global_step, [] { lazy::mark_step(); });  // max_steps ended the loop before next() launched it
-  if (pending) finish_step(*pending, bar);
-  bar.finish();
+  if (pending) finish_step(*pending);
   // The trained model is saved next (by the caller): never with NaN or infinite weights.
   check_parameters_finite("the model was not saved");
   if (skipped_batches_ > 0 && is_master()) {
@@ -497,10 +414,12 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     if (is_master()) std::fprintf(stderr, "Loading best model from %s (score: %g).\n", state_.best_model_checkpoint.c_str(), state_.best_metric.value_or(0.0));
     load_model_weights(model_, state_.best_model_checkpoint);
   }
-  return train_metrics(seconds_since(train_start_));
+  std::map<std::string, double> metrics = train_metrics(seconds_since(train_start_));
+  callback([](TrainerCallback& c, auto&... a) { c.on_train_end(a...); });
+  return metrics;
 }
 
-void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, ProgressBar& bar, TrainerOptimization& opt) {
+void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, TrainerOptimization& opt) {
   const int64_t step = state_.global_step;
   const bool evaluate_now = (args_.evaluation_strategy == "steps" && step % args_.resolved_eval_steps() == 0) ||
                             (args_.evaluation_strategy == "epoch" && epoch_end);
@@ -510,11 +429,9 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& p
   if (!evaluate_now && !save_now) return;
   // Launch and finish the step first, so its loss is logged before the evaluation, as Hugging Face orders them.
   in_step(step, [] { lazy::mark_step(); });
-  finish_step(*std::exchange(pending, std::nullopt), bar);
+  finish_step(*std::exchange(pending, std::nullopt));
   if (evaluate_now) {
     std::map<std::string, double> metrics = evaluate();
-    // As Hugging Face's ProgressCallback prints each log during training: the evaluation's line.
-    if (is_master()) bar.message(dump_json(state_.log_history.back()));
     if (save_now) update_best(metrics);
   }
   if (save_now) save_checkpoint(opt);
@@ -535,8 +452,8 @@ std::map<std::string, double> Trainer::train_metrics(double runtime) {
 }
 
 Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch, int64_t start_batch) {
-  return DeviceLoader(host_batches(training, epoch, start_batch), [](data::Batch&& b) { return distributed::to_device(b); },
-                      device_loader_options());
+  return DeviceLoader(data::epoch_feed(dataset(training), feed_options(training), epoch, start_batch),
+                      [](data::NamedBatch&& b) { return distributed::to_device(b); }, device_loader_options());
 }
 
 distributed::DeviceLoaderOptions Trainer::device_loader_options() const {

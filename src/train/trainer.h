@@ -4,6 +4,15 @@
 // compiles once (with gradient accumulation: one graph for the first
 // micro-batch of a step, one for the middle ones, one for the last).
 //
+// The batch is a name -> Tensor mapping (distributed::DeviceBatch) made from a
+// data::TrainerDataset, whose collate function is any callable: the loss
+// function (LossFn) takes that mapping, so the Trainer takes any model. What
+// it reports goes through callbacks (train/trainer_callback.h): the progress
+// bar and log lines (ProgressCallback) and TensorBoard (TensorBoardCallback)
+// are added by default; evaluation metrics come from compute_metrics
+// (train/eval_prediction.h), or, without one, the masked-token accuracy of
+// the loss function's logits, counted on the device.
+//
 // Output files in args.output_dir, as Hugging Face writes them:
 // checkpoint-<step>/ (train/checkpoint.h), trainer_state.json (log_history),
 // train_results.json, eval_results.json, all_results.json, config.json +
@@ -29,23 +38,24 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "data/data_collator.h"
-#include "data/data_loader.h"
 #include "data/example.h"
+#include "data/trainer_dataset.h"
 #include "distributed/device_batch.h"
 #include "distributed/parallel_loader.h"
 #include "nn/module.h"
-#include "train/progress_bar.h"
+#include "train/eval_prediction.h"
+#include "train/trainer_callback.h"
 #include "train/trainer_state.h"
 #include "train/training_arguments.h"
 
 namespace lazytrain::train {
 
-class SummaryWriter;
 struct TrainerOptimization;  // the optimizer and scheduler of one train() call
 
 // What the loss function gives for one collated batch: the mean loss (0-d
@@ -62,25 +72,40 @@ struct ModelOutput {
       : loss(std::move(loss_)), logits(std::move(logits_)), labels(std::move(labels_)) {}
 };
 using LossFn = std::function<ModelOutput(const distributed::DeviceBatch& batch)>;
-// A one-pass stream of examples (nullopt at the end), e.g. a TFRecordDataset.
-using ExampleStream = std::function<std::optional<data::Example>()>;
-// Opens the stream of one epoch.
-using ExampleStreamFactory = std::function<ExampleStream(uint64_t epoch)>;
+using data::ExampleStream;
+using data::ExampleStreamFactory;
 
 class Trainer {
  public:
-  // `train_dataset`/`eval_dataset` may be empty when not used. Examples of one
-  // dataset must all have the same length (static shapes). The arguments are
-  // resolved (TrainingArguments::resolve) and validated: Error otherwise.
+  // `train_dataset`/`eval_dataset` may be empty when not used. Batches of one
+  // dataset should have one shape (static shapes: one compiled step; a few
+  // shapes compile a few graphs). The arguments are resolved
+  // (TrainingArguments::resolve) and validated: Error otherwise. Adds
+  // ProgressCallback, and TensorBoardCallback when args report to tensorboard.
+  Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, data::TrainerDataset train_dataset,
+          data::TrainerDataset eval_dataset = {});
+  // In-memory examples collated by the collator `make_collator` makes (its
+  // per-batch-number draws).
   Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, std::vector<data::Example> train_dataset,
           std::vector<data::Example> eval_dataset, std::function<data::DataCollatorForLanguageModeling()> make_collator);
   ~Trainer();
 
   // Streams the training (or evaluation) examples instead of taking them from
   // the in-memory dataset: `size` examples per epoch (for the epoch count),
-  // batched in stream order (the stream shuffles, as tf.data does).
+  // batched in stream order (the stream shuffles, as tf.data does), collated by
+  // the constructor's `make_collator` (Error for a Trainer made without one).
   void stream_train_dataset(ExampleStreamFactory factory, int64_t size);
   void stream_eval_dataset(ExampleStreamFactory factory, int64_t size);
+
+  // Hugging Face's add_callback: called after the Trainer's own callbacks.
+  void add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }
+  // Hugging Face's compute_metrics and preprocess_logits_for_metrics: evaluate()
+  // reads every batch's (preprocessed) logits and labels and reports what
+  // `compute_metrics` makes of them, each key prefixed with "eval_".
+  void set_compute_metrics(ComputeMetricsFn compute_metrics, PreprocessLogitsFn preprocess = nullptr) {
+    compute_metrics_ = std::move(compute_metrics);
+    preprocess_logits_ = std::move(preprocess);
+  }
 
   // The model's config.json, written into every checkpoint and compared with a
   // checkpoint's own when resuming (a different config is an Error).
@@ -120,10 +145,14 @@ class Trainer {
   void save_state() const;
   int64_t global_step() const { return state_.global_step; }
   const nlohmann::json& log_history() const { return state_.log_history; }
+  const TrainerState& state() const { return state_; }
   const TrainingArguments& args() const { return args_; }
+  nn::Module& model() const { return model_; }
+  // Whether this replica is the master ordinal (the one that writes files).
+  bool is_world_process_zero() const { return is_master(); }
 
  private:
-  using DeviceLoader = distributed::DeviceLoader<data::Batch, distributed::DeviceBatch>;
+  using DeviceLoader = distributed::DeviceLoader<data::NamedBatch, distributed::DeviceBatch>;
   // A traced optimizer step whose losses are read after the next step was traced.
   struct StepLoss {
     std::vector<Tensor> losses;  // one per micro-batch with a masked token
@@ -166,11 +195,16 @@ class Trainer {
   int64_t resolve_max_steps();
   // Reads a step's losses (waiting for its execution), adds them to the totals,
   // advances the progress bar and logs every args.logging_steps steps.
-  void finish_step(const StepLoss& step, ProgressBar& bar);
-  void log_training_loss(const StepLoss& step, ProgressBar& bar);
+  void finish_step(const StepLoss& step);
+  void log_training_loss(const StepLoss& step);
   // After optimizer step `step` was traced: evaluates and saves as the
   // strategies say (launching and finishing the step first).
-  void maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, ProgressBar& bar, TrainerOptimization& opt);
+  void maybe_evaluate_and_save(bool epoch_end, std::optional<StepLoss>& pending, TrainerOptimization& opt);
+  // Calls `hook(callback, args, state, control)` on every callback in order.
+  template <typename Hook>
+  void callback(Hook&& hook) {
+    for (const std::shared_ptr<TrainerCallback>& c : callbacks_) hook(*c, std::as_const(args_), std::as_const(state_), control_);
+  }
   void save_checkpoint(TrainerOptimization& opt);
   // Throws Error naming the step and the first parameter (in named_parameters
   // order) holding a NaN or an infinity: nothing non-finite is ever saved, and
@@ -193,14 +227,10 @@ class Trainer {
   template <typename Call>
   auto in_step(int64_t step, Call&& call);
 
-  // The host batches of one epoch from batch `start_batch` on: from the
-  // in-memory dataset through a DataLoader, or from the stream; a last partial
-  // batch is padded to the batch size (dropped for training with
-  // dataloader_drop_last).
-  std::function<std::optional<data::Batch>()> host_batches(bool training, uint64_t epoch, int64_t start_batch);
-  int64_t dataset_size(bool training) const;
-  // The examples this replica batches in one epoch (all of them with one replica).
-  int64_t replica_examples(bool training) const;
+  // How this replica batches the training or evaluation set (data::epoch_feed).
+  data::FeedOptions feed_options(bool training);
+  const data::TrainerDataset& dataset(bool training) const { return training ? train_dataset_ : eval_dataset_; }
+  int64_t dataset_size(bool training) const { return dataset(training).size; }
   int64_t batches_per_epoch(bool training) const;
   bool is_master() const { return replica_ == 0; }
   distributed::DeviceLoaderOptions device_loader_options() const;
@@ -213,11 +243,12 @@ class Trainer {
   nn::Module& model_;
   TrainingArguments args_;
   LossFn loss_fn_;
-  std::vector<data::Example> train_dataset_, eval_dataset_;
-  ExampleStreamFactory train_stream_, eval_stream_;
-  int64_t train_stream_size_ = 0, eval_stream_size_ = 0;
-  std::function<data::DataCollatorForLanguageModeling()> make_collator_;
-  int64_t pad_token_id_ = 0;
+  data::TrainerDataset train_dataset_, eval_dataset_;
+  std::function<data::DataCollatorForLanguageModeling()> make_collator_;  // for stream_*_dataset
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+  TrainerControl control_;
+  ComputeMetricsFn compute_metrics_;
+  PreprocessLogitsFn preprocess_logits_;
   nlohmann::json model_config_;
   std::function<void(const std::string&)> save_extra_files_;
   std::vector<std::string> read_checkpoints_;  // never rotated away (keep_checkpoint, the resumed checkpoint)
@@ -226,7 +257,6 @@ class Trainer {
   // save_total_limit; one this run saves over becomes its own.
   std::vector<std::string> foreign_checkpoints_;
   TrainerState state_;
-  std::unique_ptr<SummaryWriter> tensorboard_;
   int64_t skipped_batches_ = 0;
   // Hashes of the graphs this train() call ran (GraphExecutor::record_graphs;
   // bounded dynamic shapes: one per bucket of sequence lengths), reported at its end.
@@ -241,7 +271,6 @@ class Trainer {
   size_t train_graph_count() const { return train_graphs_.size(); }
  private:
   int64_t first_step_ = 0;       // global_step when this train() call began (> 0 when resumed)
-  mutable std::optional<uint32_t> train_data_crc32c_;  // of the in-memory training set's token ids (data_state)
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
   int replicas_ = 1, replica_ = 0;  // distributed::world_size() and ordinal() when the Trainer was made

@@ -70,18 +70,10 @@ nlohmann::json Trainer::data_state() const {
           {"micro_batches_per_epoch", micro_batches_per_epoch()},
           {"epoch", state_.global_step / updates_per_epoch()},
           {"micro_batches_done_in_epoch", (state_.global_step % updates_per_epoch()) * args_.gradient_accumulation_steps}};
-  // The in-memory training set's token ids, so that a checkpoint is not resumed on other text of
-  // the same size (a stream is only counted: hashing it would read it whole).
-  if (!train_stream_) {
-    if (!train_data_crc32c_) {  // the dataset does not change: hashed once, not at every save
-      uint32_t crc = 0;
-      for (const data::Example& e : train_dataset_) {
-        crc = crc32c(std::string_view(reinterpret_cast<const char*>(e.input_ids.data()), e.input_ids.size() * sizeof(int64_t)), crc);
-      }
-      train_data_crc32c_ = crc;
-    }
-    state["train_data_crc32c"] = *train_data_crc32c_;
-  }
+  // The training set's content (the in-memory set's token ids), so that a
+  // checkpoint is not resumed on other text of the same size (a stream is only
+  // counted: hashing it would read it whole).
+  if (train_dataset_.fingerprint) state["train_data_crc32c"] = train_dataset_.fingerprint();
   return state;
 }
 
@@ -130,6 +122,7 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
   // state); the others wait, so none runs ahead of a checkpoint being written.
   if (!is_master()) {
     runtime::host_rendezvous("Trainer.save_checkpoint");
+    callback([](TrainerCallback& c, auto&... a) { c.on_save(a...); });
     return;
   }
   const std::string written = write_checkpoint(args_.output_dir, state_.global_step, [&](const std::string& dir) {
@@ -149,6 +142,7 @@ void Trainer::save_checkpoint(TrainerOptimization& opt) {
     rotate_checkpoints(args_.output_dir, *args_.save_total_limit, fs::exists(keep) ? keep : "", protect);
   }
   if (replicas_ > 1) runtime::host_rendezvous("Trainer.save_checkpoint");
+  callback([](TrainerCallback& c, auto&... a) { c.on_save(a...); });
 }
 
 void Trainer::load_checkpoint(const std::string& dir, TrainerOptimization& opt) {

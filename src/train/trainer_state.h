@@ -21,6 +21,11 @@ struct TrainerState {
   std::optional<double> best_metric;
   std::string best_model_checkpoint;  // empty: none yet
   nlohmann::json log_history = nlohmann::json::array();
+  // Not saved (transformers keeps is_world_process_zero out of the file too):
+  // whether this is the master ordinal, and the loss of the step that just
+  // ended (its labelled tokens' mean), for callbacks' on_step_end.
+  bool is_world_process_zero = true;
+  double step_loss = 0.0;
 
   // transformers.TrainerState.save_to_json's fields (nulls for unset ones).
   nlohmann::json to_json() const;

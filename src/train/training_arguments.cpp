@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <type_traits>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -148,6 +149,104 @@ nlohmann::json TrainingArguments::to_json() const {
           {"num_threads", num_threads},
           {"collective_timeout", collective_timeout},
           {"sharded_optimizer", sharded_optimizer}};
+}
+
+namespace {
+
+template <typename T>
+void read_value(const nlohmann::json& v, T& out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) throw nlohmann::json::type_error::create(302, "expected true or false, got " + v.dump(), &v);
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) throw nlohmann::json::type_error::create(302, "expected an integer, got " + v.dump(), &v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number()) throw nlohmann::json::type_error::create(302, "expected a number, got " + v.dump(), &v);
+  }
+  out = v.get<T>();
+}
+
+template <typename T>
+void read_value(const nlohmann::json& v, std::optional<T>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  T value{};
+  read_value(v, value);
+  out = value;
+}
+
+// An optional string field whose unset value is "" (metric_for_best_model, resume_from_checkpoint).
+void read_string_or_null(const nlohmann::json& v, std::string& out) {
+  if (v.is_null()) {
+    out.clear();
+    return;
+  }
+  read_value(v, out);
+}
+
+}  // namespace
+
+TrainingArguments TrainingArguments::from_json(const nlohmann::json& json, const std::string& source) {
+  if (!json.is_object()) throw Error("[" + source + "] the training arguments must be a JSON object, got " + json.dump());
+  TrainingArguments a;
+  for (const auto& [key, v] : json.items()) {
+    try {
+      if (key == "output_dir") read_value(v, a.output_dir);
+      else if (key == "overwrite_output_dir") read_value(v, a.overwrite_output_dir);
+      else if (key == "do_train") read_value(v, a.do_train);
+      else if (key == "do_eval") read_value(v, a.do_eval);
+      else if (key == "evaluation_strategy" || key == "eval_strategy") read_value(v, a.evaluation_strategy);
+      else if (key == "per_device_train_batch_size") read_value(v, a.per_device_train_batch_size);
+      else if (key == "per_device_eval_batch_size") read_value(v, a.per_device_eval_batch_size);
+      else if (key == "gradient_accumulation_steps") read_value(v, a.gradient_accumulation_steps);
+      else if (key == "learning_rate") read_value(v, a.learning_rate);
+      else if (key == "weight_decay") read_value(v, a.weight_decay);
+      else if (key == "adam_beta1") read_value(v, a.adam_beta1);
+      else if (key == "adam_beta2") read_value(v, a.adam_beta2);
+      else if (key == "adam_epsilon") read_value(v, a.adam_epsilon);
+      else if (key == "max_grad_norm") read_value(v, a.max_grad_norm);
+      else if (key == "num_train_epochs") read_value(v, a.num_train_epochs);
+      else if (key == "max_steps") read_value(v, a.max_steps);
+      else if (key == "lr_scheduler_type") read_value(v, a.lr_scheduler_type);
+      else if (key == "warmup_ratio") read_value(v, a.warmup_ratio);
+      else if (key == "warmup_steps") read_value(v, a.warmup_steps);
+      else if (key == "logging_dir") read_string_or_null(v, a.logging_dir);
+      else if (key == "logging_steps") read_value(v, a.logging_steps);
+      else if (key == "eval_steps") read_value(v, a.eval_steps);
+      else if (key == "save_strategy") read_value(v, a.save_strategy);
+      else if (key == "save_steps") read_value(v, a.save_steps);
+      else if (key == "save_total_limit") read_value(v, a.save_total_limit);
+      else if (key == "load_best_model_at_end") read_value(v, a.load_best_model_at_end);
+      else if (key == "metric_for_best_model") read_string_or_null(v, a.metric_for_best_model);
+      else if (key == "greater_is_better") read_value(v, a.greater_is_better);
+      else if (key == "report_to") a.report_to = v.is_string() ? std::vector<std::string>{v.get<std::string>()} : v.get<std::vector<std::string>>();
+      else if (key == "resume_from_checkpoint") read_string_or_null(v, a.resume_from_checkpoint);
+      else if (key == "dataloader_drop_last") read_value(v, a.dataloader_drop_last);
+      else if (key == "seed") read_value(v, a.seed);
+      else if (key == "tpu_metrics_debug" || key == "metrics_debug") read_value(v, a.metrics_debug);
+      else if (key == "execution_mode") read_value(v, a.execution_mode);
+      else if (key == "detect_anomaly") read_value(v, a.detect_anomaly);
+      else if (key == "debug_recompiles") read_value(v, a.debug_recompiles);
+      else if (key == "debug_graphs") read_value(v, a.debug_graphs);
+      else if (key == "disable_tqdm") read_value(v, a.disable_tqdm);
+      else if (key == "bf16") read_value(v, a.bf16);
+      else if (key == "gradient_checkpointing") read_value(v, a.gradient_checkpointing);
+      else if (key == "dataloader_num_workers") read_value(v, a.dataloader_num_workers);
+      else if (key == "loader_prefetch_size") read_value(v, a.loader_prefetch_size);
+      else if (key == "device_prefetch_size") read_value(v, a.device_prefetch_size);
+      else if (key == "num_cores") read_value(v, a.num_cores);
+      else if (key == "num_threads") read_value(v, a.num_threads);
+      else if (key == "collective_timeout") read_value(v, a.collective_timeout);
+      else if (key == "sharded_optimizer") read_value(v, a.sharded_optimizer);
+      else throw Error("[" + source + "] unknown training argument '" + key + "'");
+    } catch (const nlohmann::json::exception& e) {
+      std::string what = e.what();
+      if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+      throw Error("[" + source + "] training argument '" + key + "': " + what);
+    }
+  }
+  return a;
 }
 
 }  // namespace lazytrain::train

@@ -105,6 +105,12 @@ struct TrainingArguments {
   // Every value as TrainingArguments.to_json_string() writes it
   // (training_args.json): unset optionals as null.
   nlohmann::json to_json() const;
+  // The arguments of a to_json() object (training_args.json, or Python's
+  // TrainingArguments): every key optional, missing ones keep their defaults;
+  // "eval_strategy" is evaluation_strategy's newer name. Throws Error naming
+  // `source` and the key for an unknown key or a value of the wrong type. Not
+  // validated (validate()).
+  static TrainingArguments from_json(const nlohmann::json& json, const std::string& source);
 };
 
 }  // namespace lazytrain::train

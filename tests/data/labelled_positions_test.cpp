@@ -74,8 +74,8 @@ TEST(LabelledPositions, DeviceBatchCarriesThem) {
   b.labels = {-100, 12, -100, -100, -100, -100, 17, -100};
   b.mlm_probability = 0.15;  // 1.2 + 6 * 1.01 = 7.26: 8 rows
   const distributed::DeviceBatch d = distributed::to_device(b);
-  EXPECT_EQ(d.masked_lm_positions.to_vector<int64_t>(), (std::vector<int64_t>{1, 6, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(d.masked_lm_labels.to_vector<int64_t>(), (std::vector<int64_t>{12, 17, -100, -100, -100, -100, -100, -100}));
+  EXPECT_EQ(d["masked_lm_positions"].to_vector<int64_t>(), (std::vector<int64_t>{1, 6, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(d["masked_lm_labels"].to_vector<int64_t>(), (std::vector<int64_t>{12, 17, -100, -100, -100, -100, -100, -100}));
 }
 
 }  // namespace

@@ -46,9 +46,9 @@ TEST(DeviceLoader, DeliversEveryBatchInOrderAndMarksAStepPerBatch) {
   Tensor acc = zeros({2}, DType::kInt64);
   int n = 0;
   while (auto batch = loader.next()) {
-    EXPECT_EQ(batch->input_ids.to_vector<int64_t>(), (std::vector<int64_t>{10 * n, 10 * n + 1}));
+    EXPECT_EQ((*batch)["input_ids"].to_vector<int64_t>(), (std::vector<int64_t>{10 * n, 10 * n + 1}));
     EXPECT_TRUE(batch->has_labels);
-    acc = acc + reshape(batch->input_ids, {2});
+    acc = acc + reshape((*batch)["input_ids"], {2});
     ++n;
   }
   EXPECT_EQ(n, 5);
@@ -64,8 +64,8 @@ TEST(DeviceLoader, FeedsTheDeviceCurrentWhereItWasMade) {
   std::atomic<int> calls{0};
   Loader loader(counting_source(2, calls), [](Batch&& b) { return to_device(b); });
   while (auto batch = loader.next()) {
-    EXPECT_EQ(batch->input_ids.device(), (runtime::Device{"cpu", 1}));
-    EXPECT_EQ(batch->labels.device(), (runtime::Device{"cpu", 1}));
+    EXPECT_EQ((*batch)["input_ids"].device(), (runtime::Device{"cpu", 1}));
+    EXPECT_EQ((*batch)["labels"].device(), (runtime::Device{"cpu", 1}));
   }
   EXPECT_EQ(calls.load(), 3);
 }

@@ -78,8 +78,8 @@ TrainedModel run(const RunOptions& o) {
   manual_seed(o.args.seed);
   r.model = models::AutoModelForMaskedLM::from_config(tiny_config(o.dropout));
   LossFn loss = [model = r.model](const distributed::DeviceBatch& b) {
-    models::MaskedLMOutput out = model->forward(b.input_ids, b.attention_mask, b.labels);
-    return ModelOutput(out.loss, out.logits, b.labels);
+    models::MaskedLMOutput out = model->forward(b["input_ids"], b["attention_mask"], b["labels"]);
+    return ModelOutput(out.loss, out.logits, b["labels"]);
   };
   data::DataCollatorOptions collator;
   collator.mlm = o.mlm;

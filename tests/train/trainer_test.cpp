@@ -27,7 +27,7 @@ TEST(Trainer, AStepThatFailsOnTheDeviceNamesTheStep) {
   args.per_device_train_batch_size = 1;
   args.disable_tqdm = true;
   // Rows past the table's 2: found only when the gather runs on the device.
-  LossFn loss = [&](const distributed::DeviceBatch& b) { return sum(index_select(model.weight, 0, b.input_ids.view({-1}))); };
+  LossFn loss = [&](const distributed::DeviceBatch& b) { return sum(index_select(model.weight, 0, b["input_ids"].view({-1}))); };
   std::vector<data::Example> examples(4);
   for (auto& e : examples) e.input_ids = {7, 8};
   data::DataCollatorOptions collator;

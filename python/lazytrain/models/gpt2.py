@@ -28,6 +28,9 @@ class GPT2LMHeadModel(PreTrainedModel, GenerationMixin):
     _native_kind = "GPT2LMHeadModel"
     base_model_prefix = "transformer"
     _base_model_class = GPT2Model
+    # The loss takes logits[:, :-1] against labels[:, 1:]: the Trainer counts
+    # the labelled tokens of the shifted labels (gradient accumulation by tokens).
+    _shifts_labels = True
 
     def forward(self, input_ids, attention_mask=None, labels=None, return_dict=True):
         """labels int64 [B, S] (-100: no loss; usually input_ids, shifted inside as
