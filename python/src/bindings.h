@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <optional>
 
@@ -46,6 +47,10 @@ class PyWait {
   nb::gil_scoped_release release_;
 };
 
+// The lazytrain dtype of a DLPack/numpy dtype (float32, float16, bfloat16,
+// int32, int64, bool), or nullopt for any other (tensor.cpp).
+std::optional<DType> dtype_of(const nb::dlpack::dtype& d);
+
 void init_tensor(nb::module_& m);
 void init_ops(nb::module_& m);
 // The Tensor methods and operators that spell ops (ops.cpp), added by init_tensor.
@@ -56,5 +61,7 @@ void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);
 void init_models(nb::module_& m);
+void init_data(nb::module_& m);
+void init_parallel_loader(nb::module_& m);
 
 }  // namespace lazytrain::python
