@@ -50,7 +50,8 @@ void copy_as_int64(const nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>& a, s
 // A 1-D sequence of token ids (a list or tuple of ints, or a 1-D integer
 // array: numpy, or anything with __dlpack__) as int64. TypeError naming the
 // example and field otherwise.
-std::vector<int64_t> int_sequence(nb::handle value, size_t example, const char* field) {
+std::vector<int64_t> int_sequence(nb::handle value, size_t example, const char* field,
+                                  const char* who = "[DataCollatorForLanguageModeling] example ") {
   std::vector<int64_t> out;
   nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu> array;
   if (nb::try_cast(value, array)) {
@@ -66,15 +67,14 @@ std::vector<int64_t> int_sequence(nb::handle value, size_t example, const char* 
     else if (code == dtype_code::UInt && bits == 16) copy_as_int64<uint16_t>(array, out);
     else if ((code == dtype_code::UInt || code == dtype_code::Bool) && bits == 8) copy_as_int64<uint8_t>(array, out);
     else {
-      throw nb::type_error(("[DataCollatorForLanguageModeling] example " + std::to_string(example) + " '" + field +
-                            "' is an array of non-integer dtype: expected integer token ids")
+      throw nb::type_error((who + std::to_string(example) + " '" + field + "' is an array of non-integer dtype: expected integer token ids")
                                .c_str());
     }
     return out;
   }
   if (!nb::isinstance<nb::str>(value) && nb::try_cast(value, out)) return out;
-  throw nb::type_error(("[DataCollatorForLanguageModeling] example " + std::to_string(example) + " '" + field + "' is a " +
-                        nb::inst_name(value).c_str() + ": expected a list of ints or a 1-D integer array")
+  throw nb::type_error((who + std::to_string(example) + " '" + field + "' is a " + nb::inst_name(value).c_str() +
+                        ": expected a list of ints or a 1-D integer array")
                            .c_str());
 }
 
@@ -212,7 +212,45 @@ nb::tuple example_columns(const std::vector<data::Example>& examples) {
                         to_numpy(std::move(lengths), {examples.size()}));
 }
 
+// Rows of token ids (lists or tuples of ints, or 1-D integer arrays) as one
+// int64 array and each row's length: group_texts' concatenation, without a
+// Python object per token (WikiText-2's 2.5M ids in ~20 ms instead of ~250 ms).
+nb::tuple concatenate_rows(const nb::list& rows) {
+  std::vector<int64_t> flat, lengths;
+  lengths.reserve(rows.size());
+  size_t total = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    PyObject* row = rows[r].ptr();
+    if (PyList_Check(row) || PyTuple_Check(row)) total += static_cast<size_t>(PySequence_Fast_GET_SIZE(row));
+  }
+  flat.reserve(total);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    PyObject* row = rows[r].ptr();
+    if (PyList_Check(row) || PyTuple_Check(row)) {
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(row);
+      PyObject** items = PySequence_Fast_ITEMS(row);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        if (!PyLong_Check(items[i])) {
+          throw nb::type_error(("row " + std::to_string(r) + " holds a " + nb::inst_name(items[i]).c_str() + ": expected token ids (ints)").c_str());
+        }
+        const long long v = PyLong_AsLongLong(items[i]);
+        if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+        flat.push_back(v);
+      }
+      lengths.push_back(static_cast<int64_t>(n));
+    } else {
+      const std::vector<int64_t> ids = int_sequence(rows[r], r, "ids", "row ");
+      flat.insert(flat.end(), ids.begin(), ids.end());
+      lengths.push_back(static_cast<int64_t>(ids.size()));
+    }
+  }
+  const size_t n = flat.size(), count = lengths.size();
+  return nb::make_tuple(to_numpy(std::move(flat), {n}), to_numpy(std::move(lengths), {count}));
+}
+
 void def_text(nb::module_& m) {
+  m.def("_concatenate_rows", &concatenate_rows, "rows"_a,
+        "(ids, lengths): rows of token ids concatenated as int64, and each row's length; TypeError for a row that is not ids.");
   m.def(
       "_read_text_lines",
       [](const std::string& path, bool keep_linebreaks) {

@@ -418,7 +418,8 @@ def test_group_texts_of_wikitext_2_train_size_takes_well_under_a_second():
     rng = np.random.default_rng(0)
     lengths = rng.integers(2, 140, 36718)  # WikiText-2 train's lines, about 2.5M tokens
     rows = [rng.integers(0, 30000, n).tolist() for n in lengths]
-    ds = Dataset.from_dict({"input_ids": rows, "special_tokens_mask": [[0] * n for n in lengths]})
+    ds = Dataset.from_dict({"input_ids": rows, "attention_mask": [[1] * n for n in lengths],
+                            "special_tokens_mask": [[0] * n for n in lengths]})
     start = time.perf_counter()
     blocks = ds.map(lambda b: group_texts(b, 512), batched=True)
     elapsed = time.perf_counter() - start

@@ -1,29 +1,22 @@
 """``group_texts``: run_mlm.py's and run_clm.py's grouping of tokenized text
 into fixed-size blocks, in numpy."""
-import itertools
 import numbers
 
 import numpy as np
 
+from .. import _C
+
 
 def _concatenated(rows, name):
-    """The rows of a column (a list of id lists or 1-D arrays, or a 2-D array)
-    concatenated into one int64 array, and each row's length."""
-    if isinstance(rows, np.ndarray) and rows.ndim == 2:
-        return rows.reshape(-1).astype(np.int64, copy=False), np.full(rows.shape[0], rows.shape[1])
-    rows = list(rows)
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    """The rows of a column (a list of id lists or 1-D integer arrays, or a 2-D
+    integer array) concatenated into one int64 array, and each row's length."""
+    if isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype.kind in "iub":
+        return rows.reshape(-1).astype(np.int64), np.full(rows.shape[0], rows.shape[1])
     try:
-        if rows and all(isinstance(r, np.ndarray) for r in rows):
-            flat = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-            if flat.dtype.kind not in "iub":
-                raise TypeError
-            return flat.astype(np.int64, copy=False), lengths
-        return np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum())), lengths
-    except (TypeError, ValueError):
-        raise TypeError(f"group_texts: column '{name}' does not hold token id sequences (its first row is "
-                        f"{type(rows[0]).__name__} {str(rows[0])[:40]!r}): remove text columns first "
-                        "(map(..., remove_columns=...))") from None
+        return _C._concatenate_rows(list(rows))
+    except TypeError as error:
+        raise TypeError(f"group_texts: column '{name}' does not hold token id sequences ({error}): remove text columns "
+                        "first (map(..., remove_columns=...))") from None
 
 
 def group_texts(examples, block_size, add_labels=False):
