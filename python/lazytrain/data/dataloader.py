@@ -78,7 +78,9 @@ class DataLoader:
       ``epoch * len(loader) + index`` (times ``num_replicas`` plus ``rank``
       for a sampler or dataset that has them), epoch being the sampler's (or
       iterable dataset's) ``epoch`` where it has one, else the loader's
-      (``set_epoch``, default 0).
+      (``set_epoch``, default 0). A stream's ``len()`` is asked once per
+      pass for this (``TFRecordDataset`` counts its records once); a stream
+      without one numbers each pass from 0.
 
     ``len(loader)`` is the number of batches a pass gives. An exception raised
     while making a batch is raised by the iteration at that batch; leaving a

@@ -38,7 +38,7 @@ def _concatenate(chunks):
     return out
 
 
-def _names(columns, what):
+def _names(columns):
     if columns is None:
         return []
     return [columns] if isinstance(columns, str) else list(columns)
@@ -130,7 +130,7 @@ class Dataset:
         return Dataset(columns, split=self.split)
 
     def remove_columns(self, column_names, new_fingerprint=None):
-        names = self._check_columns(_names(column_names, "remove_columns"), "remove")
+        names = self._check_columns(_names(column_names), "remove")
         return Dataset({k: v for k, v in self._columns.items() if k not in names}, split=self.split)
 
     def _check_columns(self, names, verb):
@@ -168,8 +168,8 @@ class Dataset:
         if with_rank:
             raise NotImplementedError("Dataset.map(with_rank=True): map runs in one process here")
         function = function if function is not None else (lambda x: x)
-        remove = self._check_columns(_names(remove_columns, "map"), "remove")
-        inputs = self._check_columns(_names(input_columns, "map"), "use as input")
+        remove = self._check_columns(_names(remove_columns), "remove")
+        inputs = self._check_columns(_names(input_columns), "use as input")
         fn_kwargs = dict(fn_kwargs or {})
         n = self._num_rows
         chunks = {}
@@ -214,7 +214,7 @@ class Dataset:
         """datasets.Dataset.filter: the rows for which `function` (on a row, or a
         batch giving a list of bools) is true."""
         function = function if function is not None else (lambda *_: True)
-        inputs = self._check_columns(_names(input_columns, "filter"), "use as input")
+        inputs = self._check_columns(_names(input_columns), "use as input")
         fn_kwargs = dict(fn_kwargs or {})
         keep = []
         n = self._num_rows
