@@ -274,17 +274,20 @@ void def_text(nb::module_& m) {
       "tokenizer_path"_a, "lines"_a, "run_mlm's tokenize_function in C++: (ids, attention, special, lengths).");
   m.def(
       "_text_dataset_group_texts",
-      [](const std::string& path, const std::string& tokenizer_path, int64_t block_size) {
+      [](const std::string& path, const std::string& tokenizer_path, int64_t block_size, bool keep_linebreaks) {
         std::vector<data::Example> blocks;
         {
           nb::gil_scoped_release release;
           const auto tokenizer = data::AutoTokenizer::from_files(tokenizer_path);
-          blocks = data::group_texts(data::tokenize_lines(data::read_text_lines(path, data::BlankLines::kKeep), *tokenizer), block_size);
+          const std::vector<std::string> lines =
+              keep_linebreaks ? data::read_text_lines_keeping_breaks(path) : data::read_text_lines(path, data::BlankLines::kKeep);
+          blocks = data::group_texts(data::tokenize_lines(lines, *tokenizer), block_size);
         }
         return example_columns(blocks);
       },
-      "path"_a, "tokenizer_path"_a, "block_size"_a,
-      "The blocks `lazytrain run_mlm` trains on from a text file (read, tokenize, group_texts in C++).");
+      "path"_a, "tokenizer_path"_a, "block_size"_a, "keep_linebreaks"_a = false,
+      "The blocks `lazytrain run_mlm` (or, keeping line breaks with GPT-2's tokenizer, `run_clm`) trains on from a text file: "
+      "read, tokenized and grouped in C++.");
 }
 
 // A TFRecord stream and a lock: Python threads may share one iterator.

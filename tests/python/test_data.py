@@ -385,10 +385,10 @@ class CppTokenizeFunction:
                 "special_tokens_mask": [r.tolist() for r in np.split(special, cuts)]}
 
 
-def grouped_blocks(path, tokenize, block_size):
-    raw = load_dataset("text", data_files={"validation": path})
+def grouped_blocks(path, tokenize, block_size, keep_linebreaks=False, add_labels=False):
+    raw = load_dataset("text", data_files={"validation": path}, keep_linebreaks=keep_linebreaks)
     tokenized = raw.map(lambda b: tokenize(b["text"]), batched=True, remove_columns=["text"])
-    return tokenized.map(lambda b: group_texts(b, block_size), batched=True)["validation"]
+    return tokenized.map(lambda b: group_texts(b, block_size, add_labels=add_labels), batched=True)["validation"]
 
 
 @pytest.mark.parametrize("block_size", [128, 512])
@@ -401,6 +401,18 @@ def test_map_and_group_texts_give_the_blocks_of_lazytrain_run_mlm(block_size):
     np.testing.assert_array_equal(blocks["input_ids"], ids.reshape(-1, block_size))
     np.testing.assert_array_equal(blocks["attention_mask"], attention.reshape(-1, block_size))
     np.testing.assert_array_equal(blocks["special_tokens_mask"], special.reshape(-1, block_size))
+
+
+def test_keeping_line_breaks_gives_the_blocks_of_lazytrain_run_clm():
+    path, gpt2 = need(WIKITEXT_VALID), need(os.path.join(DATA, "gpt2"))
+    blocks = grouped_blocks(path, CppTokenizeFunction(gpt2), 256, keep_linebreaks=True, add_labels=True)
+    ids, _, special, lengths = lt._C._text_dataset_group_texts(path, gpt2, 256, keep_linebreaks=True)
+    assert len(blocks) == len(lengths) > 400 and not special.any()  # GPT-2 adds no special tokens
+    assert blocks.column_names == ["input_ids", "attention_mask", "special_tokens_mask", "labels"]
+    np.testing.assert_array_equal(blocks["input_ids"], ids.reshape(-1, 256))
+    np.testing.assert_array_equal(blocks["labels"], blocks["input_ids"])
+    newline = 198  # GPT-2's "\n": the line breaks are in the blocks
+    assert (blocks["input_ids"] == newline).sum() > 1000
 
 
 def test_run_mlm_pipeline_with_lazytrains_python_tokenizer():
