@@ -5,7 +5,10 @@ TFRecord stream and the device loader, each against an independent reference
 
 The shared data (WikiText-2, the BERT vocab, GPT-2's BPE files) is found
 through LAZYTRAIN_DATA_DIR (scripts/test_python.sh sets it), else
-../shared/data beside the repository."""
+../shared/data beside the repository. Three tests compare with the real
+packages where they are installed and skip otherwise: datasets==5.2.0 (a
+datasets.Dataset through the DataLoader) and torch==2.13.0 (DataLoader batches
+and DistributedSampler shares equal torch's)."""
 import gc
 import json
 import os
@@ -248,6 +251,21 @@ def test_default_collate_stacks_rows_and_collates_tuples_per_position():
         default_collate([{"ids": [1]}, {"ids": [1, 2]}])
 
 
+def test_sequential_batches_equal_torchs_dataloader():
+    torch_data = pytest.importorskip("torch.utils.data", reason="torch is not installed in this venv")
+    rows = [{"x": np.arange(3, dtype=np.float32) + i, "y": i, "pair": (i, float(i))} for i in range(10)]
+    for batch_size, drop_last in ((3, False), (3, True), (5, False)):
+        ours = list(DataLoader(rows, batch_size=batch_size, drop_last=drop_last, num_workers=2))
+        theirs = list(torch_data.DataLoader(rows, batch_size=batch_size, drop_last=drop_last))
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a["x"], b["x"].numpy())
+            np.testing.assert_array_equal(a["y"], b["y"].numpy())
+            assert a["y"].dtype == np.int64 and str(b["y"].dtype) == "torch.int64"
+            for ours_pos, theirs_pos in zip(a["pair"], b["pair"]):
+                np.testing.assert_array_equal(ours_pos, theirs_pos.numpy())
+
+
 def test_workers_run_init_fn_raise_at_the_failing_batch_and_stop_early():
     seen = []
 
@@ -314,6 +332,15 @@ def test_distributed_sampler_gives_each_replica_the_cpp_trainers_share():
     assert list(default) == ref.epoch_order(11, True, 0, 0)
     with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
         DistributedSampler(data, num_replicas=3, rank=3)
+
+
+def test_distributed_sampler_without_shuffling_equals_torchs():
+    torch_distributed = pytest.importorskip("torch.utils.data.distributed", reason="torch is not installed in this venv")
+    for n, replicas, drop_last in ((11, 3, False), (11, 3, True), (2, 5, False), (12, 4, True), (7, 1, False)):
+        for rank in range(replicas):
+            theirs = torch_distributed.DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+            ours = DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+            assert list(ours) == list(theirs) and len(ours) == len(theirs), (n, replicas, rank, drop_last)
 
 
 def test_dataloader_with_a_distributed_sampler_numbers_batches_as_the_trainer():
