@@ -7,8 +7,9 @@ The shared data (WikiText-2, the BERT vocab, GPT-2's BPE files) is found
 through LAZYTRAIN_DATA_DIR (scripts/test_python.sh sets it), else
 ../shared/data beside the repository. Three tests compare with the real
 packages where they are installed and skip otherwise: datasets==5.2.0 (a
-datasets.Dataset through the DataLoader) and torch==2.13.0 (DataLoader batches
-and DistributedSampler shares equal torch's)."""
+datasets.Dataset through the DataLoader), torch==2.13.0 (DataLoader batches
+and DistributedSampler shares equal torch's) and transformers==5.23.0 (the
+collators pad and label as transformers' with its own BERT tokenizer)."""
 import gc
 import json
 import os
@@ -170,6 +171,32 @@ def test_default_data_collator_and_padding_collator():
     np.testing.assert_array_equal(padded["attention_mask"], [[1, 1, 1, 0], [1, 0, 0, 0]])
     with pytest.raises(ValueError, match="rows of lengths"):
         default_data_collator([{"input_ids": [1, 2]}, {"input_ids": [3]}])
+
+
+def test_collators_pad_and_label_as_transformers_with_its_own_tokenizer():
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed in this venv")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=need(BERT_VOCAB), do_lower_case=True)
+    texts = ["Hello world!", "A longer sentence, with punctuation and numbers 1 2 3.", "x"]
+    rows = [tokenizer(t, return_special_tokens_mask=True) for t in texts]  # BatchEncodings, not dicts
+    for mlm, p in ((False, 0.15), (True, 0.0), (True, 1.0)):
+        theirs = transformers.DataCollatorForLanguageModeling(tokenizer, mlm=mlm, mlm_probability=p, pad_to_multiple_of=8,
+                                                              return_tensors="np")([dict(r) for r in rows])
+        ours = DataCollatorForLanguageModeling(tokenizer, mlm=mlm, mlm_probability=p, pad_to_multiple_of=8)(rows)
+        assert ours["input_ids"].shape == theirs["input_ids"].shape == (3, 16)
+        for key in ("attention_mask", "labels"):  # with p in {0, 1} the choice of positions is not random
+            np.testing.assert_array_equal(ours[key], theirs[key], err_msg=f"{key} mlm={mlm} p={p}")
+        unchosen = ours["labels"] == -100
+        np.testing.assert_array_equal(ours["input_ids"][unchosen], theirs["input_ids"][unchosen])
+    features = [{"input_ids": r["input_ids"], "label": i} for i, r in enumerate(rows)]
+    theirs = transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=4, return_tensors="np")(features)
+    ours = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=4)(features)
+    assert set(ours) == set(theirs) == {"input_ids", "attention_mask", "labels"}
+    for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    same = [{"input_ids": [1, 2, 3], "label_ids": [0, 1, 0]}, {"input_ids": [4, 5, 6], "label_ids": [1, 1, 0]}]
+    theirs = transformers.default_data_collator(same, return_tensors="np")
+    ours = default_data_collator(same)
+    assert set(ours) == set(theirs) and all(np.array_equal(ours[k], theirs[k]) for k in ours)
 
 
 # ---------------------------------------------------------------- DataLoader
