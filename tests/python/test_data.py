@@ -5,12 +5,15 @@ TFRecord stream and the device loader, each against an independent reference
 
 The shared data (WikiText-2, the BERT vocab, GPT-2's BPE files) is found
 through LAZYTRAIN_DATA_DIR (scripts/test_python.sh sets it), else
-../shared/data beside the repository. Three tests compare with the real
+../shared/data beside the repository. Some tests compare with the real
 packages where they are installed and skip otherwise: datasets==5.2.0 (a
-datasets.Dataset through the DataLoader), torch==2.13.0 (DataLoader batches
-and DistributedSampler shares equal torch's) and transformers==5.23.0 (the
-collators pad and label as transformers' with its own BERT tokenizer)."""
+datasets.Dataset through the DataLoader; with transformers, run_mlm.py's
+steps in datasets and transformers give the C++ blocks), torch==2.13.0
+(DataLoader batches and DistributedSampler shares equal torch's) and
+transformers==5.23.0 (the collators pad and label as transformers' with its
+own BERT tokenizer)."""
 import gc
+import itertools
 import json
 import os
 import re
@@ -175,7 +178,8 @@ def test_default_data_collator_and_padding_collator():
 
 def test_collators_pad_and_label_as_transformers_with_its_own_tokenizer():
     transformers = pytest.importorskip("transformers", reason="transformers is not installed in this venv")
-    tokenizer = transformers.BertTokenizerFast(vocab_file=need(BERT_VOCAB), do_lower_case=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(os.path.dirname(need(BERT_VOCAB)))
+    assert len(tokenizer) == VOCAB
     texts = ["Hello world!", "A longer sentence, with punctuation and numbers 1 2 3.", "x"]
     rows = [tokenizer(t, return_special_tokens_mask=True) for t in texts]  # BatchEncodings, not dicts
     for mlm, p in ((False, 0.15), (True, 0.0), (True, 1.0)):
@@ -467,6 +471,32 @@ def test_keeping_line_breaks_gives_the_blocks_of_lazytrain_run_clm():
     np.testing.assert_array_equal(blocks["labels"], blocks["input_ids"])
     newline = 198  # GPT-2's "\n": the line breaks are in the blocks
     assert (blocks["input_ids"] == newline).sum() > 1000
+
+
+def test_hugging_faces_own_pipeline_gives_the_same_blocks(tmp_path):
+    """run_mlm.py's steps with the real datasets and transformers: their blocks,
+    ours with their tokenizer and the C++ CLI's are one and the same."""
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed in this venv")
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed in this venv")
+    path, vocab = need(WIKITEXT_VALID), need(BERT_VOCAB)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(os.path.dirname(vocab))
+
+    def tokenize(texts):
+        return tokenizer(texts, return_special_tokens_mask=True)
+
+    def their_group_texts(batch):  # run_mlm.py's: concatenate, drop the remainder, cut
+        joined = {k: list(itertools.chain.from_iterable(v)) for k, v in batch.items()}
+        total = len(joined["input_ids"]) // 128 * 128
+        return {k: [v[i:i + 128] for i in range(0, total, 128)] for k, v in joined.items()}
+
+    raw = datasets.load_dataset("text", data_files={"validation": path}, cache_dir=str(tmp_path))
+    theirs = raw.map(lambda b: tokenize(b["text"]), batched=True, remove_columns=["text"]).map(their_group_texts, batched=True)
+    ours = grouped_blocks(path, tokenize, 128)
+    ids, _, special, _ = lt._C._text_dataset_group_texts(path, vocab, 128)
+    assert raw["validation"]["text"] == load_dataset("text", data_files=path, split="train")["text"]
+    np.testing.assert_array_equal(np.array(theirs["validation"]["input_ids"]), ids.reshape(-1, 128))
+    np.testing.assert_array_equal(ours["input_ids"], ids.reshape(-1, 128))
+    np.testing.assert_array_equal(ours["special_tokens_mask"], special.reshape(-1, 128))
 
 
 def test_run_mlm_pipeline_with_lazytrains_python_tokenizer():
