@@ -239,6 +239,10 @@ def test_shuffle_order_is_the_cpp_dataloaders_epoch_order():
     assert len(dropped) == 4 and [len(b["x"]) for b in dropped] == [5, 5, 5, 5]
     assert [b["x"].tolist() for b in DataLoader(rows, batch_size=10)] == [list(range(10)), list(range(10, 20)),
                                                                        [20, 21, 22]]
+    sampler = RandomSampler(rows, generator=7)
+    assert list(sampler) == ref.epoch_order(23, True, 7, 0) and list(sampler) == ref.epoch_order(23, True, 7, 1)
+    with pytest.raises(NotImplementedError, match="replacement"):
+        RandomSampler(rows, replacement=True)
 
 
 @pytest.mark.parametrize("num_workers", [0, 1, 3])
