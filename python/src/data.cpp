@@ -6,11 +6,11 @@
 // with the GIL released. Results go back as int64 numpy arrays that own their
 // C++ vectors (no copy).
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,7 +231,8 @@ nb::tuple concatenate_rows(const nb::list& rows) {
       PyObject** items = PySequence_Fast_ITEMS(row);
       for (Py_ssize_t i = 0; i < n; ++i) {
         if (!PyLong_Check(items[i])) {
-          throw nb::type_error(("row " + std::to_string(r) + " holds a " + nb::inst_name(items[i]).c_str() + ": expected token ids (ints)").c_str());
+          const std::string what = nb::inst_name(items[i]).c_str();
+          throw nb::type_error(("row " + std::to_string(r) + " holds a " + what + ": expected token ids (ints)").c_str());
         }
         const long long v = PyLong_AsLongLong(items[i]);
         if (v == -1 && PyErr_Occurred()) throw nb::python_error();

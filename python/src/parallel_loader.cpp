@@ -132,7 +132,8 @@ class PyDeviceLoader {
 
 void init_parallel_loader(nb::module_& m) {
   nb::class_<PyDeviceLoader>(m, "_DeviceLoader",
-                             "distributed/parallel_loader.h's DeviceLoader over a Python fetch(): the threads and queues of MpDeviceLoader.")
+                             "distributed/parallel_loader.h's DeviceLoader over a Python fetch(): "
+                             "the threads and queues of MpDeviceLoader.")
       .def(nb::init<nb::object, const runtime::Device&, int, int>(), "fetch"_a, "device"_a, "loader_prefetch_size"_a,
            "device_prefetch_size"_a)
       .def("next", &PyDeviceLoader::next,
