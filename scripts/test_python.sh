@@ -73,6 +73,8 @@ fi
 
 echo "test_python: pytest tests/python"
 export LAZYTRAIN_EQUIVALENCE_REFERENCE=$repo/build/python_equivalence_reference
+# The shared data (WikiText-2, tokenizer files), as ctest passes it to the C++ tests.
+export LAZYTRAIN_DATA_DIR=${LAZYTRAIN_DATA_DIR:-$repo/../shared/data}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 cd "$repo"
 "$venv/bin/python" -m pytest tests/python -q -rs -p no:cacheprovider

@@ -91,6 +91,9 @@ class PyWait {
 // `what` for another dtype.
 nb::object numpy_from_literal(Literal literal);
 Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what);
+// The lazytrain dtype of a DLPack/numpy dtype (float32, float16, bfloat16,
+// int32, int64, bool), or nullopt for any other (tensor.cpp).
+std::optional<DType> dtype_of(const nb::dlpack::dtype& d);
 
 void init_tensor(nb::module_& m);
 void init_ops(nb::module_& m);
@@ -103,5 +106,7 @@ void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);
 void init_models(nb::module_& m);
 void init_trainer(nb::module_& m);
+void init_data(nb::module_& m);
+void init_parallel_loader(nb::module_& m);
 
 }  // namespace lazytrain::python

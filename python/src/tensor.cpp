@@ -37,18 +37,6 @@ nb::dlpack::dtype dlpack_dtype(DType dtype) {
   return {};
 }
 
-std::optional<DType> dtype_of(const nb::dlpack::dtype& d) {
-  using nb::dlpack::dtype_code;
-  const auto code = static_cast<dtype_code>(d.code);
-  if (d.lanes != 1) return std::nullopt;
-  if (code == dtype_code::Float && d.bits == 32) return DType::kFloat32;
-  if (code == dtype_code::Float && d.bits == 16) return DType::kFloat16;
-  if (code == dtype_code::Bfloat && d.bits == 16) return DType::kBFloat16;
-  if (code == dtype_code::Int && d.bits == 32) return DType::kInt32;
-  if (code == dtype_code::Int && d.bits == 64) return DType::kInt64;
-  if (code == dtype_code::Bool && d.bits == 8) return DType::kBool;
-  return std::nullopt;
-}
 
 // The tensor's value on the host: syncs and copies once, without the GIL.
 Literal read(const Tensor& t, const char* what) {
@@ -169,6 +157,19 @@ PyType_Slot tensor_slots[] = {
 };
 
 }  // namespace
+
+std::optional<DType> dtype_of(const nb::dlpack::dtype& d) {
+  using nb::dlpack::dtype_code;
+  const auto code = static_cast<dtype_code>(d.code);
+  if (d.lanes != 1) return std::nullopt;
+  if (code == dtype_code::Float && d.bits == 32) return DType::kFloat32;
+  if (code == dtype_code::Float && d.bits == 16) return DType::kFloat16;
+  if (code == dtype_code::Bfloat && d.bits == 16) return DType::kBFloat16;
+  if (code == dtype_code::Int && d.bits == 32) return DType::kInt32;
+  if (code == dtype_code::Int && d.bits == 64) return DType::kInt64;
+  if (code == dtype_code::Bool && d.bits == 8) return DType::kBool;
+  return std::nullopt;
+}
 
 nb::object numpy_from_literal(Literal literal) { return nb::cast(as_ndarray<nb::numpy>(std::move(literal))); }
 

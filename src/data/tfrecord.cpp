@@ -59,11 +59,13 @@ TFRecordReader::TFRecordReader(std::string path, bool skip_corrupt)
 }
 
 void TFRecordReader::fail(const std::string& what) const {
-  throw Error("[TFRecordReader] '" + path_ + "': record " + std::to_string(index_) + ": " + what);
+  throw Error("[TFRecordReader] '" + path_ + "': record " + std::to_string(index_) + " (byte offset " + std::to_string(record_offset_) +
+              "): " + what);
 }
 
 std::optional<std::string> TFRecordReader::next() {
   while (!ended_) {
+    record_offset_ = offset_;
     char header[12];
     in_.read(header, 12);
     const std::streamsize got = in_.gcount();
@@ -74,8 +76,8 @@ std::optional<std::string> TFRecordReader::next() {
     // A problem that loses the framing ends the file (when skipping) or throws.
     auto lost = [&](const std::string& what) -> std::optional<std::string> {
       if (!skip_corrupt_) fail(what);
-      std::fprintf(stderr, "warning: [TFRecordReader] '%s': record %lld: %s; skipping the rest of the file\n", path_.c_str(),
-                   static_cast<long long>(index_), what.c_str());
+      std::fprintf(stderr, "warning: [TFRecordReader] '%s': record %lld (byte offset %lld): %s; skipping the rest of the file\n",
+                   path_.c_str(), static_cast<long long>(index_), static_cast<long long>(record_offset_), what.c_str());
       ++skipped_;
       ended_ = true;
       return std::nullopt;
@@ -97,13 +99,15 @@ std::optional<std::string> TFRecordReader::next() {
     if (masked_crc32c(data) != data_crc) {
       const std::string what = "data CRC mismatch (stored " + hex(data_crc) + ", computed " + hex(masked_crc32c(data)) + ")";
       if (!skip_corrupt_) fail(what);
-      std::fprintf(stderr, "warning: [TFRecordReader] '%s': record %lld: %s; skipped\n", path_.c_str(), static_cast<long long>(index_),
-                   what.c_str());
+      std::fprintf(stderr, "warning: [TFRecordReader] '%s': record %lld (byte offset %lld): %s; skipped\n", path_.c_str(),
+                   static_cast<long long>(index_), static_cast<long long>(record_offset_), what.c_str());
       ++skipped_;
       ++index_;
+      offset_ += 16 + static_cast<int64_t>(length);
       continue;
     }
     ++index_;
+    offset_ += 16 + static_cast<int64_t>(length);
     return data;
   }
   return std::nullopt;

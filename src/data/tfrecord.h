@@ -40,8 +40,8 @@ class TFRecordWriter {
 };
 
 // Reads the records of a TFRecord file in order. Every problem is one Error
-// naming the file and the record's index:
-//   "[TFRecordReader] 'shard-00001.tfrecord': record 7: data CRC mismatch (...)"
+// naming the file, the record's index and the byte offset where it starts:
+//   "[TFRecordReader] 'shard-00001.tfrecord': record 7 (byte offset 3584): data CRC mismatch (...)"
 // for a data CRC that does not match, a length CRC that does not match, or a
 // truncated record. With skip_corrupt, a record whose data CRC fails is skipped
 // (counted in skipped()) and reading goes on; a bad length CRC or a truncated
@@ -55,6 +55,8 @@ class TFRecordReader {
   std::optional<std::string> next();
   // Index of the record next() reads next (records read or skipped so far).
   int64_t index() const { return index_; }
+  // Byte offset in the file of the record next() returned last (or is reading).
+  int64_t record_offset() const { return record_offset_; }
   int64_t skipped() const { return skipped_; }
   const std::string& path() const { return path_; }
 
@@ -65,6 +67,8 @@ class TFRecordReader {
   bool skip_corrupt_;
   std::ifstream in_;
   int64_t index_ = 0;
+  int64_t offset_ = 0;         // where the next record starts
+  int64_t record_offset_ = 0;  // where the current record starts
   int64_t skipped_ = 0;
   bool ended_ = false;
 };

@@ -57,7 +57,8 @@ std::optional<Example> TFRecordDataset::next_in_order() {
       continue;
     }
     ++turn_;
-    const std::string where = "'" + reader.path() + "' record " + std::to_string(reader.index() - 1);
+    const std::string where = "'" + reader.path() + "' record " + std::to_string(reader.index() - 1) + " (byte offset " +
+                              std::to_string(reader.record_offset()) + ")";
     try {
       Int64Features f = parse_int64_example(*record, where);
       auto ids = f.find("input_ids");

@@ -34,8 +34,8 @@ class TFRecordDataset {
   // Throws Error for no files, no file for this replica, or bad options.
   TFRecordDataset(std::vector<std::string> files, TFRecordDatasetOptions options);
 
-  // The next example, or nullopt after the last. Throws Error naming the file
-  // and record index for a damaged record or one whose features are not int64
+  // The next example, or nullopt after the last. Throws Error naming the file,
+  // record index and byte offset for a damaged record or one whose features are not int64
   // input_ids/attention_mask of equal length (unless skip_corrupt).
   std::optional<Example> next();
   int64_t skipped() const;

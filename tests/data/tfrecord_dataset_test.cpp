@@ -162,7 +162,10 @@ TEST_F(TFRecordDatasetTest, ARecordThatIsNotAnExampleIsNamedOrSkipped) {
     strict.next();
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + bad + "' record 1"), std::string::npos) << e.what();
+    // Record 1 starts after record 0's 16 bytes of framing and its payload.
+    const size_t offset = 16 + serialize_int64_example({{"input_ids", {5, 6}}, {"attention_mask", {1, 1}}}).size();
+    EXPECT_NE(std::string(e.what()).find("'" + bad + "' record 1 (byte offset " + std::to_string(offset) + ")"), std::string::npos)
+        << e.what();
   }
   TFRecordDatasetOptions skip;
   skip.skip_corrupt = true;

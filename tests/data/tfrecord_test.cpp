@@ -111,7 +111,7 @@ TEST_F(TFRecordTest, CorruptDataIsReportedOrSkipped) {
   bytes[second + 12 + 3] ^= 0x40;          // a data byte of record 1
   write_all(path("bad.tfrecord"), bytes);
   TFRecordReader strict(path("bad.tfrecord"));
-  expect_error(strict, 1, path("bad.tfrecord"), "record 1", "data CRC mismatch");
+  expect_error(strict, 1, path("bad.tfrecord"), "record 1 (byte offset " + std::to_string(second) + ")", "data CRC mismatch");
   TFRecordReader skipping(path("bad.tfrecord"), true);
   ASSERT_TRUE(skipping.next());
   std::optional<std::string> third = skipping.next();
@@ -125,7 +125,7 @@ TEST_F(TFRecordTest, ATruncatedFinalRecordIsReportedOrSkipped) {
   std::string bytes = read_all(write_three("cut.tfrecord"));
   write_all(path("cut.tfrecord"), bytes.substr(0, bytes.size() - 3));
   TFRecordReader strict(path("cut.tfrecord"));
-  expect_error(strict, 2, path("cut.tfrecord"), "record 2", "truncated record");
+  expect_error(strict, 2, path("cut.tfrecord"), "record 2 (byte offset " + std::to_string(bytes.size() / 3 * 2) + ")", "truncated record");
   TFRecordReader skipping(path("cut.tfrecord"), true);
   EXPECT_TRUE(skipping.next());
   EXPECT_TRUE(skipping.next());
@@ -138,7 +138,7 @@ TEST_F(TFRecordTest, ABadLengthCrcEndsTheFile) {
   bytes[bytes.size() / 3 + 9] ^= 0x01;  // record 1's length CRC
   write_all(path("len.tfrecord"), bytes);
   TFRecordReader strict(path("len.tfrecord"));
-  expect_error(strict, 1, path("len.tfrecord"), "record 1", "length CRC mismatch");
+  expect_error(strict, 1, path("len.tfrecord"), "record 1 (byte offset " + std::to_string(bytes.size() / 3) + ")", "length CRC mismatch");
   TFRecordReader skipping(path("len.tfrecord"), true);
   EXPECT_TRUE(skipping.next());
   EXPECT_FALSE(skipping.next());

@@ -1,2 +1,3 @@
-"""torch_xla.distributed's place: ``import lazytrain.distributed.xla_multiprocessing as xmp``."""
-from . import xla_multiprocessing  # noqa: F401
+"""torch_xla.distributed on lazytrain: the device loader (parallel_loader) and
+replicas (``import lazytrain.distributed.xla_multiprocessing as xmp``)."""
+from . import parallel_loader, xla_multiprocessing  # noqa: F401
