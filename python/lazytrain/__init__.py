@@ -67,6 +67,10 @@ from .models import (  # noqa: E402,F401
     PretrainedConfig, PreTrainedModel, BertConfig, BertModel, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM,
     GPT2Config, GPT2Model, GPT2LMHeadModel, AutoConfig, AutoModelForMaskedLM, AutoModelForCausalLM,
 )
+from . import tokenizers  # noqa: E402,F401
+from .tokenizers import (  # noqa: E402,F401
+    PreTrainedTokenizer, BatchEncoding, BertTokenizer, GPT2Tokenizer, XLMRobertaTokenizer, AutoTokenizer, train_tokenizer,
+)
 from ._serialization import save, load  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -56,5 +56,6 @@ void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);
 void init_models(nb::module_& m);
+void init_tokenizers(nb::module_& m);
 
 }  // namespace lazytrain::python

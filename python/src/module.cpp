@@ -34,6 +34,7 @@ NB_MODULE(_C, m) {
   py::init_optim(m);
   py::init_distributed(m);
   py::init_models(m);
+  py::init_tokenizers(m);
   m.def("_set_package_dir", &py::set_package_dir, "dir"_a,
         "Files under `dir` are lazytrain's own: op locations name the first frame outside them.");
 }
