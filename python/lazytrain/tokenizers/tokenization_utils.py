@@ -314,7 +314,9 @@ class PreTrainedTokenizer:
         None with a max_length and no padding truncates too (transformers' rule).
         return_tensors: None (lists), "np" (numpy int64 [batch, seq_len]) or
         "lt" (lazytrain int64 Tensors [batch, seq_len]); a single text gets a
-        batch axis of 1.
+        batch axis of 1. return_length: each text's count of tokens before
+        padding (transformers' slow tokenizers give that for a batch; its fast
+        ones, and the slow ones for one text, count the padding too).
         Raises ValueError for a bad argument, for padding without a pad token,
         for a max_length that leaves no room for the special tokens, for
         "lt" tensors of a ragged batch; NotImplementedError for text_pair."""
@@ -361,12 +363,14 @@ class PreTrainedTokenizer:
             if return_special_tokens_mask:
                 e["special_tokens_mask"] = [1] * before + [0] * (len(seq) - before - after) + [1] * after
             encoded.append(e)
+        if return_length:  # before padding, as transformers' slow tokenizers give it for a batch
+            keys.append("length")
+            lengths = [len(e["input_ids"]) for e in encoded]
         pad_batch(encoded, pad, max_length, pad_to_multiple_of, self.pad_token_id, self.padding_side,
                   return_attention_mask)
         if return_length:
-            keys.append("length")
-            for e in encoded:
-                e["length"] = len(e["input_ids"])
+            for e, n in zip(encoded, lengths):
+                e["length"] = n
         if not is_batch:
             return BatchEncoding(encoded[0], tensor_type=return_tensors, prepend_batch_axis=True)
         return BatchEncoding({k: [e[k] for e in encoded] for k in keys}, tensor_type=return_tensors)
@@ -404,6 +408,13 @@ class PreTrainedTokenizer:
         clean_up = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
         rows = [_ids_list(s, "batch_decode") for s in sequences]
         return self._native.decode_batch(rows, skip_special_tokens, bool(clean_up))
+
+    def train_new_from_iterator(self, text_iterator, vocab_size, **kwargs):
+        """transformers trains a new tokenizer of the same kind; lazytrain
+        trains SentencePiece models only (XLMRobertaTokenizer overrides this)."""
+        raise NotImplementedError(f"{type(self).__name__}.train_new_from_iterator: lazytrain trains SentencePiece "
+                                  "tokenizers only (XLMRobertaTokenizer.train_new_from_iterator, "
+                                  "lazytrain.train_tokenizer)")
 
     def __repr__(self):
         return (f"{type(self).__name__}(name_or_path='{self.name_or_path}', vocab_size={self.vocab_size}, "
