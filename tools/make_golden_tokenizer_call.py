@@ -77,6 +77,7 @@ BERT_ONLY = [
 GPT2_ONLY = [
     ("padding_without_pad_token", {"padding": True}, {}),  # ValueError: GPT-2 has no pad token
 ]
+SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 # GPT-2 has no pad token: the padding cases set pad_token = eos_token first, as run_clm users do.
 PAD_AS_EOS = {"pad_token": "<|endoftext|>"}
 
@@ -127,11 +128,8 @@ def make(name, spec):
         "vocab_size": slow.vocab_size,
         "len": len(slow),
         "model_input_names": slow.model_input_names,
-        "special_tokens": {k: getattr(slow, k) for k in
-                           ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")},
-        "special_token_ids": {k: getattr(slow, k) for k in
-                              ("bos_token_id", "eos_token_id", "unk_token_id", "sep_token_id", "pad_token_id",
-                               "cls_token_id", "mask_token_id")},
+        "special_tokens": {k: getattr(slow, k) for k in SPECIAL_TOKENS},
+        "special_token_ids": {k + "_id": getattr(slow, k + "_id") for k in SPECIAL_TOKENS},
     }
     return {"path": spec["path"], "texts": texts, "info": info, "cases": out_cases, "per_text": per_text}
 

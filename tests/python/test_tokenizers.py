@@ -138,7 +138,8 @@ def test_ragged_batch_tensors(bert):
     texts = ["a b", "a b c d"]
     # numpy: an object array of int64 rows, as transformers 4.57 returns for a ragged batch.
     rows = bert(texts, return_tensors="np").input_ids
-    assert rows.dtype == object and [r.tolist() for r in rows] == [[101, 1037, 1038, 102], [101, 1037, 1038, 1039, 1040, 102]]
+    assert rows.dtype == object
+    assert [r.tolist() for r in rows] == [[101, 1037, 1038, 102], [101, 1037, 1038, 1039, 1040, 102]]
     assert all(r.dtype == np.int64 for r in rows)
     with pytest.raises(ValueError, match="padding=True"):
         bert(texts, return_tensors="lt")

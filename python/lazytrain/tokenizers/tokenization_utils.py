@@ -63,7 +63,8 @@ def _ids_list(ids, what):
         ids = ids.tolist()
     if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
         return [int(ids)]
-    if isinstance(ids, (list, tuple)) and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+    is_id = lambda i: isinstance(i, (int, np.integer)) and not isinstance(i, bool)  # noqa: E731
+    if isinstance(ids, (list, tuple)) and all(is_id(i) for i in ids):
         return [int(i) for i in ids]
     raise TypeError(f"{what} expects token ids: an int, a list of ints or a 1-D array, got {type(ids).__name__}"
                     + (" of lists (use batch_decode)" if isinstance(ids, (list, tuple)) and ids
@@ -264,7 +265,8 @@ class PreTrainedTokenizer:
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
             return self._native.convert_id_to_token(int(ids))
         special = set(self.all_special_ids) if skip_special_tokens else ()
-        return [self._native.convert_id_to_token(i) for i in _ids_list(ids, "convert_ids_to_tokens") if i not in special]
+        ids = _ids_list(ids, "convert_ids_to_tokens")
+        return [self._native.convert_id_to_token(i) for i in ids if i not in special]
 
     def tokenize(self, text, add_special_tokens=False):
         """The tokens of `text` (without special tokens unless asked for)."""
@@ -333,7 +335,7 @@ class PreTrainedTokenizer:
         is_batch = not isinstance(text, str)
         texts = list(text) if isinstance(text, (list, tuple)) else None
         if is_batch and (texts is None or not all(isinstance(t, str) for t in texts)):
-            bad = type(text).__name__ if texts is None else next(type(t).__name__ for t in texts if not isinstance(t, str))
+            bad = type(text if texts is None else next(t for t in texts if not isinstance(t, str))).__name__
             raise ValueError(f"text input must be a str or a list of str, got {bad}"
                              + (" (pre-tokenized words are not supported)" if texts is not None else ""))
         if not is_batch:
@@ -353,8 +355,9 @@ class PreTrainedTokenizer:
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
         before, after = self._native.special_tokens_layout if add_special_tokens else (0, 0)
-        keys = ["input_ids"] + ["token_type_ids"] * bool(return_token_type_ids) + \
-            ["special_tokens_mask"] * bool(return_special_tokens_mask) + ["attention_mask"] * bool(return_attention_mask)
+        keys = [k for k, wanted in (("input_ids", True), ("token_type_ids", return_token_type_ids),
+                                    ("special_tokens_mask", return_special_tokens_mask),
+                                    ("attention_mask", return_attention_mask)) if wanted]
         encoded = []
         for seq in ids:
             e = {"input_ids": seq}
@@ -398,16 +401,19 @@ class PreTrainedTokenizer:
         renders its pieces. clean_up_tokenization_spaces (default: the
         tokenizer's, True for BERT) tightens " ." " ," " n't" etc.
         Raises LazytrainError naming an id outside [0, vocab_size)."""
-        clean_up = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
-        return self._native.decode(_ids_list(token_ids, "decode"), skip_special_tokens, bool(clean_up))
+        return self._native.decode(_ids_list(token_ids, "decode"), skip_special_tokens,
+                                   self._clean_up(clean_up_tokenization_spaces))
 
     def batch_decode(self, sequences, skip_special_tokens=False, clean_up_tokenization_spaces=None):
         """decode() of each row of `sequences` (a list of lists, a 2-D array or Tensor)."""
         if isinstance(sequences, (_C.Tensor, np.ndarray)):
             sequences = sequences.tolist()
-        clean_up = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
         rows = [_ids_list(s, "batch_decode") for s in sequences]
-        return self._native.decode_batch(rows, skip_special_tokens, bool(clean_up))
+        return self._native.decode_batch(rows, skip_special_tokens, self._clean_up(clean_up_tokenization_spaces))
+
+    def _clean_up(self, clean_up_tokenization_spaces):
+        return bool(self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None
+                    else clean_up_tokenization_spaces)
 
     def train_new_from_iterator(self, text_iterator, vocab_size, **kwargs):
         """transformers trains a new tokenizer of the same kind; lazytrain

@@ -138,7 +138,7 @@ def resolve_padding_truncation(padding, truncation, max_length, pad_to_multiple_
     if max_length is not None and padding is False and truncation is None:
         warnings.warn("Truncation was not explicitly activated but `max_length` is provided a specific value, "
                       "please use `truncation=True` to explicitly truncate examples to max length. Defaulting to "
-                      "'longest_first' truncation strategy.", stacklevel=4)
+                      "'longest_first' truncation strategy.", stacklevel=3)
         truncation = "longest_first"
     pad = padding_strategy(padding)
     trunc = truncation_strategy(truncation)
@@ -146,14 +146,14 @@ def resolve_padding_truncation(padding, truncation, max_length, pad_to_multiple_
         if pad == "max_length":
             if model_max_length > LARGE_INTEGER:
                 warnings.warn("Asking to pad to max_length but no maximum length is provided and the model has no "
-                              "predefined maximum length. Default to no padding.", stacklevel=4)
+                              "predefined maximum length. Default to no padding.", stacklevel=3)
                 pad = "do_not_pad"
             else:
                 max_length = model_max_length
         if trunc != "do_not_truncate":
             if model_max_length > LARGE_INTEGER:
                 warnings.warn("Asking to truncate to max_length but no maximum length is provided and the model has "
-                              "no predefined maximum length. Default to no truncation.", stacklevel=4)
+                              "no predefined maximum length. Default to no truncation.", stacklevel=3)
                 trunc = "do_not_truncate"
             else:
                 max_length = model_max_length

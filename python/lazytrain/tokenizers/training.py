@@ -28,7 +28,9 @@ def train_tokenizer(input_files, output_dir, model_type="unigram", vocab_size=80
     naming a missing input file, LazytrainError for a corpus SentencePiece
     cannot train on (e.g. too small for vocab_size: its message, with the
     count of lines skipped for length)."""
-    files = [os.fspath(input_files)] if isinstance(input_files, (str, os.PathLike)) else [os.fspath(f) for f in input_files]
+    if isinstance(input_files, (str, os.PathLike)):
+        input_files = [input_files]
+    files = [os.fspath(f) for f in input_files]
     if not files:
         raise ValueError("input_files is empty: expected one or more text files")
     for f in files:
