@@ -33,6 +33,19 @@ def load(name, **kwargs):
         BERT_DIR if name == "bert" else GPT2_DIR, **kwargs)
 
 
+_LOADED = {}
+
+
+def configured(name, settings):
+    """One loaded tokenizer per model (loading GPT-2's files takes a while),
+    with a case's settings: model_max_length and pad_token as transformers'
+    from_pretrained(model_max_length=...) and `tok.pad_token = ...` set them."""
+    tok = _LOADED.setdefault(name, load(name))
+    tok.model_max_length = settings.get("model_max_length", int(1e30))
+    tok.pad_token = settings.get("pad_token", "[PAD]" if name == "bert" else None)
+    return tok
+
+
 @pytest.fixture(scope="module")
 def bert():
     return load("bert")
@@ -63,7 +76,7 @@ def spm_dir(tmp_path_factory, wikitext_lines):
 def test_ids_match_hugging_face_goldens(name, golden):
     with open(os.path.join(DATA, "tokenizer-golden", golden), encoding="utf-8") as f:
         cases = json.load(f)["cases"]
-    tok = load(name)
+    tok = configured(name, {})
     batch = tok([c["text"] for c in cases], add_special_tokens=False)["input_ids"]
     for case, ids in zip(cases, batch):
         assert ids == case["ids"], repr(case["text"])
@@ -78,10 +91,7 @@ CALL_CASES = [(model, case["name"]) for model, spec in CALL_GOLDEN.items() for c
 def test_call_matches_transformers(model, case_name):
     spec = CALL_GOLDEN[model]
     case = next(c for c in spec["cases"] if c["name"] == case_name)
-    settings = case["settings"]
-    tok = load(model, **({"model_max_length": settings["model_max_length"]} if "model_max_length" in settings else {}))
-    if "pad_token" in settings:
-        tok.pad_token = settings["pad_token"]
+    tok = configured(model, case["settings"])
     for text, expected in ((spec["texts"][0], case["single"]), (spec["texts"], case["batch"])):
         if "error" in expected:
             with pytest.raises(ValueError):
@@ -97,7 +107,7 @@ def test_call_matches_transformers(model, case_name):
 @pytest.mark.parametrize("model", ["bert", "gpt2"])
 def test_decode_tokenize_and_special_tokens_match_transformers(model):
     spec = CALL_GOLDEN[model]
-    tok = load(model)
+    tok = configured(model, {})
     for t in spec["per_text"]:
         assert tok.tokenize(t["text"]) == t["tokens"]
         assert tok(t["text"])["input_ids"] == t["ids"]
@@ -266,7 +276,7 @@ def test_train_new_from_iterator_and_save(spm_dir, wikitext_lines, tmp_path):
     again = lt.AutoTokenizer.from_pretrained(tmp_path)
     assert again(wikitext_lines[:20])["input_ids"] == new(wikitext_lines[:20])["input_ids"]
     with pytest.raises(NotImplementedError, match="SentencePiece"):
-        load("bert").train_new_from_iterator(["a"], 300)
+        configured("bert", {}).train_new_from_iterator(["a"], 300)
 
 
 def test_train_tokenizer_errors(tmp_path):
@@ -286,8 +296,8 @@ def test_train_tokenizer_errors(tmp_path):
 
 
 # ---- batch encoding: threads, GIL ----
-def test_batch_encoding_is_parallel_and_equal_to_sequential(wikitext_lines):
-    for tok in (load("bert"), load("gpt2")):
+def test_batch_encoding_is_parallel_and_equal_to_sequential(bert, gpt2, wikitext_lines):
+    for tok in (bert, gpt2):
         native = tok._native
         one_thread = native.encode_batch(wikitext_lines, True, None, 1)
         assert native.encode_batch(wikitext_lines, True, None, 4) == one_thread
