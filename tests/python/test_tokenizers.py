@@ -126,6 +126,15 @@ def test_decode_tokenize_and_special_tokens_match_transformers(model):
     assert tok.model_max_length == int(1e30)  # no tokenizer_config.json limit, as transformers reads these files
 
 
+def test_warns_where_transformers_warns(bert):
+    with pytest.warns(UserWarning, match="Truncation was not explicitly activated"):
+        assert bert("a b c d", max_length=4).input_ids == [101, 1037, 1038, 102]
+    with pytest.warns(UserWarning, match="`max_length` is ignored when `padding`=`True`"):
+        bert(["a", "a b c d"], padding=True, max_length=4)
+    with pytest.warns(UserWarning, match="no predefined maximum length. Default to no padding"):
+        bert("a", padding="max_length")
+
+
 # ---- tensors ----
 @pytest.mark.parametrize("return_tensors", ["np", "lt"])
 def test_return_tensors_are_int64_batches(bert, return_tensors):

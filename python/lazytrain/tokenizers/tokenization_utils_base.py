@@ -142,6 +142,9 @@ def resolve_padding_truncation(padding, truncation, max_length, pad_to_multiple_
         truncation = "longest_first"
     pad = padding_strategy(padding)
     trunc = truncation_strategy(truncation)
+    if max_length is not None and padding is True and trunc == "do_not_truncate":
+        warnings.warn("`max_length` is ignored when `padding`=`True` and there is no truncation strategy. To pad to "
+                      "max length, use `padding='max_length'`.", stacklevel=3)
     if max_length is None:
         if pad == "max_length":
             if model_max_length > LARGE_INTEGER:
