@@ -18,6 +18,7 @@ transformers raises. The slow (Python) tokenizers make the values; the fast
 """
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -141,9 +142,11 @@ def main():
                         f"tokenizers {tokenizers.__version__} (slow tokenizers, checked equal to the fast ones)",
         "models": {name: make(name, spec) for name, spec in MODELS.items()},
     }
+    text = json.dumps(golden, ensure_ascii=False, indent=1)
+    # Innermost arrays (ids, masks, tokens) on one line each, so that the file stays short.
+    text = re.sub(r"\[\n\s+([^\[\]{}]*?)\n\s*\]", lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text)
     with open(OUT, "w", encoding="utf-8") as f:
-        json.dump(golden, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+        f.write(text + "\n")
     print("wrote", OUT)
 
 
