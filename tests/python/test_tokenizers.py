@@ -364,6 +364,9 @@ def test_errors_name_the_file_or_argument(bert, tmp_path):
     (bad / "tokenizer_config.json").write_text("{not json")
     with pytest.raises(ValueError, match="tokenizer_config.json: not valid JSON"):
         lt.BertTokenizer.from_pretrained(bad)
+    (bad / "tokenizer_config.json").write_text(json.dumps({"do_basic_tokenize": False}))
+    with pytest.raises(ValueError, match=f"Can't load tokenizer from '{bad}': do_basic_tokenize=False"):
+        lt.BertTokenizer.from_pretrained(bad)
     with pytest.raises(ValueError, match="padding must be"):
         bert("a", padding="maximum")
     with pytest.raises(ValueError, match="truncation must be"):

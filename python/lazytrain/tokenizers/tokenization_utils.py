@@ -148,7 +148,11 @@ class PreTrainedTokenizer:
                 if name in SPECIAL_TOKENS_ATTRIBUTES:
                     init[name] = _token_content(value, map_file, name)
         init.update(kwargs)
-        return cls(**cls._files_in(path), name_or_path=path, **init)
+        files = cls._files_in(path)
+        try:
+            return cls(**files, name_or_path=path, **init)
+        except ValueError as e:  # a setting of its config files lazytrain cannot follow: name the directory
+            raise ValueError(f"Can't load tokenizer from '{path}': {e}") from None
 
     # Keys of tokenizer_config.json that __init__ takes; the others are
     # transformers' bookkeeping (added_tokens_decoder, tokenizer_class, ...).
