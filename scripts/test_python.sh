@@ -9,7 +9,7 @@
 #     repository hidden where mount namespaces allow (root): import, a training
 #     step, the `lazytrain` console command;
 #  4. pytest tests/python (the equivalence tests use build/python_equivalence_reference,
-#     which scripts/build.sh builds).
+#     which scripts/build.sh builds; the tokenizer tests read LAZYTRAIN_DATA_DIR).
 # Usage: bash scripts/test_python.sh   (scripts/test.sh runs it after ctest)
 # LAZYTRAIN_PYTHON picks the interpreter (default: python3 on PATH, 3.9 or newer).
 set -euo pipefail
@@ -73,8 +73,10 @@ fi
 
 echo "test_python: pytest tests/python"
 export LAZYTRAIN_EQUIVALENCE_REFERENCE=$repo/build/python_equivalence_reference
-# The shared data (WikiText-2, tokenizer files), as ctest passes it to the C++ tests.
-export LAZYTRAIN_DATA_DIR=${LAZYTRAIN_DATA_DIR:-$repo/../shared/data}
+# The shared data (tokenizer goldens, vocabularies, WikiText-2): the directory
+# CMake's tests use (LAZYTRAIN_DATA_DIR), else ../shared/data beside the repository.
+data=$(sed -n 's/^LAZYTRAIN_DATA_DIR:PATH=//p' build/CMakeCache.txt 2> /dev/null || true)
+export LAZYTRAIN_DATA_DIR=${LAZYTRAIN_DATA_DIR:-${data:-$repo/../shared/data}}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 cd "$repo"
 "$venv/bin/python" -m pytest tests/python -q -rs -p no:cacheprovider

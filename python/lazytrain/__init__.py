@@ -67,6 +67,10 @@ from .models import (  # noqa: E402,F401
     PretrainedConfig, PreTrainedModel, BertConfig, BertModel, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM,
     GPT2Config, GPT2Model, GPT2LMHeadModel, AutoConfig, AutoModelForMaskedLM, AutoModelForCausalLM,
 )
+from . import tokenizers  # noqa: E402,F401
+from .tokenizers import (  # noqa: E402,F401
+    PreTrainedTokenizer, BatchEncoding, BertTokenizer, GPT2Tokenizer, XLMRobertaTokenizer, AutoTokenizer, train_tokenizer,
+)
 from . import trainer  # noqa: E402,F401
 from .trainer import (  # noqa: E402,F401
     Trainer, TrainingArguments, TrainerCallback, TrainerControl, TrainerState, EvalPrediction, HfArgumentParser,

@@ -108,5 +108,6 @@ void init_models(nb::module_& m);
 void init_trainer(nb::module_& m);
 void init_data(nb::module_& m);
 void init_parallel_loader(nb::module_& m);
+void init_tokenizers(nb::module_& m);
 
 }  // namespace lazytrain::python

@@ -37,6 +37,7 @@ NB_MODULE(_C, m) {
   py::init_trainer(m);
   py::init_data(m);
   py::init_parallel_loader(m);
+  py::init_tokenizers(m);
   m.def("_set_package_dir", &py::set_package_dir, "dir"_a,
         "Files under `dir` are lazytrain's own: op locations name the first frame outside them.");
 }

@@ -69,4 +69,10 @@ class Tokenizer {
   CollatorTokens collator_tokens() const;
 };
 
+// HF PreTrainedTokenizerBase.clean_up_tokenization (decode's
+// clean_up_tokenization_spaces): " ." -> ".", " ?" -> "?", " !" -> "!",
+// " ," -> ",", " ' " -> "'", " n't" -> "n't", " 'm" -> "'m", " 's" -> "'s",
+// " 've" -> "'ve", " 're" -> "'re", each as Python's str.replace, in that order.
+std::string clean_up_tokenization(std::string text);
+
 }  // namespace lazytrain::data

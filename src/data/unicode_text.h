@@ -40,6 +40,9 @@ std::string encode_utf8(std::u32string_view text);
 // line, and a final line end does not start another (empty) line.
 std::vector<std::string_view> split_lines(std::string_view text);
 
+// Python str.replace(from, to): non-overlapping, left to right.
+void replace_all(std::string& s, std::string_view from, std::string_view to);
+
 // HF BasicTokenizer._is_whitespace: ' ', \t, \n, \r or category Zs.
 bool is_bert_whitespace(char32_t cp);
 // HF BasicTokenizer._is_control: category C* except \t, \n, \r.

@@ -12,18 +12,6 @@ namespace {
 
 constexpr const char* kOp = "[WordPieceTokenizer] ";
 
-// Python str.replace(from, to): non-overlapping, left to right.
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  std::string out;
-  std::size_t pos = 0;
-  for (std::size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-    out.append(s, pos, hit - pos);
-    out.append(to);
-  }
-  out.append(s, pos, std::string::npos);
-  s = std::move(out);
-}
-
 }  // namespace
 
 WordPieceTokenizer::WordPieceTokenizer(const std::filesystem::path& path,
@@ -211,18 +199,11 @@ std::string WordPieceTokenizer::decode(std::span<const int64_t> ids, bool skip_s
     if (i > 0) text += ' ';
     text += tokens[i];
   }
-  replace_all(text, " ##", "");
+  unicode::replace_all(text, " ##", "");
   constexpr const char* kSpace = " \t\n\r\f\v";
   const auto first = text.find_first_not_of(kSpace);
   text = first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(kSpace) - first + 1);
-  if (clean_up_tokenization_spaces) {
-    for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
-                            {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
-                            {" 've", "'ve"}, {" 're", "'re"}}) {
-      replace_all(text, from, to);
-    }
-  }
-  return text;
+  return clean_up_tokenization_spaces ? clean_up_tokenization(text) : text;
 }
 
 }  // namespace lazytrain::data

@@ -33,30 +33,10 @@ import numpy as np
 from .. import _C
 from .._runtime import execution_mode as _execution_mode
 from .. import debug as _debug
+from ..data import default_data_collator
 from .trainer_callback import CallbackHandler, TrainerControl, TrainerState
 from .trainer_utils import EvalPrediction, TrainOutput, set_seed
 from .training_args import TrainingArguments
-
-
-def default_data_collator(features):
-    """transformers.default_data_collator with numpy for torch: each field of
-    the examples stacked into one array ("label" renamed "labels"). Fields that
-    are not numeric (text) are left out."""
-    if not features:
-        raise ValueError("default_data_collator: an empty batch")
-    first = features[0]
-    batch = {}
-    for key in first:
-        values = [f[key] for f in features]
-        name = "labels" if key in ("label", "label_ids") else key
-        try:
-            array = np.asarray([v.numpy() if isinstance(v, _C.Tensor) else v for v in values])
-        except ValueError as e:
-            raise ValueError(f"default_data_collator: field '{key}' has examples of different lengths ({e}); "
-                             "pad them (DataCollatorWithPadding) or use a collator that pads") from None
-        if array.dtype.kind in "biuf":
-            batch[name] = array
-    return batch
 
 
 def _host_array(name, value):
