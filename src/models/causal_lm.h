@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nn/module.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
@@ -94,6 +96,24 @@ class GenerationMixin {
   // naming the model when the shapes disagree with each other or with the cache.
   virtual Tensor forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias, std::vector<LayerKVCache>& cache,
                                 const CacheWrite& write) const = 0;
+};
+
+// A causal language model (GPT2LMHeadModel, LlamaForCausalLM) as the Trainer,
+// the CLI and generate() use it: its parameters through nn::Module, one
+// forward, its config.json and the cached forward of GenerationMixin.
+class CausalLMModel : public nn::Module, public GenerationMixin {
+ public:
+  // input_ids int64 [B, S], attention_mask int64 [B, S] (1: a real token) or
+  // undefined, labels int64 [B, S] (-100: no loss) or undefined → logits
+  // [B, S, vocab_size] and, with labels, the mean cross entropy of
+  // logits[:, :-1] against labels[:, 1:] (shifted inside, as Hugging Face's).
+  // Throws Error naming the model when the shapes disagree or S exceeds its positions.
+  virtual CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const = 0;
+  // config.json with every field, as save_pretrained writes it.
+  virtual nlohmann::json config_json() const = 0;
+  // Hugging Face's gradient_checkpointing_enable() (nn/checkpoint.h).
+  virtual void gradient_checkpointing_enable() = 0;
+  const nn::Module& generation_module() const override { return *this; }
 };
 
 // The checks every forward_cached makes (the message names `model`).

@@ -82,7 +82,7 @@ class GPT2Model : public nn::Module {
   bool gradient_checkpointing = false;
 };
 
-class GPT2LMHeadModel : public nn::Module, public GenerationMixin {
+class GPT2LMHeadModel : public CausalLMModel {
  public:
   // Validates the config (Error naming the field).
   explicit GPT2LMHeadModel(GPT2Config config);
@@ -90,12 +90,11 @@ class GPT2LMHeadModel : public nn::Module, public GenerationMixin {
   // cross entropy of logits[:, :-1] against labels[:, 1:] (the labels are
   // shifted inside, as Hugging Face's). Throws Error naming the model when the
   // shapes disagree or S exceeds n_positions.
-  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const;
+  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const override;
 
   // GenerationMixin (models/causal_lm.h): the cache holds n_head heads; the
   // positions of forward_cached index wpe.
   GenerationLimits generation_limits() const override;
-  const nn::Module& generation_module() const override { return *this; }
   runtime::Device generation_device() const override { return transformer->wte->weight.device(); }
   std::vector<LayerKVCache> new_cache(int64_t batch, int64_t capacity) const override;
   Tensor forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias, std::vector<LayerKVCache>& cache,
@@ -103,7 +102,8 @@ class GPT2LMHeadModel : public nn::Module, public GenerationMixin {
   const GPT2Config& config() const { return config_; }
   std::shared_ptr<GPT2Model> transformer;
   // Hugging Face's gradient_checkpointing_enable() (nn/checkpoint.h).
-  void gradient_checkpointing_enable() { transformer->gradient_checkpointing = true; }
+  void gradient_checkpointing_enable() override { transformer->gradient_checkpointing = true; }
+  nlohmann::json config_json() const override { return config_.to_json(); }
 
  private:
   GPT2Config config_;

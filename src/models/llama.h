@@ -112,7 +112,7 @@ class LlamaModel : public nn::Module {
   bool gradient_checkpointing = false;
 };
 
-class LlamaForCausalLM : public nn::Module, public GenerationMixin {
+class LlamaForCausalLM : public CausalLMModel {
  public:
   // Validates the config (Error naming the field).
   explicit LlamaForCausalLM(LlamaConfig config);
@@ -121,12 +121,11 @@ class LlamaForCausalLM : public nn::Module, public GenerationMixin {
   // under autocast); the loss is the mean cross entropy of logits[:, :-1]
   // against labels[:, 1:] (shifted inside, as Hugging Face's). Throws Error
   // naming the model when the shapes disagree or S exceeds max_position_embeddings.
-  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const;
+  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const override;
 
   // GenerationMixin (models/causal_lm.h): the cache holds num_key_value_heads
   // heads of rotated keys; forward_cached's positions are RoPE's.
   GenerationLimits generation_limits() const override;
-  const nn::Module& generation_module() const override { return *this; }
   runtime::Device generation_device() const override { return model->embed_tokens->weight.device(); }
   std::vector<LayerKVCache> new_cache(int64_t batch, int64_t capacity) const override;
   Tensor forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias, std::vector<LayerKVCache>& cache,
@@ -136,7 +135,8 @@ class LlamaForCausalLM : public nn::Module, public GenerationMixin {
   // lm_head.weight: its own [vocab, hidden], or model.embed_tokens.weight when tied.
   const Tensor& lm_head_weight() const { return lm_head_weight_; }
   // Hugging Face's gradient_checkpointing_enable() (nn/checkpoint.h).
-  void gradient_checkpointing_enable() { model->gradient_checkpointing = true; }
+  void gradient_checkpointing_enable() override { model->gradient_checkpointing = true; }
+  nlohmann::json config_json() const override { return config_.to_json(); }
   std::shared_ptr<LlamaModel> model;
 
  private:
