@@ -13,8 +13,18 @@ class LlamaConfig(PretrainedConfig):
     """transformers.LlamaConfig's fields and defaults (Llama-7B's), as 4.x writes
     them: num_key_value_heads and head_dim None until set (num_attention_heads,
     hidden_size / num_attention_heads), rope_theta with rope_scaling None (the
-    only RoPE supported). transformers 5's rope_parameters is read too."""
+    only RoPE supported). transformers 5's rope_parameters {"rope_type": "default",
+    "rope_theta": x} is read as rope_theta x (another rope_type is kept, and the
+    model refuses it)."""
     model_type = "llama"
+
+    def __init__(self, **kwargs):
+        rope = kwargs.get("rope_parameters")
+        if isinstance(rope, dict) and rope.get("rope_type", rope.get("type", "default")) == "default":
+            del kwargs["rope_parameters"]
+            if "rope_theta" in rope:
+                kwargs["rope_theta"] = rope["rope_theta"]
+        super().__init__(**kwargs)
 
 
 class LlamaModel(PreTrainedModel):
