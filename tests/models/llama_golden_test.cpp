@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "models/llama.h"
 #include "tensor/autocast.h"
+#include "train/trainer.h"
 
 namespace lazytrain {
 namespace {
@@ -142,6 +143,13 @@ TEST(LlamaInit, FollowsHuggingFacesInitWeights) {
   for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(embed[3 * 64 + j], 0.0f) << "padding_idx row";
   EXPECT_EQ(stats(model.parameter("model.layers.0.self_attn.v_proj.bias")), (std::pair{0.0, 0.0}));
   EXPECT_EQ(stats(model.parameter("model.layers.0.input_layernorm.weight")), (std::pair{1.0, 0.0}));
+}
+
+TEST_F(LlamaGoldenTied, TrainerDecaysNeitherNormsNorBiases) {
+  // transformers' get_decay_parameter_names: biases and every norm weight are left out.
+  const train::DecayGroups groups = train::split_weight_decay(*model);
+  EXPECT_EQ(groups.decay.size(), 1u + 2u * 7);           // embed_tokens; q, k, v, o, gate, up, down a layer
+  EXPECT_EQ(groups.no_decay.size(), 2u * 9 + 1u);        // 7 biases and 2 norms a layer; model.norm
 }
 
 // Under torch.autocast('cpu', dtype=torch.bfloat16): the tolerances of GPT-2's bf16 golden test.
