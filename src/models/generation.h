@@ -33,7 +33,8 @@
 #include <vector>
 
 #include "models/causal_lm.h"
-#include "models/gpt2.h"   // the models it drives, for its callers
+// The models it drives, for its callers.
+#include "models/gpt2.h"
 #include "models/llama.h"
 
 namespace lazytrain::models {
