@@ -50,7 +50,7 @@ struct RunClmOptions {
 };
 
 void add_run_clm_command(CLI::App& app, RunClmOptions& options);
-// Causal-language-model training/evaluation (GPT-2); returns the exit code.
+// Causal-language-model training/evaluation (GPT-2, Llama); returns the exit code.
 // Throws Error (one line, nothing half-written in --output_dir) for bad input.
 int run_clm(const RunClmOptions& options);
 
@@ -99,7 +99,7 @@ int fill_mask(const FillMaskOptions& options);
 
 // Flags of `lazytrain generate` (HF GenerationConfig names; src/models/generation.h).
 struct GenerateOptions {
-  std::string model;                 // a GPT-2 directory: config.json, model.safetensors, vocab.json, merges.txt
+  std::string model;                 // a GPT-2 or Llama directory: config.json, model.safetensors, the tokenizer's files
   std::vector<std::string> prompts;  // --prompt, repeatable: one batch, left-padded
   int64_t max_new_tokens = 20;
   bool do_sample = false;

@@ -1,4 +1,4 @@
-// `lazytrain generate`: text generation from a GPT-2 directory (Hugging Face's
+// `lazytrain generate`: text generation from a GPT-2 or Llama directory (Hugging Face's
 // text-generation pipeline over model.generate; src/models/generation.h),
 // printing each prompt with its continuation, or with --json the pipeline's
 // [{"generated_text": ...}] per prompt.
@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "data/auto_tokenizer.h"
 #include "data/unicode_text.h"
+#include "models/auto_model.h"
 #include "models/generation.h"
 #include "train/json_file.h"
 #include "train/model_io.h"
@@ -24,13 +25,13 @@ namespace lazytrain::apps {
 namespace fs = std::filesystem;
 
 void add_generate_command(CLI::App& app, GenerateOptions& o) {
-  CLI::App* c = app.add_subcommand("generate", "Continue prompts with a GPT-2 model (greedy or sampled), as Hugging Face's text-generation pipeline");
+  CLI::App* c = app.add_subcommand("generate", "Continue prompts with a GPT-2 or Llama model (greedy or sampled), as Hugging Face's text-generation pipeline");
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
-  c->add_option("--model", o.model, "A GPT-2 directory: config.json, model.safetensors, vocab.json, merges.txt (run_clm's output)")->required();
+  c->add_option("--model", o.model, "A GPT-2 or Llama directory: config.json, model.safetensors and the tokenizer's files (run_clm's output)")->required();
   c->add_option("--prompt", o.prompts, "A text to continue; repeat for a batch (left-padded together)")
       ->required()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  c->add_option("--max_new_tokens", o.max_new_tokens, "Tokens to generate after the prompt (fewer when every sequence ends with <|endoftext|>)");
+  c->add_option("--max_new_tokens", o.max_new_tokens, "Tokens to generate after the prompt (fewer when every sequence ends with the eos token)");
   c->add_flag("--do_sample", o.do_sample, "Sample the next token instead of taking the most likely one");
   c->add_option("--temperature", o.temperature, "Divide the logits by this before sampling (> 0)");
   c->add_option("--top_k", o.top_k, "Sample among the k most likely tokens (0: all)");
@@ -50,13 +51,14 @@ int generate(const GenerateOptions& o) {
   if (!fs::is_directory(o.model, ec)) throw Error("[generate] --model '" + o.model + "' does not exist or is not a directory");
   for (const char* file : {"config.json", "model.safetensors"}) {
     if (!fs::is_regular_file(o.model + "/" + file, ec)) {
-      throw Error("[generate] --model '" + o.model + "' holds no " + file + " (expected a GPT-2 directory written by `lazytrain run_clm`)");
+      throw Error("[generate] --model '" + o.model + "' holds no " + file + " (expected a GPT-2 or Llama directory written by `lazytrain run_clm`)");
     }
   }
   configure_backend(o.backend, "", "");
-  models::GPT2Config config = models::GPT2Config::from_json_file(o.model + "/config.json");
-  config.validate("'" + o.model + "/config.json'");
-  const std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(o.model, "gpt2");
+  const models::CausalLMConfig config = models::AutoModelForCausalLM::config_from_file(o.model + "/config.json");
+  const bool gpt2 = config.json.at("model_type") == "gpt2";
+  const std::unique_ptr<data::Tokenizer> tokenizer =
+      gpt2 ? data::AutoTokenizer::from_pretrained(o.model, "gpt2") : data::AutoTokenizer::from_files(o.model);
   models::GenerationConfig g;
   g.max_new_tokens = o.max_new_tokens;
   g.do_sample = o.do_sample;
@@ -73,13 +75,13 @@ int generate(const GenerateOptions& o) {
     prompt_ids.push_back(tokenizer->encode(o.prompts[i], /*add_special_tokens=*/true));
   }
 
-  models::GPT2LMHeadModel model(config);
+  const std::shared_ptr<models::CausalLMModel> model = models::AutoModelForCausalLM::from_config(config.json);
   const std::string weights = o.model + "/model.safetensors";
-  const std::string warning = train::load_safetensors_into(model, weights).warning(weights);
+  const std::string warning = train::load_safetensors_into(*model, weights).warning(weights);
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
-  model.eval();
+  model->eval();
   const auto start = std::chrono::steady_clock::now();
-  const models::GenerateOutput out = models::generate(model, prompt_ids, g);
+  const models::GenerateOutput out = models::generate(*model, prompt_ids, g);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::vector<std::vector<std::string>> texts(o.prompts.size()), id_lists(o.prompts.size());
@@ -92,8 +94,8 @@ int generate(const GenerateOptions& o) {
     std::vector<int64_t> all = prompt_ids[prompt];
     all.insert(all.end(), out.sequences[r].begin(), out.sequences[r].end());
     id_lists[prompt].push_back(nlohmann::json(all).dump());
-    // New tokens up to the sequence's eos; in a batch, ended rows are padded (HF's pad_token_id = eos).
-    const auto eos = std::find(out.sequences[r].begin(), out.sequences[r].end(), config.eos_token_id);
+    // New tokens up to the sequence's eos; in a batch, ended rows are padded (HF's pad_token_id, else eos).
+    const auto eos = std::find(out.sequences[r].begin(), out.sequences[r].end(), config.limits.eos_token_id.value_or(-1));
     tokens += static_cast<size_t>(eos - out.sequences[r].begin()) + (eos == out.sequences[r].end() ? 0 : 1);
   }
   if (o.json) {

@@ -1,4 +1,4 @@
-// `lazytrain run_clm`: Hugging Face's run_clm.py for GPT-2 on the lazy
+// `lazytrain run_clm`: Hugging Face's run_clm.py for GPT-2 and Llama on the lazy
 // pipeline: text files read as its text loader reads them (keep_linebreaks),
 // or blocks streamed from TFRecord shards (--train_tfrecords),
 // every line tokenized, the stream grouped into blocks of --block_size (the
@@ -19,7 +19,7 @@
 #include "data/text_dataset.h"
 #include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
-#include "models/gpt2.h"
+#include "models/auto_model.h"
 #include "runtime/collectives.h"
 #include "train/arguments_agreement.h"
 #include "train/trainer.h"
@@ -29,19 +29,20 @@ namespace lazytrain::apps {
 namespace fs = std::filesystem;
 
 void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
-  CLI::App* c = app.add_subcommand("run_clm", "Train and/or evaluate a causal language model (GPT-2) on text files");
+  CLI::App* c = app.add_subcommand("run_clm", "Train and/or evaluate a causal language model (GPT-2, Llama) on text files");
   auto& t = o.training;
   c->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
   c->add_option("--train_file", o.train_file, "A text file to train on");
   c->add_option("--validation_file", o.validation_file, "A text file to evaluate on");
   c->add_option("--train_tfrecords", o.train_tfrecords, "TFRecord shards to train on, a glob (lazytrain make_tfrecords --tokenizer GPT2_DIR), streamed");
   c->add_option("--validation_tfrecords", o.validation_tfrecords, "TFRecord shards to evaluate on, a glob");
-  c->add_option("--model_type", o.model_type, "Model type to train from scratch")->check(CLI::IsMember({"gpt2"}));
-  c->add_option("--model_name_or_path", o.model_name_or_path, "A Hugging Face GPT-2 directory (config.json, model.safetensors) to start from");
-  c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: GPT-2 124M's defaults");
-  c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"n_embd=128,n_layer=2,n_head=2\"");
-  c->add_option("--tokenizer_name", o.tokenizer_name, "A GPT-2 tokenizer directory (vocab.json, merges.txt)");
-  c->add_option("--block_size", o.block_size, "Tokens per training example (default: min(1024, n_positions))");
+  c->add_option("--model_type", o.model_type, "Model type to train from scratch (a config file's own model_type wins)")
+      ->check(CLI::IsMember({"gpt2", "llama"}));
+  c->add_option("--model_name_or_path", o.model_name_or_path, "A Hugging Face GPT-2 or Llama directory (config.json, model.safetensors) to start from");
+  c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: the defaults of --model_type's config (GPT-2 124M's, Llama-7B's)");
+  c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"n_embd=128,n_layer=2,n_head=2\" (Llama: \"hidden_size=128,num_key_value_heads=2\")");
+  c->add_option("--tokenizer_name", o.tokenizer_name, "A tokenizer: GPT-2's (a directory of vocab.json and merges.txt); for Llama also a SentencePiece model (spm.model or a .model file)");
+  c->add_option("--block_size", o.block_size, "Tokens per training example (default: min(1024, the model's positions))");
   c->add_flag("--no_keep_linebreaks", o.no_keep_linebreaks, "Drop the line breaks of the text files (run_clm.py keeps them)");
   c->add_option("--max_train_samples", o.max_train_samples, "Truncate the training set to this many blocks");
   c->add_option("--max_eval_samples", o.max_eval_samples, "Truncate the evaluation set to this many blocks");
@@ -54,13 +55,13 @@ void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
 
 namespace {
 
-models::GPT2Config load_config(const RunClmOptions& o) {
-  models::GPT2Config config;
+// The config of --config_name / --model_name_or_path (its model_type), or --model_type's defaults with --config_overrides.
+models::CausalLMConfig load_config(const RunClmOptions& o) {
   const std::string source = o.config_name.empty() ? o.model_name_or_path : o.config_name;
-  if (!source.empty()) config = models::GPT2Config::from_json_file(fs::is_directory(source) ? source + "/config.json" : source);
-  if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
-  config.validate(o.config_overrides.empty() ? "'" + source + "'" : "the config after --config_overrides");
-  return config;
+  if (!source.empty()) return models::AutoModelForCausalLM::config_from_file(fs::is_directory(source) ? source + "/config.json" : source, o.model_type);
+  return models::AutoModelForCausalLM::config_from_json(nlohmann::json::object(), o.model_type, o.config_overrides,
+                                                        o.config_overrides.empty() ? "--model_type " + o.model_type + "'s defaults"
+                                                                                   : "the config after --config_overrides");
 }
 
 // run_clm.py's tokenize_function and group_texts: blocks of block_size, labels = input_ids.
@@ -111,13 +112,21 @@ int run_clm(const RunClmOptions& options) {
     throw Error("[run_clm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
   }
   const std::string resume_from = check_output_dir("run_clm", t);
-  const models::GPT2Config config = load_config(o);
+  const models::CausalLMConfig config = load_config(o);
+  const int64_t positions = config.limits.max_positions;
+  const std::string positions_field = config.limits.max_positions_field;
+  const bool gpt2 = config.json.at("model_type") == "gpt2";
   const std::string tokenizer_path = o.tokenizer_name.empty() ? o.model_name_or_path : o.tokenizer_name;
-  if (tokenizer_path.empty()) throw Error("[run_clm] --tokenizer_name is required (a GPT-2 tokenizer directory: vocab.json, merges.txt)");
-  const std::unique_ptr<data::Tokenizer> tokenizer = data::AutoTokenizer::from_pretrained(tokenizer_path, "gpt2");
-  if (tokenizer->vocab_size() > config.vocab_size) {
+  if (tokenizer_path.empty()) {
+    throw Error(std::string("[run_clm] --tokenizer_name is required (") +
+                (gpt2 ? "a GPT-2 tokenizer directory: vocab.json, merges.txt)" : "GPT-2's vocab.json and merges.txt, or a SentencePiece model)"));
+  }
+  // GPT-2 takes its byte-level BPE; Llama any tokenizer the files hold (AutoTokenizer::from_files).
+  const std::unique_ptr<data::Tokenizer> tokenizer =
+      gpt2 ? data::AutoTokenizer::from_pretrained(tokenizer_path, "gpt2") : data::AutoTokenizer::from_files(tokenizer_path);
+  if (tokenizer->vocab_size() > config.limits.vocab_size) {
     throw Error("[run_clm] the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens but the config's vocab_size is " +
-                std::to_string(config.vocab_size));
+                std::to_string(config.limits.vocab_size));
   }
   std::vector<data::Example> train_set, eval_set;
   std::optional<StreamedSplit> train_stream, eval_stream;
@@ -130,8 +139,8 @@ int run_clm(const RunClmOptions& options) {
     if (o.block_size && *o.block_size != split.length) {
       throw Error("[run_clm] " + where + ", not --block_size " + std::to_string(*o.block_size) + " (shards fix the length; leave --block_size out)");
     }
-    if (split.length < 2 || split.length > config.n_positions) {
-      throw Error("[run_clm] " + where + "; they must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
+    if (split.length < 2 || split.length > positions) {
+      throw Error("[run_clm] " + where + "; they must be in [2, " + positions_field + " = " + std::to_string(positions) + "]");
     }
     // Fewer blocks than a batch make one padded batch, as Hugging Face runs them.
     if (split.size < 1) throw Error("[run_clm] " + flag + " '" + glob + "' holds no block");
@@ -139,12 +148,12 @@ int run_clm(const RunClmOptions& options) {
   };
   if (t.do_train && !o.train_tfrecords.empty()) train_stream = stream_split(true);
   if (t.do_eval && !o.validation_tfrecords.empty()) eval_stream = stream_split(false);
-  // Text files are grouped into --block_size blocks, else the shards' length, else min(1024, n_positions).
+  // Text files are grouped into --block_size blocks, else the shards' length, else min(1024, the positions).
   const int64_t block_size = o.block_size.value_or(train_stream   ? train_stream->length
                                                    : eval_stream ? eval_stream->length
-                                                                 : std::min<int64_t>(1024, config.n_positions));
-  if (block_size < 2 || block_size > config.n_positions) {
-    throw Error("[run_clm] --block_size " + std::to_string(block_size) + " must be in [2, n_positions = " + std::to_string(config.n_positions) + "]");
+                                                                 : std::min<int64_t>(1024, positions));
+  if (block_size < 2 || block_size > positions) {
+    throw Error("[run_clm] --block_size " + std::to_string(block_size) + " must be in [2, " + positions_field + " = " + std::to_string(positions) + "]");
   }
   if (t.do_train && !train_stream) train_set = load_blocks(o.train_file, *tokenizer, o, block_size, o.max_train_samples, "--train_file");
   if (t.do_eval && !eval_stream) eval_set = load_blocks(o.validation_file, *tokenizer, o, block_size, o.max_eval_samples, "--validation_file");
@@ -155,7 +164,7 @@ int run_clm(const RunClmOptions& options) {
 
   auto replica = [&](int) {
     manual_seed(t.seed);
-    auto model = std::make_shared<models::GPT2LMHeadModel>(config);
+    std::shared_ptr<models::CausalLMModel> model = models::AutoModelForCausalLM::from_config(config.json);
     load_pretrained_weights(*model, o.model_name_or_path, t.do_train);
     if (t.gradient_checkpointing) model->gradient_checkpointing_enable();
     auto loss_fn = [&](const distributed::DeviceBatch& b) {
@@ -174,7 +183,7 @@ int run_clm(const RunClmOptions& options) {
     if (!o.model_name_or_path.empty()) trainer.keep_checkpoint(o.model_name_or_path);
     if (train_stream) trainer.stream_train_dataset(train_stream->stream, train_stream->size);
     if (eval_stream) trainer.stream_eval_dataset(eval_stream->stream, eval_stream->size);
-    train_evaluate_and_save(trainer, *model, config.to_json(), *tokenizer, resume_from, "run_clm");
+    train_evaluate_and_save(trainer, *model, config.json, *tokenizer, resume_from, "run_clm");
   };
   run_replicas(t, replica);
   return 0;

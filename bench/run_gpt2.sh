@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# GPT-2 124M training step, lazytrain against PyTorch 1.13 in one run (bench/README.md):
+# GPT-2 124M training step, lazytrain against PyTorch 1.13 in one run (bench/README.md), or with
+# MODEL=llama a SmolLM2-135M-shaped Llama against transformers' LlamaForCausalLM on PyTorch 2.13:
 # batch 4 x sequence 64 (the plain-C GPT-2 trainer's default) and 4 x 1024, f32 and bf16
 # (autocast), tokens/s, MFU against the oneDNN matmul peak measured in the same run, and
 # peak RSS. PyTorch runs at each thread count of TORCH_THREADS and its best counts (the
 # table names it and shows the others). Prints one markdown table.
 #
 #   bash bench/run_gpt2.sh
+#   MODEL=llama TORCH_PYTHON=/work/venv-llama/bin/python SEQS=64 bash bench/run_gpt2.sh
 #
 # Environment (defaults in brackets):
 #   BUILD_DIR     [build]   CMake build directory (configured with Ninja if absent)
 #   SEQS          ["64 1024"]   sequence lengths (batch 4 each)
+#   DTYPES        ["f32 bf16"]  the dtypes run (bf16: autocast)
 #   STEPS_64 ["2 5"]  STEPS_1024 ["1 2"]  STEPS_OTHER ["1 2"]   "warm-up timed" steps per sequence length
 #   THREADS       [2]       lazytrain's threads (OMP_NUM_THREADS), and the cores every run is pinned to (taskset)
 #   TORCH_THREADS ["1 2"]   PyTorch thread counts tried (torch.set_num_threads, OPENBLAS_NUM_THREADS)
-#   CONFIG        [../shared/data/gpt2/config.json]
+#   MODEL         [gpt2]    gpt2 or llama (bench_gpt2_train --model_type, torch_gpt2_bench.py --model_type)
+#   CONFIG        [gpt2: ../shared/data/gpt2/config.json; llama: bench/smollm2_135m_config.json]
+#   TORCH_PYTHON  [gpt2: /usr/bin/python3 (Debian's torch 1.13, run with OpenBLAS); llama: required, a Python with
+#                  torch 2.13 and transformers (python/requirements-interop.txt), run with the BLAS its wheel ships]
 #   RUN_TIMEOUT   [1200]    seconds before one run is killed (its cells read "timeout")
 #   PEAK_MIN_TIME [1]       seconds per matmul shape in bench_matmul_peak
 #   LOG_DIR       [a new /tmp/lazytrain-gpt2-bench.XXXXXX]   every run's full output
@@ -22,17 +28,23 @@ cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 SEQS=${SEQS:-"64 1024"}
+DTYPES=${DTYPES:-"f32 bf16"}
 THREADS=${THREADS:-2}
 TORCH_THREADS=${TORCH_THREADS:-"1 2"}
-CONFIG=${CONFIG:-../shared/data/gpt2/config.json}
+MODEL=${MODEL:-gpt2}
+case $MODEL in
+  gpt2) CONFIG=${CONFIG:-../shared/data/gpt2/config.json}; PYTHON=${TORCH_PYTHON:-/usr/bin/python3} ;;
+  llama) CONFIG=${CONFIG:-bench/smollm2_135m_config.json}
+         PYTHON=${TORCH_PYTHON:?run_gpt2.sh: MODEL=llama needs TORCH_PYTHON, a Python with torch 2.13 and transformers (python/requirements-interop.txt)} ;;
+  *) echo "run_gpt2.sh: MODEL must be gpt2 or llama, got '$MODEL'" >&2; exit 2 ;;
+esac
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
 PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-gpt2-bench.XXXXXX)}
 mkdir -p "$LOG_DIR"
-PYTHON=/usr/bin/python3
 export OMP_NUM_THREADS=$THREADS
 unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
-[ -r "$CONFIG" ] || { echo "run_gpt2.sh: no GPT-2 config at '$CONFIG' (set CONFIG)" >&2; exit 2; }
+[ -r "$CONFIG" ] || { echo "run_gpt2.sh: no $MODEL config at '$CONFIG' (set CONFIG)" >&2; exit 2; }
 
 steps_for() {
   case $1 in
@@ -45,6 +57,10 @@ steps_for() {
 # run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
 source bench/bench_lib.sh
 require_torch
+if [ "$MODEL" = llama ] && ! "$PYTHON" -c "import transformers" 2>/dev/null; then
+  echo "run_gpt2.sh: $PYTHON cannot import transformers (MODEL=llama's peer is its LlamaForCausalLM)" >&2; exit 1
+fi
+TORCH_VERSION=$("$PYTHON" -c "import torch; print(torch.__version__)")
 
 # Every run on the same cores: the first $THREADS of this machine.
 PIN=()
@@ -64,16 +80,20 @@ BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
 # otherwise OpenBLAS picks its own (Haswell's AVX2 ones on Zen 3).
 if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=SkylakeX); else openblas_core=(); fi
 torch_cmd() {  # torch_cmd THREADS: the PyTorch command line prefix
-  echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
-    --threads "$1" --config "$CONFIG"
+  if [ "$MODEL" = llama ]; then  # the pip wheel brings its own BLAS and oneDNN
+    echo "$PYTHON" bench/torch_gpt2_bench.py --model_type llama --threads "$1" --config "$CONFIG"
+  else
+    echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
+      --threads "$1" --config "$CONFIG"
+  fi
 }
 
 for seq in $SEQS; do
   read -r warm timed <<<"$(steps_for "$seq")"
   measure_peak
-  for dtype in f32 bf16; do
+  for dtype in $DTYPES; do
     flag=(); [ "$dtype" = bf16 ] && flag=(--bf16)
-    run "lt_${seq}_${dtype}" "${PIN[@]}" "$BENCH_TRAIN" --config "$CONFIG" --seq_len "$seq" --warmup "$warm" --steps "$timed" "${flag[@]}"
+    run "lt_${seq}_${dtype}" "${PIN[@]}" "$BENCH_TRAIN" --model_type "$MODEL" --config "$CONFIG" --seq_len "$seq" --warmup "$warm" --steps "$timed" "${flag[@]}"
     for t in $TORCH_THREADS; do
       # shellcheck disable=SC2046
       run "pt_${seq}_${dtype}_t${t}" "${PIN[@]}" $(torch_cmd "$t") --dtype "$dtype" --seq_len "$seq" --warmup "$warm" --steps "$timed"
@@ -85,13 +105,13 @@ PEAK_F32=$(best peak_gflops "dtype=f32 peak")
 PEAK_BF16=$(best peak_gflops "dtype=bf16 peak")
 
 echo
-echo "### lazytrain vs PyTorch 1.13: GPT-2 training step (forward, backward, clip 1.0, AdamW), batch 4, config $CONFIG"
+echo "### lazytrain vs PyTorch $TORCH_VERSION: $MODEL training step (forward, backward, clip 1.0, AdamW), batch 4, config $CONFIG"
 echo
 echo "| seq | dtype | lazytrain tok/s | PyTorch tok/s (best threads) | ratio | PyTorch, every thread count tried | MFU lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch | step s lazytrain / PyTorch |"
 echo "|---:|---|---:|---:|---:|---|---:|---:|---:|"
 for seq in $SEQS; do
   read -r warm timed <<<"$(steps_for "$seq")"
-  for dtype in f32 bf16; do
+  for dtype in $DTYPES; do
     lt="lt_${seq}_${dtype}"
     pt=$(best_run "pt_${seq}_${dtype}" $TORCH_THREADS)
     peak=$PEAK_F32; [ "$dtype" = bf16 ] && peak=$PEAK_BF16
@@ -115,5 +135,5 @@ echo
 print_peak_table
 echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
 echo
-echo "command: BUILD_DIR=$BUILD_DIR SEQS=\"$SEQS\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" bash bench/run_gpt2.sh"
+echo "command: MODEL=$MODEL BUILD_DIR=$BUILD_DIR SEQS=\"$SEQS\" DTYPES=\"$DTYPES\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" bash bench/run_gpt2.sh"
 print_run_footer "runs:"

@@ -65,7 +65,8 @@ from ._runtime import (  # noqa: E402,F401
 from . import debug, nn, optim, core, models, data, distributed  # noqa: E402,F401
 from .models import (  # noqa: E402,F401
     PretrainedConfig, PreTrainedModel, BertConfig, BertModel, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM,
-    GPT2Config, GPT2Model, GPT2LMHeadModel, AutoConfig, AutoModelForMaskedLM, AutoModelForCausalLM,
+    GPT2Config, GPT2Model, GPT2LMHeadModel, LlamaConfig, LlamaModel, LlamaForCausalLM, AutoConfig, AutoModelForMaskedLM,
+    AutoModelForCausalLM,
 )
 from . import tokenizers  # noqa: E402,F401
 from .tokenizers import (  # noqa: E402,F401

@@ -21,6 +21,7 @@
 #include "models/bert.h"
 #include "models/generation.h"
 #include "models/gpt2.h"
+#include "models/llama.h"
 #include "models/roberta.h"
 #include "tensor/ops.h"
 #include "train/model_io.h"
@@ -33,7 +34,7 @@ namespace {
 
 // One C++ model (or a base model inside one) and its config.
 struct NativeModel {
-  std::string kind;  // "BertModel", "BertForMaskedLM", "RobertaForMaskedLM", "GPT2Model", "GPT2LMHeadModel"
+  std::string kind;  // "BertModel", "BertForMaskedLM", "RobertaForMaskedLM", "GPT2Model", "GPT2LMHeadModel", "LlamaModel", "LlamaForCausalLM"
   std::shared_ptr<nn::Module> module;
   nlohmann::json config;  // what save_pretrained writes as config.json
 
@@ -70,8 +71,16 @@ NativeModel make_model(const std::string& kind, const std::string& config_json, 
     if (kind == "GPT2LMHeadModel") m = std::make_shared<models::GPT2LMHeadModel>(config);
     return {kind, m, config.to_json()};
   }
+  if (kind == "LlamaModel" || kind == "LlamaForCausalLM") {
+    models::LlamaConfig config = models::LlamaConfig::from_json(j, source);
+    config.validate(source);
+    std::shared_ptr<nn::Module> m;
+    if (kind == "LlamaModel") m = std::make_shared<models::LlamaModel>(config);
+    if (kind == "LlamaForCausalLM") m = std::make_shared<models::LlamaForCausalLM>(config);
+    return {kind, m, config.to_json()};
+  }
   throw Error("[" + source + "] no C++ model class '" + kind +
-              "' (BertModel, BertForMaskedLM, RobertaForMaskedLM, GPT2Model, GPT2LMHeadModel)");
+              "' (BertModel, BertForMaskedLM, RobertaForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM)");
 }
 
 // config.json with every field of `model_type`'s config class at its default.
@@ -79,7 +88,8 @@ nlohmann::json config_defaults(const std::string& model_type) {
   if (model_type == "bert") return models::BertConfig().to_json();
   if (model_type == "roberta") return models::roberta_config().to_json();
   if (model_type == "gpt2") return models::GPT2Config().to_json();
-  throw Error("no config class for model_type '" + model_type + "' (bert, roberta, gpt2)");
+  if (model_type == "llama") return models::LlamaConfig().to_json();
+  throw Error("no config class for model_type '" + model_type + "' (bert, roberta, gpt2, llama)");
 }
 
 // Reads config.json's text as the C++ config class does and checks its values:
@@ -96,6 +106,11 @@ std::string check_config(const std::string& model_type, const std::string& text,
     c.validate(source);
     return c.to_json().dump();
   }
+  if (model_type == "llama") {
+    const models::LlamaConfig c = models::LlamaConfig::from_json(j, source);
+    c.validate(source);
+    return c.to_json().dump();
+  }
   return config_defaults(model_type).dump();  // raises for an unknown model_type
 }
 
@@ -103,6 +118,13 @@ std::string check_config(const std::string& model_type, const std::string& text,
 using ForwardResult = std::pair<std::optional<Tensor>, Tensor>;
 
 std::optional<Tensor> defined_or_none(const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; }
+
+// The causal LM behind `m`, or nullptr for another kind.
+const models::CausalLMModel* causal_lm(const NativeModel& m) {
+  if (m.kind == "GPT2LMHeadModel") return &m.as<models::GPT2LMHeadModel>();
+  if (m.kind == "LlamaForCausalLM") return &m.as<models::LlamaForCausalLM>();
+  return nullptr;
+}
 
 ForwardResult forward(const NativeModel& m, const Tensor& input_ids, std::optional<Tensor> attention_mask, std::optional<Tensor> labels) {
   const Tensor mask = attention_mask.value_or(Tensor()), lab = labels.value_or(Tensor());
@@ -117,7 +139,8 @@ ForwardResult forward(const NativeModel& m, const Tensor& input_ids, std::option
     return {defined_or_none(out.loss), out.logits};
   }
   if (m.kind == "GPT2Model") return {std::nullopt, m.as<models::GPT2Model>().forward(input_ids, mask)};
-  const models::CausalLMOutput out = m.as<models::GPT2LMHeadModel>().forward(input_ids, mask, lab);
+  if (m.kind == "LlamaModel") return {std::nullopt, m.as<models::LlamaModel>().forward(input_ids, mask)};
+  const models::CausalLMOutput out = causal_lm(m)->forward(input_ids, mask, lab);
   return {defined_or_none(out.loss), out.logits};
 }
 
@@ -136,6 +159,7 @@ ForwardResult forward_labelled(const NativeModel& m, const Tensor& input_ids, st
 NativeModel base_model(const NativeModel& m) {
   if (m.kind == "BertForMaskedLM") return {"BertModel", m.as<models::BertForMaskedLM>().bert, m.config};
   if (m.kind == "GPT2LMHeadModel") return {"GPT2Model", m.as<models::GPT2LMHeadModel>().transformer, m.config};
+  if (m.kind == "LlamaForCausalLM") return {"LlamaModel", m.as<models::LlamaForCausalLM>().model, m.config};
   throw Error("[" + m.kind + "] has no base model class in lazytrain");
 }
 
@@ -144,12 +168,15 @@ void gradient_checkpointing_enable(NativeModel& m) {
   if (m.kind == "BertForMaskedLM" || m.kind == "RobertaForMaskedLM") m.as<models::MaskedLMModel>().gradient_checkpointing_enable();
   if (m.kind == "GPT2Model") m.as<models::GPT2Model>().gradient_checkpointing = true;
   if (m.kind == "GPT2LMHeadModel") m.as<models::GPT2LMHeadModel>().gradient_checkpointing_enable();
+  if (m.kind == "LlamaModel") m.as<models::LlamaModel>().gradient_checkpointing = true;
+  if (m.kind == "LlamaForCausalLM") m.as<models::LlamaForCausalLM>().gradient_checkpointing_enable();
 }
 
 std::vector<std::vector<int64_t>> generate(const NativeModel& m, const std::vector<std::vector<int64_t>>& prompts,
                                            const models::GenerationConfig& g) {
-  if (m.kind != "GPT2LMHeadModel") throw Error("[generate] " + m.kind + " does not generate (a causal LM does)");
-  return models::generate(m.as<models::GPT2LMHeadModel>(), prompts, g).sequences;
+  const models::CausalLMModel* model = causal_lm(m);
+  if (model == nullptr) throw Error("[generate] " + m.kind + " does not generate (a causal LM does)");
+  return models::generate(*model, prompts, g).sequences;
 }
 
 }  // namespace
@@ -178,7 +205,7 @@ void init_models(nb::module_& m) {
           },
           "input_ids"_a, "attention_mask"_a.none(), "masked_lm_positions"_a, "masked_lm_labels"_a,
           "(loss over the labelled tokens, logits [B, S, vocab] of every token: lazy, computed only when read).")
-      .def("base_model", &base_model, "The base model inside a head model (BertModel, GPT2Model), sharing its parameters.")
+      .def("base_model", &base_model, "The base model inside a head model (BertModel, GPT2Model, LlamaModel), sharing its parameters.")
       .def("gradient_checkpointing_enable", &gradient_checkpointing_enable)
       .def(
           "save_pretrained",
@@ -228,7 +255,7 @@ void init_models(nb::module_& m) {
       },
       "labels"_a, "labels int64 [B, S] -> [B, S]: labels[:, 1:] then -100 (the tokens a causal LM's logits predict).");
   m.def("_config_defaults", [](const std::string& model_type) { return config_defaults(model_type).dump(); }, "model_type"_a,
-        "config.json's text with the defaults of transformers' config class for `model_type` (bert, roberta, gpt2).");
+        "config.json's text with the defaults of transformers' config class for `model_type` (bert, roberta, gpt2, llama).");
   m.def("_check_config", &check_config, "model_type"_a, "config_json"_a, "source"_a,
         "The config read and checked as the CLI does; LazytrainError naming `source` and the field otherwise.");
   m.def("_native_model", &make_model, "kind"_a, "config_json"_a, "source"_a,

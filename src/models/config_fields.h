@@ -1,9 +1,11 @@
 // Reading Hugging Face config.json fields into a config struct, and
 // PretrainedConfig.update_from_string, for any config that lists its fields
 // with a `for_each_field(config, visitor)` (visitor(name, member&) for
-// int64_t, double, bool and std::string members). Shared by BertConfig and GPT2Config.
+// int64_t, std::optional<int64_t> (config.json's null when empty), double, bool
+// and std::string members). Shared by BertConfig, GPT2Config and LlamaConfig.
 #pragma once
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -26,12 +28,17 @@ nlohmann::json read_config_fields(Config& config, const nlohmann::json& j, const
     if (!j.contains(name)) return;
     using T = std::decay_t<decltype(field)>;
     const auto& v = j.at(name);
-    const bool ok = std::is_same_v<T, std::string> ? v.is_string()
-                    : std::is_same_v<T, bool>      ? v.is_boolean()
-                    : std::is_same_v<T, int64_t>   ? v.is_number_integer()
-                                                   : v.is_number();
+    const bool ok = std::is_same_v<T, std::string>              ? v.is_string()
+                    : std::is_same_v<T, bool>                   ? v.is_boolean()
+                    : std::is_same_v<T, int64_t>                ? v.is_number_integer()
+                    : std::is_same_v<T, std::optional<int64_t>> ? v.is_null() || v.is_number_integer()
+                                                                : v.is_number();
     if (!ok) throw Error("[" + kind + "] " + source + ": field '" + name + "' has the wrong type (" + v.dump() + ")");
-    field = v.get<T>();
+    if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+      field = v.is_null() ? std::nullopt : std::optional<int64_t>(v.get<int64_t>());
+    } else {
+      field = v.get<T>();
+    }
     rest.erase(name);
   });
   return rest;
@@ -40,6 +47,7 @@ nlohmann::json read_config_fields(Config& config, const nlohmann::json& j, const
 // Applies "key=value,key=value" to the listed fields. Throws Error for an
 // unknown key ("key foo isn't in the original config dict", transformers'
 // words), a missing key or a value that does not parse as the field's type.
+// An optional field takes an integer, or "None"/"null" for config.json's null.
 template <typename Config, typename ForEachField>
 void apply_config_overrides(Config& config, const std::string& overrides, ForEachField for_each_field) {
   std::stringstream ss(overrides);
@@ -64,6 +72,12 @@ void apply_config_overrides(Config& config, const std::string& overrides, ForEac
           field = value == "true", used = value.size();
         } else if constexpr (std::is_same_v<T, int64_t>) {
           field = std::stoll(value, &used);
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+          if (value == "None" || value == "null") {
+            field = std::nullopt, used = value.size();
+          } else {
+            field = std::stoll(value, &used);
+          }
         } else {
           field = std::stod(value, &used);
         }
@@ -74,6 +88,15 @@ void apply_config_overrides(Config& config, const std::string& overrides, ForEac
     });
     if (!found) throw Error("[config_overrides] key " + key + " isn't in the original config dict");
   }
+}
+
+// A field's value as config.json holds it (an empty optional is null).
+template <typename T>
+nlohmann::json config_field_json(const T& field) {
+  return field;
+}
+inline nlohmann::json config_field_json(const std::optional<int64_t>& field) {
+  return field ? nlohmann::json(*field) : nlohmann::json(nullptr);
 }
 
 }  // namespace lazytrain::models

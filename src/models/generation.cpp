@@ -25,10 +25,10 @@ int64_t next_power_of_two(int64_t n) {
   return p;
 }
 
-void validate(const GPT2LMHeadModel& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& g) {
-  const GPT2Config& c = model.config();
+void validate(const GenerationMixin& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& g) {
+  const GenerationLimits c = model.generation_limits();
   auto fail = [](const std::string& why) { throw Error(kOp + why); };
-  if (model.is_training()) fail("the model is in training mode (dropout on); call eval() first");
+  if (model.generation_module().is_training()) fail("the model is in training mode (dropout on); call eval() first");
   if (prompts.empty()) fail("no prompt given");
   if (g.max_new_tokens < 1) fail("max_new_tokens must be at least 1, got " + std::to_string(g.max_new_tokens));
   if (!(g.temperature > 0)) fail("temperature must be a strictly positive float, got " + std::to_string(g.temperature));
@@ -41,14 +41,15 @@ void validate(const GPT2LMHeadModel& model, const std::vector<std::vector<int64_
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string which = "prompt " + std::to_string(i + 1);
-    if (prompts[i].empty()) fail(which + " is empty (GPT-2 needs at least one token to continue)");
+    if (prompts[i].empty()) fail(which + " is empty (" + c.model_name + " needs at least one token to continue)");
     for (int64_t id : prompts[i]) {
       if (id < 0 || id >= c.vocab_size) fail(which + " holds token id " + std::to_string(id) + ", outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     }
     const int64_t total = static_cast<int64_t>(prompts[i].size()) + g.max_new_tokens;
-    if (total > c.n_positions) {
+    if (total > c.max_positions) {
       fail(which + " has " + std::to_string(prompts[i].size()) + " tokens; with max_new_tokens " + std::to_string(g.max_new_tokens) +
-           " that is " + std::to_string(total) + " positions, more than the model's n_positions " + std::to_string(c.n_positions));
+           " that is " + std::to_string(total) + " positions, more than the model's " + c.max_positions_field + " " +
+           std::to_string(c.max_positions));
     }
   }
 }
@@ -115,11 +116,11 @@ std::vector<double> sampling_probabilities(const std::vector<float>& logits, con
   return softmax(scores);
 }
 
-GenerateOutput generate(const GPT2LMHeadModel& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& g) {
+GenerateOutput generate(const GenerationMixin& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& g) {
   validate(model, prompts, g);
-  const GPT2Config& c = model.config();
-  const int64_t eos = g.eos_token_id.value_or(c.eos_token_id);
-  const int64_t pad = g.pad_token_id.value_or(eos);
+  const GenerationLimits c = model.generation_limits();
+  const int64_t eos = g.eos_token_id.value_or(c.eos_token_id.value_or(-1));  // -1: no token ends a sequence
+  const int64_t pad = g.pad_token_id.value_or(c.pad_token_id.value_or(eos));
   // What padding columns and finished rows feed the model: masked out, any valid id does.
   const int64_t fed_pad = pad >= 0 && pad < c.vocab_size ? pad : 0;
 
@@ -153,7 +154,7 @@ GenerateOutput generate(const GPT2LMHeadModel& model, const std::vector<std::vec
   GenerateOutput out;
   out.prompt_bucket = p_len;
   out.cache_capacity = cap;
-  const runtime::Device device = model.transformer->wte->weight.device();
+  const runtime::Device device = model.generation_device();
   runtime::DeviceGuard on_model_device(device);
   lazy::GraphExecutor& executor = lazy::GraphExecutor::get();
   std::set<uint64_t>* outer = executor.record_graphs(device, &out.graphs);

@@ -1,4 +1,5 @@
-// generate() for GPT2LMHeadModel: Hugging Face's GenerationMixin.generate with
+// generate() for the causal LMs (GPT2LMHeadModel, LlamaForCausalLM, through
+// GenerationMixin, models/causal_lm.h): Hugging Face's GenerationMixin.generate with
 // greedy search and sampling (temperature, top-k, top-p), on static shapes so a
 // generation compiles a bounded number of graphs whatever its lengths.
 //
@@ -8,7 +9,8 @@
 //     >= max(16, longest prompt); a padded row's positions start at 0 on its
 //     first real token, and padding is masked out of attention;
 //   - the cache holds C = the smallest power of two >= P + max_new_tokens
-//     slots a layer ([rows, n_head, C, head_dim]);
+//     slots a layer ([rows, kv_heads, C, head_dim]: n_head for GPT-2,
+//     num_key_value_heads for Llama);
 //   - one prefill graph runs the P prompt columns and fills slots [0, P);
 //     then one decode graph per token writes slot P + t, the slot and the
 //     attention mask being device data, so every step runs the same graph.
@@ -30,7 +32,10 @@
 #include <set>
 #include <vector>
 
+#include "models/causal_lm.h"
+// The models it drives, for its callers.
 #include "models/gpt2.h"
+#include "models/llama.h"
 
 namespace lazytrain::models {
 
@@ -44,7 +49,8 @@ struct GenerationConfig {
   int64_t num_return_sequences = 1;
   uint64_t seed = 42;  // of the sampling generator (transformers.set_seed before generate)
   // A sequence that makes eos_token_id is finished; its later tokens are
-  // pad_token_id. Unset: the model config's eos_token_id, and pad = eos (what
+  // pad_token_id. Unset: the model config's eos_token_id (none: no sequence
+  // ends early) and pad_token_id, and pad = eos when the config has none (what
   // GPT-2's generate does, with a warning, since it has no pad token).
   std::optional<int64_t> eos_token_id, pad_token_id;
 };
@@ -63,11 +69,11 @@ struct GenerateOutput {
 // without autograd; the model must be in eval mode (HF's from_pretrained
 // sets it). Throws Error "[generate] ..." before running anything for an
 // empty prompt list or prompt, an id outside the vocabulary, a longest prompt
-// plus max_new_tokens beyond n_positions, max_new_tokens < 1, temperature <= 0,
+// plus max_new_tokens beyond the model's positions (n_positions, max_position_embeddings), max_new_tokens < 1, temperature <= 0,
 // top_k < 0, top_p outside [0, 1], num_return_sequences < 1, or greedy search
 // with num_return_sequences > 1 (HF's error), and for a model in training mode;
 // while sampling, sampling_probabilities' errors.
-GenerateOutput generate(const GPT2LMHeadModel& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& config);
+GenerateOutput generate(const GenerationMixin& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationConfig& config);
 
 // The choice of the next token from one row of logits, as generate makes it
 // (exposed for tests). `logits` [vocab], f32.

@@ -9,13 +9,6 @@
 
 namespace lazytrain::models {
 
-namespace {
-// The output projection tied to the word embeddings (HF: lm_head.weight = wte.weight).
-struct TiedLMHead : nn::Module {
-  explicit TiedLMHead(const Tensor& tied) { register_parameter("weight", tied); }
-};
-}  // namespace
-
 Conv1D::Conv1D(int64_t in_features, int64_t out_features, double init_std) {
   weight = register_parameter("weight", nn::normal_init({in_features, out_features}, init_std));
   bias = register_parameter("bias", nn::constant_init({out_features}, 0.0f));
@@ -53,22 +46,11 @@ Tensor GPT2Attention::forward(const Tensor& hidden, const Tensor& mask) const {
 }
 
 Tensor GPT2Attention::forward_cached(const Tensor& hidden, const Tensor& bias, LayerKVCache& cache, const CacheWrite& write) const {
-  const int64_t b = hidden.shape()[0], s = hidden.shape()[1], e = heads * head_dim, capacity = cache.key.shape()[2];
+  const int64_t b = hidden.shape()[0], s = hidden.shape()[1], e = heads * head_dim;
   Tensor qkv = c_attn->forward(hidden);
   auto split_heads = [&](int64_t part) { return qkv.slice(2, part * e, (part + 1) * e).view({b, s, heads, head_dim}).permute({0, 2, 1, 3}); };
   Tensor q = split_heads(0), k = split_heads(1), v = split_heads(2);
-  Tensor keys = k, values = v;  // a prefill attends over its own tokens
-  if (!write.slot.defined()) {
-    cache.key = cat({k, cache.key.slice(2, s, capacity)}, 2);
-    cache.value = cat({v, cache.value.slice(2, s, capacity)}, 2);
-  } else {
-    runtime::DeviceGuard on_input_device(hidden.device());
-    Tensor at_slot = eq(arange(capacity), write.slot).view({1, 1, capacity, 1});
-    cache.key = where(at_slot, k, cache.key);
-    cache.value = where(at_slot, v, cache.value);
-    keys = cache.key;
-    values = cache.value;
-  }
+  const auto [keys, values] = update_kv_cache(cache, k, v, write);
   Tensor scores = matmul(q, keys.transpose(-1, -2));
   if (scale) scores = scores / std::sqrt(static_cast<double>(head_dim));
   Tensor probs = softmax(scores + bias, -1);
@@ -125,13 +107,6 @@ Tensor GPT2Model::forward(const Tensor& input_ids, const Tensor& attention_mask)
   return ln_f->forward(x);
 }
 
-Tensor shift_labels_left(const Tensor& labels) {
-  check(labels.dim() == 2, "shift_labels_left", "labels must be [batch, sequence], got " + shape_str(labels.shape()));
-  const int64_t b = labels.shape()[0], s = labels.shape()[1];
-  runtime::DeviceGuard on_labels_device(labels.device());
-  return cat({labels.slice(1, 1, s), full({b, 1}, -100.0, labels.dtype())}, 1);
-}
-
 GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config config) : config_(std::move(config)) {
   config_.validate("GPT2LMHeadModel's config");
   transformer = register_module("transformer", std::make_shared<GPT2Model>(config_));
@@ -141,7 +116,7 @@ GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config config) : config_(std::move(config))
 
 CausalLMOutput GPT2LMHeadModel::forward(const Tensor& input_ids, const Tensor& attention_mask, const Tensor& labels) const {
   check(input_ids.dim() == 2, "GPT2LMHeadModel", "input_ids must be [batch, sequence], got " + shape_str(input_ids.shape()));
-  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1];
+  const int64_t s = input_ids.shape()[1];
   check(s <= config_.n_positions, "GPT2LMHeadModel",
         "a sequence of " + std::to_string(s) + " tokens is longer than n_positions " + std::to_string(config_.n_positions));
   check(!attention_mask.defined() || attention_mask.shape() == input_ids.shape(), "GPT2LMHeadModel",
@@ -150,45 +125,24 @@ CausalLMOutput GPT2LMHeadModel::forward(const Tensor& input_ids, const Tensor& a
   CausalLMOutput out;
   Tensor hidden = transformer->forward(input_ids, attention_mask);
   out.logits = matmul(hidden, transformer->wte->weight.t());
-  if (labels.defined()) {
-    check(labels.shape() == input_ids.shape(), "GPT2LMHeadModel",
-          "labels " + shape_str(labels.shape()) + " differ from input_ids " + shape_str(input_ids.shape()));
-    check(s >= 2, "GPT2LMHeadModel", "a loss needs at least 2 tokens a sequence (labels are shifted by one)");
-    // HF takes logits[:, :-1] against labels[:, 1:]. The same mean comes from every
-    // position against the labels shifted left, without copying [B, S-1, vocab]
-    // logits (823 MB for GPT-2 at 4 x 1024).
-    out.loss = cross_entropy(to_dtype(out.logits.reshape({b * s, config_.vocab_size}), DType::kFloat32),
-                             shift_labels_left(labels).reshape({b * s}));
-  }
+  // The mean cross entropy of logits[:, :-1] against labels[:, 1:], as Hugging Face's.
+  if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels, "GPT2LMHeadModel");
   return out;
+}
+
+GenerationLimits GPT2LMHeadModel::generation_limits() const {
+  return {"GPT-2", config_.vocab_size, config_.n_positions, "n_positions", config_.eos_token_id, std::nullopt};
 }
 
 std::vector<LayerKVCache> GPT2LMHeadModel::new_cache(int64_t batch, int64_t capacity) const {
   check(batch >= 1 && capacity >= 1, "GPT2LMHeadModel", "a KV cache needs batch and capacity >= 1");
-  const int64_t head_dim = config_.n_embd / config_.n_head;
-  runtime::DeviceGuard on_model_device(transformer->wte->weight.device());
-  std::vector<LayerKVCache> cache(static_cast<size_t>(config_.n_layer));
-  for (LayerKVCache& layer : cache) {
-    layer.key = zeros({batch, config_.n_head, capacity, head_dim});
-    layer.value = zeros({batch, config_.n_head, capacity, head_dim});
-  }
-  return cache;
+  return zero_kv_cache(config_.n_layer, batch, config_.n_head, capacity, config_.n_embd / config_.n_head, generation_device());
 }
 
 Tensor GPT2LMHeadModel::forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias,
                                        std::vector<LayerKVCache>& cache, const CacheWrite& write) const {
-  check(input_ids.dim() == 2 && position_ids.shape() == input_ids.shape(), "GPT2LMHeadModel",
-        "input_ids and position_ids must be one [batch, sequence] shape, got " + shape_str(input_ids.shape()) + " and " +
-            shape_str(position_ids.shape()));
-  check(cache.size() == transformer->h.size(), "GPT2LMHeadModel",
-        "the KV cache has " + std::to_string(cache.size()) + " layers, the model " + std::to_string(transformer->h.size()));
-  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1], capacity = cache[0].key.shape()[2];
-  check(cache[0].key.shape()[0] == b, "GPT2LMHeadModel", "the KV cache holds " + std::to_string(cache[0].key.shape()[0]) + " sequences, input_ids " + std::to_string(b));
-  check(write.slot.defined() ? s == 1 : s <= capacity, "GPT2LMHeadModel",
-        write.slot.defined() ? "a decode step takes one token a sequence, got " + std::to_string(s)
-                             : "a prompt of " + std::to_string(s) + " tokens does not fit a KV cache of " + std::to_string(capacity));
-  const Shape want_bias{b, 1, s, write.slot.defined() ? capacity : s};
-  check(bias.shape() == want_bias, "GPT2LMHeadModel", "bias must be " + shape_str(want_bias) + ", got " + shape_str(bias.shape()));
+  check_cached_forward("GPT2LMHeadModel", input_ids, position_ids, bias, cache, transformer->h.size(), write);
+  const int64_t b = input_ids.shape()[0], s = input_ids.shape()[1];
   Tensor x = transformer->wte->forward(input_ids) + transformer->wpe->forward(position_ids);
   for (size_t i = 0; i < transformer->h.size(); ++i) x = transformer->h[i]->forward_cached(x, bias, cache[i], write);
   Tensor last = transformer->ln_f->forward(x.slice(1, s - 1, s)).reshape({b, config_.n_embd});

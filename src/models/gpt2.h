@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/causal_lm.h"
 #include "models/gpt2_config.h"
 #include "nn/layers.h"
 
@@ -30,20 +31,6 @@ class Conv1D : public nn::Module {
 // gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (HF's NewGELUActivation),
 // which is torch's gelu(approximate="tanh"): one aten::gelu op, fused into one loop.
 Tensor gelu_new(const Tensor& x);
-
-// The keys and values of one attention layer kept between generation steps
-// (Hugging Face's past_key_values, pre-allocated): each [B, n_head, capacity,
-// head_dim], f32. Slot j holds the token at column j of the padded sequence.
-struct LayerKVCache {
-  Tensor key, value;
-};
-
-// Where a cached forward writes its keys and values: a prefill writes its S
-// tokens at slots [0, S); a decode step (S = 1) writes the one slot `slot`
-// names (an int64 0-d device tensor, so every step runs the same graph).
-struct CacheWrite {
-  Tensor slot;  // undefined: prefill
-};
 
 class GPT2Attention : public nn::Module {
  public:
@@ -95,17 +82,7 @@ class GPT2Model : public nn::Module {
   bool gradient_checkpointing = false;
 };
 
-struct CausalLMOutput {
-  Tensor loss;    // 0-d, defined when labels were given
-  Tensor logits;  // [B, S, vocab_size]
-};
-
-// labels int64 [B, S] -> [B, S]: column i holds labels[:, i + 1], the last
-// column -100 (ignored). The loss and next-token accuracy of position i are
-// taken against it, as Hugging Face's logits[:, :-1] against labels[:, 1:].
-Tensor shift_labels_left(const Tensor& labels);
-
-class GPT2LMHeadModel : public nn::Module {
+class GPT2LMHeadModel : public CausalLMModel {
  public:
   // Validates the config (Error naming the field).
   explicit GPT2LMHeadModel(GPT2Config config);
@@ -113,22 +90,20 @@ class GPT2LMHeadModel : public nn::Module {
   // cross entropy of logits[:, :-1] against labels[:, 1:] (the labels are
   // shifted inside, as Hugging Face's). Throws Error naming the model when the
   // shapes disagree or S exceeds n_positions.
-  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const;
+  CausalLMOutput forward(const Tensor& input_ids, const Tensor& attention_mask = Tensor(), const Tensor& labels = Tensor()) const override;
 
-  // An empty cache for `batch` sequences of up to `capacity` tokens: zeros, one
-  // LayerKVCache a layer.
-  std::vector<LayerKVCache> new_cache(int64_t batch, int64_t capacity) const;
-  // One generation step with a KV cache (eval mode; no labels). input_ids and
-  // position_ids int64 [B, S] (the positions of wpe: a left-padded row's first
-  // real token is position 0), bias as GPT2Attention::forward_cached. Returns
-  // the logits of the last column, [B, vocab_size] f32. Throws Error naming the
-  // model when the shapes disagree with each other or with the cache.
+  // GenerationMixin (models/causal_lm.h): the cache holds n_head heads; the
+  // positions of forward_cached index wpe.
+  GenerationLimits generation_limits() const override;
+  runtime::Device generation_device() const override { return transformer->wte->weight.device(); }
+  std::vector<LayerKVCache> new_cache(int64_t batch, int64_t capacity) const override;
   Tensor forward_cached(const Tensor& input_ids, const Tensor& position_ids, const Tensor& bias, std::vector<LayerKVCache>& cache,
-                        const CacheWrite& write) const;
+                        const CacheWrite& write) const override;
   const GPT2Config& config() const { return config_; }
   std::shared_ptr<GPT2Model> transformer;
   // Hugging Face's gradient_checkpointing_enable() (nn/checkpoint.h).
-  void gradient_checkpointing_enable() { transformer->gradient_checkpointing = true; }
+  void gradient_checkpointing_enable() override { transformer->gradient_checkpointing = true; }
+  nlohmann::json config_json() const override { return config_.to_json(); }
 
  private:
   GPT2Config config_;

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +36,12 @@ double round4(double v) { return std::round(v * 1e4) / 1e4; }
 DecayGroups split_weight_decay(const nn::Module& model) {
   DecayGroups groups;
   for (const auto& [name, p] : model.named_parameters()) {
-    const bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos;
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string dotted = "." + lower + ".";
+    const bool norm = lower.find("layernorm") != std::string::npos || lower.find("rmsnorm") != std::string::npos ||
+                      dotted.find(".norm.") != std::string::npos || dotted.find("_norm.") != std::string::npos;
+    const bool no_decay = name.ends_with("bias") || name.find("LayerNorm.weight") != std::string::npos || norm;
     (no_decay ? groups.no_decay : groups.decay).push_back(p);
   }
   return groups;

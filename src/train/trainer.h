@@ -278,7 +278,10 @@ class Trainer {
 };
 
 // Parameters split as the Trainer does: weight decay for all but biases and
-// LayerNorm weights (names ending in "bias" or containing "LayerNorm.weight").
+// norm weights (names ending in "bias" or containing "LayerNorm.weight"; and,
+// as transformers' get_decay_parameter_names, any whose lowercased name holds
+// "layernorm" or "rmsnorm", or a component "norm" or ending "_norm": Llama's
+// input_layernorm, post_attention_layernorm and model.norm).
 struct DecayGroups {
   std::vector<Tensor> decay, no_decay;
 };

@@ -19,6 +19,11 @@ class GoldenFile {
  public:
   explicit GoldenFile(const std::string& file) : records_(train::load_safetensors(golden_path(file), &metadata_)) {}
   bool has(const std::string& name) const { return records_.count(name) > 0; }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, record] : records_) out.push_back(name);
+    return out;
+  }
   // The golden tensor `name` as a lazytrain tensor (device data).
   Tensor tensor(const std::string& name) const {
     const auto& r = records_.at(name);

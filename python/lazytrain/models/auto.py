@@ -5,10 +5,11 @@ import os
 
 from .bert import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
 from .gpt2 import GPT2Config, GPT2LMHeadModel
+from .llama import LlamaConfig, LlamaForCausalLM
 
-CONFIG_MAPPING = {"bert": BertConfig, "roberta": RobertaConfig, "gpt2": GPT2Config}
+CONFIG_MAPPING = {"bert": BertConfig, "roberta": RobertaConfig, "gpt2": GPT2Config, "llama": LlamaConfig}
 MASKED_LM_MAPPING = {"bert": BertForMaskedLM, "roberta": RobertaForMaskedLM}
-CAUSAL_LM_MAPPING = {"gpt2": GPT2LMHeadModel}
+CAUSAL_LM_MAPPING = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}
 
 
 def _register(model_type, config_class, masked_lm=None, causal_lm=None):

@@ -12,6 +12,15 @@ import os
 from .. import _C
 
 
+def _number_or_text(value):
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 class PretrainedConfig:
     model_type = ""
 
@@ -75,7 +84,8 @@ class PretrainedConfig:
         os.replace(tmp, path)
 
     def update_from_string(self, update_str):
-        """"n_embd=128,n_layer=2" as transformers' PretrainedConfig.update_from_string."""
+        """"n_embd=128,n_layer=2" as transformers' PretrainedConfig.update_from_string; a field
+        that is None takes an int, float or text, and "None" sets a field to None."""
         for pair in filter(None, update_str.split(",")):
             if "=" not in pair:
                 raise ValueError(f"config override '{pair}' is not key=value")
@@ -83,7 +93,9 @@ class PretrainedConfig:
             if key not in self.__dict__:
                 raise ValueError(f"key {key} isn't in the original config dict")
             old = self.__dict__[key]
-            if isinstance(old, bool):
+            if old is None or value in ("None", "null"):  # a nullable field (num_key_value_heads, pad_token_id)
+                value = None if value in ("None", "null") else _number_or_text(value)
+            elif isinstance(old, bool):
                 value = value.lower() in ("true", "1", "yes")
             elif isinstance(old, int):
                 value = int(value)

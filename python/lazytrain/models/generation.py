@@ -26,8 +26,9 @@ class GenerationMixin:
         be left-padded, its padding marked 0 in attention_mask) -> int64 Tensor
         [B * num_return_sequences, S + T]: each input row followed by its new
         tokens (the copies of a row adjacent), T <= max_new_tokens, a sequence that
-        made eos_token_id continued with pad_token_id (both default to the config's
-        eos_token_id, as GPT-2's generate does). Sampling draws from a generator
+        made eos_token_id continued with pad_token_id (the config's eos_token_id and
+        pad_token_id by default; pad is eos when the config has none, as GPT-2's
+        generate does). Sampling draws from a generator
         seeded with `seed` (transformers.set_seed before generate). Runs in eval
         mode without autograd and waits for the result. Raises LazytrainError
         "[generate] ..." for an empty prompt, an id outside the vocabulary, a prompt
