@@ -144,15 +144,16 @@ ForwardResult forward(const NativeModel& m, const Tensor& input_ids, std::option
   return {defined_or_none(out.loss), out.logits};
 }
 
-// A masked LM's loss on its labelled tokens only (data/labelled_positions.h),
-// with the logits of every token (a lazy value: computed only when read).
-ForwardResult forward_labelled(const NativeModel& m, const Tensor& input_ids, std::optional<Tensor> attention_mask,
-                               const Tensor& masked_lm_positions, const Tensor& masked_lm_labels) {
+// A masked LM's loss on its labelled tokens only (data/labelled_positions.h):
+// (loss, logits [B, S, vocab] of every token, logits [K, vocab] of the
+// labelled tokens); the logits are lazy values, computed only when read.
+std::tuple<Tensor, Tensor, Tensor> forward_labelled(const NativeModel& m, const Tensor& input_ids, std::optional<Tensor> attention_mask,
+                                                    const Tensor& masked_lm_positions, const Tensor& masked_lm_labels) {
   if (m.kind != "BertForMaskedLM" && m.kind != "RobertaForMaskedLM") throw Error("[" + m.kind + "] has no labelled-rows loss");
   const Tensor mask = attention_mask ? *attention_mask : ones(input_ids.shape(), DType::kInt64);
-  const models::MaskedLMOutput out =
-      m.as<models::MaskedLMModel>().forward_labelled(input_ids, mask, masked_lm_positions, masked_lm_labels, /*all_logits=*/true);
-  return {out.loss, out.logits};
+  const auto& model = m.as<models::MaskedLMModel>();
+  const models::MaskedLMOutput out = model.forward_labelled(input_ids, mask, masked_lm_positions, masked_lm_labels, /*all_logits=*/true);
+  return {out.loss, out.logits, out.labelled_logits};
 }
 
 // The base model inside a head model, sharing its parameters.
@@ -204,7 +205,8 @@ void init_models(nb::module_& m) {
             return forward_labelled(n, input_ids, std::move(attention_mask), positions, labels);
           },
           "input_ids"_a, "attention_mask"_a.none(), "masked_lm_positions"_a, "masked_lm_labels"_a,
-          "(loss over the labelled tokens, logits [B, S, vocab] of every token: lazy, computed only when read).")
+          "(loss over the labelled tokens, logits [B, S, vocab] of every token, logits [K, vocab] of the labelled tokens); "
+          "the logits are lazy, computed only when read.")
       .def("base_model", &base_model, "The base model inside a head model (BertModel, GPT2Model, LlamaModel), sharing its parameters.")
       .def("gradient_checkpointing_enable", &gradient_checkpointing_enable)
       .def(

@@ -16,6 +16,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -107,7 +108,7 @@ data::TrainerDataset trainer_dataset(const nb::object& spec) {
 // callback set control.should_training_stop.
 class PythonCallbacks : public train::TrainerCallback {
  public:
-  explicit PythonCallbacks(nb::object handler) : handler_(std::move(handler)) {}
+  PythonCallbacks(nb::object handler, std::vector<std::string> events) : handler_(std::move(handler)), events_(events.begin(), events.end()) {}
   ~PythonCallbacks() override {
     GilAcquire gil;
     handler_.reset();
@@ -128,6 +129,7 @@ class PythonCallbacks : public train::TrainerCallback {
 
  private:
   void call(const char* event, const train::TrainerState& state, train::TrainerControl& control, const nlohmann::json& payload = nullptr) {
+    if (!events_.count(event)) return;  // no Python callback handles it
     nlohmann::json s = state.to_json();
     s["is_world_process_zero"] = state.is_world_process_zero;
     s["step_loss"] = state.step_loss;
@@ -136,12 +138,17 @@ class PythonCallbacks : public train::TrainerCallback {
     if (nb::cast<bool>(handler_(event, state_text, payload_text))) control.should_training_stop = true;
   }
   nb::object handler_;
+  std::set<std::string> events_;
+
+ public:
+  void set_events(const std::vector<std::string>& events) { events_ = std::set<std::string>(events.begin(), events.end()); }
 };
 
 // The Trainer and what it holds on to.
 struct PyTrainer {
   std::shared_ptr<PythonModule> module;
   std::unique_ptr<train::Trainer> trainer;
+  std::shared_ptr<PythonCallbacks> callbacks;
 };
 
 // Runs `call` without the GIL. Not PyWait: its op location would be the
@@ -196,7 +203,8 @@ void init_trainer(nb::module_& m) {
       .def(
           "__init__",
           [](PyTrainer* self, const std::string& args_json, const std::vector<std::pair<std::string, Tensor>>& parameters,
-             nb::object set_training, nb::object loss_fn, nb::object train_spec, nb::object eval_spec, nb::object event_handler) {
+             nb::object set_training, nb::object loss_fn, nb::object train_spec, nb::object eval_spec, nb::object event_handler,
+             std::vector<std::string> events) {
             train::TrainingArguments args = train::TrainingArguments::from_json(nlohmann::json::parse(args_json), "TrainingArguments");
             auto module = std::make_shared<PythonModule>(parameters, std::move(set_training));
             std::shared_ptr<nb::object> loss = hold(std::move(loss_fn));
@@ -209,11 +217,13 @@ void init_trainer(nb::module_& m) {
               auto tensor_or_empty = [](nb::handle h) { return h.is_none() ? Tensor() : nb::cast<Tensor>(h); };
               return train::ModelOutput(nb::cast<Tensor>(out[0]), tensor_or_empty(out[1]), tensor_or_empty(out[2]));
             };
+            auto callbacks = std::make_shared<PythonCallbacks>(std::move(event_handler), std::move(events));
             new (self) PyTrainer{module, std::make_unique<train::Trainer>(*module, std::move(args), std::move(fn), trainer_dataset(train_spec),
-                                                                           trainer_dataset(eval_spec))};
-            self->trainer->add_callback(std::make_shared<PythonCallbacks>(std::move(event_handler)));
+                                                                           trainer_dataset(eval_spec)),
+                                 callbacks};
+            self->trainer->add_callback(callbacks);
           },
-          "args_json"_a, "parameters"_a, "set_training"_a, "loss_fn"_a, "train_dataset"_a.none(), "eval_dataset"_a.none(), "event_handler"_a)
+          "args_json"_a, "parameters"_a, "set_training"_a, "loss_fn"_a, "train_dataset"_a.none(), "eval_dataset"_a.none(), "event_handler"_a, "events"_a)
       .def(
           "set_compute_metrics",
           [](PyTrainer& t, nb::object compute, nb::object preprocess) {
@@ -233,6 +243,8 @@ void init_trainer(nb::module_& m) {
             t.trainer->set_compute_metrics(std::move(fn), std::move(pre));
           },
           "compute_metrics"_a, "preprocess_logits_for_metrics"_a.none())
+      .def("set_events", [](PyTrainer& t, const std::vector<std::string>& events) { t.callbacks->set_events(events); }, "events"_a,
+           "The events the Python callbacks handle (the others are not sent).")
       .def("set_model_config", [](PyTrainer& t, const std::string& json) { t.trainer->set_model_config(nlohmann::json::parse(json)); })
       .def("keep_checkpoint", [](PyTrainer& t, const std::string& dir) { t.trainer->keep_checkpoint(dir); })
       .def(

@@ -39,7 +39,7 @@ MaskedLMOutput MaskedLMModel::forward_labelled(const Tensor& input_ids, const Te
   // first gives the labelled rows' logits exactly.
   const Tensor rows = index_select(hidden.view({-1, width}), 0, masked_lm_positions);
   MaskedLMOutput out;
-  out.logits = lm_logits(rows);
+  out.labelled_logits = out.logits = lm_logits(rows);
   out.loss = cross_entropy(out.logits, masked_lm_labels);
   if (all_logits) out.logits = lm_logits(hidden);
   return out;

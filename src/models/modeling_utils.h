@@ -12,6 +12,7 @@ namespace lazytrain::models {
 struct MaskedLMOutput {
   Tensor loss;    // 0-d, defined when labels were given
   Tensor logits;  // [B, S, vocab_size]
+  Tensor labelled_logits;  // forward_labelled: the labelled tokens' [K, vocab_size]
 };
 
 // A masked language model (BertForMaskedLM, RobertaForMaskedLM): its parameters

@@ -150,12 +150,15 @@ std::map<std::string, double> Trainer::evaluate() {
       const Tensor labels = out.labels.defined() ? out.labels : batch->contains("labels") ? (*batch)["labels"] : Tensor();
       Pending p{batch_sums(out, labels, !compute_metrics_), Tensor(), Tensor(), batch->num_examples};
       if (compute_metrics_) {
-        if (!out.logits.defined() || !labels.defined()) {
+        // Hugging Face's label_ids: the batch's own labels (the loss function's
+        // may be another layout, e.g. the labelled rows only).
+        const Tensor label_ids = batch->contains("labels") ? (*batch)["labels"] : labels;
+        if (!out.logits.defined() || !label_ids.defined()) {
           throw Error("[Trainer] compute_metrics needs the model's logits and the batch's labels; the loss function gave " +
                       std::string(out.logits.defined() ? "no labels" : "no logits"));
         }
-        p.predictions = preprocess_logits_ ? preprocess_logits_(out.logits, labels) : out.logits;
-        p.labels = labels;
+        p.predictions = preprocess_logits_ ? preprocess_logits_(out.logits, label_ids) : out.logits;
+        p.labels = label_ids;
       }
       if (pending) read(*std::exchange(pending, std::nullopt));
       pending = std::move(p);

@@ -65,8 +65,12 @@ class _AutoModel:
         return cls._model_class(config)._from_config(config)
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
-        config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **kwargs)
+    def from_pretrained(cls, pretrained_model_name_or_path, config=None, **kwargs):
+        """The model of a directory (config.json + model.safetensors); `config`
+        (a PretrainedConfig) instead of the directory's config.json; kwargs
+        override config fields."""
+        if config is None:
+            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **kwargs)
         return cls._model_class(config).from_pretrained(pretrained_model_name_or_path, config=config)
 
 

@@ -47,13 +47,14 @@ class _MaskedLM(PreTrainedModel):
         DataCollatorForLanguageModeling batch) run the LM head on those rows
         only for the loss, Google BERT's pre-training layout: the same loss,
         about 1/7 of the head's work under 15% masking. The logits are still
-        every token's, a lazy value computed only if read."""
+        every token's, a lazy value computed only if read; the output's
+        masked_lm_logits [K, vocab_size] are the labelled tokens'."""
         if masked_lm_positions is not None and masked_lm_labels is not None:
             self._sync_training_mode()
-            loss, logits = self._native.forward_labelled(
+            loss, logits, labelled = self._native.forward_labelled(
                 _as_tensor(input_ids, "input_ids"), _as_tensor(attention_mask, "attention_mask"),
                 _as_tensor(masked_lm_positions, "masked_lm_positions"), _as_tensor(masked_lm_labels, "masked_lm_labels"))
-            out = MaskedLMOutput(loss=loss, logits=logits)
+            out = MaskedLMOutput(loss=loss, logits=logits, masked_lm_logits=labelled)
             return out if return_dict else out.to_tuple()
         loss, logits = self._run_native(input_ids, attention_mask, labels)
         out = MaskedLMOutput(loss=loss, logits=logits)

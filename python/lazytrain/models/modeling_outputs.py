@@ -37,8 +37,10 @@ class BaseModelOutput(ModelOutput):
 
 
 class MaskedLMOutput(ModelOutput):
-    """loss (0-d, when labels were given) and logits [B, S, vocab_size] f32."""
-    _fields = ("loss", "logits")
+    """loss (0-d, when labels were given) and logits [B, S, vocab_size] f32;
+    lazytrain's masked_lm_logits [K, vocab_size]: the labelled tokens' logits,
+    when the model was given masked_lm_positions."""
+    _fields = ("loss", "logits", "masked_lm_logits")
 
 
 class CausalLMOutput(ModelOutput):

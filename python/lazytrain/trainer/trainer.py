@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from .. import _C
+from .._tensor import full_like
 from .._runtime import execution_mode as _execution_mode
 from .. import debug as _debug
 from ..data import default_data_collator
@@ -127,16 +128,40 @@ class Trainer:
         batch = inputs
         inputs = self._model_inputs(batch)
         loss, outputs = self.compute_loss(self.model, inputs, return_outputs=True)
-        logits = None
+        predictions = None
         if self.compute_metrics is not None and not self.model.training:
-            logits = _field(outputs, "logits", 1)
+            predictions = self._predictions(outputs, inputs, batch)
         # The labelled rows the model took (masked_lm_*), else the labels.
         labels = inputs.get("masked_lm_labels")
         if labels is None:
             labels = batch.get("labels")
             if labels is not None and getattr(self.model, "_shifts_labels", False):
                 labels = _C._shift_labels_left(labels)
-        return loss, logits, labels
+        return loss, predictions, labels
+
+    def _predictions(self, outputs, inputs, batch):
+        """What compute_metrics gets of this batch: preprocess_logits_for_metrics
+        (logits, labels), or the logits. For a masked LM given the labelled
+        tokens (masked_lm_positions), a preprocessing that gives one value per
+        token (argmax) runs on those tokens' logits only and the values are put
+        at their positions, -100 elsewhere: run_mlm.py's accuracy (which reads
+        only labelled positions) is the same, without the vocabulary-sized head
+        on every token."""
+        preprocess = self.preprocess_logits_for_metrics
+        labels = batch.get("labels")
+        labelled = _field(outputs, "masked_lm_logits", 99)
+        if preprocess is not None and labelled is not None and labels is not None and "masked_lm_positions" in inputs:
+            values = preprocess(labelled, inputs["masked_lm_labels"])
+            if isinstance(values, _C.Tensor) and values.dim() == 1 and values.shape[0] == labelled.shape[0]:
+                positions, mlm_labels = inputs["masked_lm_positions"], inputs["masked_lm_labels"]
+                # Each labelled position once; padding entries point at 0 and add 0.
+                shifted = _C.where(mlm_labels != -100, values.to(_C.dtype.int64) + 100, _C.scalar_tensor(0, _C.dtype.int64))
+                flat = _C.scatter_add(full_like(labels.reshape(-1), -100), 0, positions, shifted)
+                return flat.reshape(labels.shape)
+        logits = _field(outputs, "logits", 1)
+        if logits is None or preprocess is None:
+            return logits
+        return preprocess(logits, labels)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Hugging Face's: model(**inputs) and the loss from its outputs. Override
@@ -181,9 +206,17 @@ class Trainer:
         mlm_probability = float(getattr(collator, "mlm_probability", 0.0)) if getattr(collator, "mlm", False) else 0.0
 
         def fingerprint():
+            # CRC32C of every example's input_ids as int64, in order: the C++
+            # Trainer's, so data_state.json matches the CLI's for the same data.
+            try:
+                rows = dataset["input_ids"]  # a column (lazytrain or Hugging Face Dataset)
+            except (KeyError, TypeError, IndexError):
+                rows = None
+            if rows is None or isinstance(rows, dict):
+                rows = [example.get("input_ids") if isinstance(example, dict) else None
+                        for example in (dataset[i] for i in range(len(dataset)))]
             crc = 0
-            for i in range(len(dataset)):
-                ids = dataset[i].get("input_ids") if isinstance(dataset[i], dict) else None
+            for ids in rows:
                 if ids is None:
                     return 0
                 crc = _C._crc32c_int64(np.ascontiguousarray(np.asarray(ids, dtype=np.int64)), crc)
@@ -209,13 +242,13 @@ class Trainer:
         parameters = list(self.model.named_parameters())
         native = _C._Trainer(args_json, parameters, lambda on: self.model.train(on), self._loss_for_native,
                              self._dataset_spec(self.train_dataset, True), self._dataset_spec(self.eval_dataset, False),
-                             self._handle_event)
+                             self._handle_event, self.callback_handler.events)
         if self.compute_metrics is not None:
             compute = self.compute_metrics
 
             def metrics(predictions, label_ids):
                 return {k: float(v) for k, v in compute(EvalPrediction(predictions, label_ids)).items()}
-            native.set_compute_metrics(metrics, self.preprocess_logits_for_metrics)
+            native.set_compute_metrics(metrics, None)  # preprocess_logits_for_metrics runs in _predictions
         config = getattr(self.model, "config", None)
         if config is not None and hasattr(config, "to_dict"):
             native.set_model_config(json.dumps(self._config_json(config)))
@@ -295,12 +328,20 @@ class Trainer:
 
     def add_callback(self, callback):
         self.callback_handler.add_callback(callback)
+        self._update_events()
 
     def pop_callback(self, callback):
-        return self.callback_handler.pop_callback(callback)
+        popped = self.callback_handler.pop_callback(callback)
+        self._update_events()
+        return popped
 
     def remove_callback(self, callback):
         self.callback_handler.remove_callback(callback)
+        self._update_events()
+
+    def _update_events(self):
+        if self._native is not None:
+            self._native.set_events(self.callback_handler.events)
 
     def is_world_process_zero(self):
         return _C._is_master_ordinal(False)

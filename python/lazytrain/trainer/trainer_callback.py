@@ -109,6 +109,15 @@ class CallbackHandler:
     def remove_callback(self, callback):
         self.pop_callback(callback)
 
+    @property
+    def events(self):
+        """The events some callback handles (a method other than
+        TrainerCallback's no-op): the others are not sent from C++ (on_step_end
+        would cost a state copy every step)."""
+        names = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", "on_step_end", "on_log",
+                 "on_evaluate", "on_save")
+        return [n for n in names if any(getattr(type(cb), n, None) is not getattr(TrainerCallback, n) for cb in self.callbacks)]
+
     def call_event(self, event, args, state, control, **kwargs):
         for cb in self.callbacks:
             method = getattr(cb, event, None)
