@@ -41,7 +41,7 @@ def task_arguments(task, data, max_steps):
     return ["--tokenizer_name", f"{data}/gpt2", "--config_overrides", "n_embd=128,n_layer=2,n_head=2",
             "--train_file", f"{data}/wikitext-2/valid.txt", "--validation_file", f"{data}/wikitext-2/test.txt",
             "--do_train", "--do_eval", "--block_size", "128", "--per_device_train_batch_size", "16",
-            "--max_steps", str(max_steps), "--learning_rate", "1e-3"]
+            "--max_steps", str(max_steps), "--learning_rate", "1e-3", "--logging_steps", "50"]
 
 
 def run(way, task, data, max_steps, out):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package, as a user installs it, and its tests:
-#  1. a venv (build/venv-test) with the pinned test requirements (numpy, pytest);
+#  1. a venv (build/venv-test) with the pinned test requirements (numpy, pytest) and,
+#     where they install, the interop peers (python/requirements-interop.txt);
 #  2. `pip wheel .` (pip's isolated build: scikit-build-core and nanobind from
 #     PyPI, pinned in pyproject.toml; warnings are errors here, and the compiler
 #     cache serves the objects scripts/build.sh compiled), then the wheel
@@ -26,6 +27,17 @@ start=$SECONDS
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || fail "$python is older than Python 3.9"
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-test.txt
+# The real clients of what lazytrain writes and the references its tests compare
+# with (torch 2.13's CPU wheel, transformers, datasets, tensorboard: pinned in
+# python/requirements-interop.txt). Their tests skip, with the reason, when
+# these cannot install here; LAZYTRAIN_TEST_INTEROP=0 leaves them out.
+if [ "${LAZYTRAIN_TEST_INTEROP:-1}" != 0 ]; then
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-interop.txt > "$tmp/interop.log" 2>&1; then
+    echo "test_python: python/requirements-interop.txt did not install; the tests that need torch, transformers, datasets or"
+    echo "test_python: tensorboard will skip. pip said:"
+    grep -v "^WARNING: Location" "$tmp/interop.log" | tail -5
+  fi
+fi
 
 echo "test_python: pip wheel . (isolated build)"
 rm -rf "$dist"

@@ -56,17 +56,14 @@ nb::ndarray<Framework...> as_ndarray(Literal literal) {
                                    dlpack_dtype(owner->dtype()), nb::device::cpu::value);
 }
 
+// The dtype and shape of a C-contiguous CPU array; TypeError naming `what` for
+// a dtype lazytrain has not.
+std::pair<DType, Shape> array_layout(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what);
+
 // Host bytes of a C-contiguous CPU array copied onto the current device.
 Tensor from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
-  std::optional<DType> dtype = dtype_of(a.dtype());
-  if (!dtype) {
-    throw nb::type_error((std::string(what) + ": unsupported dtype (code " + std::to_string(a.dtype().code) + ", " +
-                          std::to_string(a.dtype().bits) + " bits); expected float32, bfloat16, float16, int32, int64 or bool")
-                             .c_str());
-  }
-  Shape shape(a.ndim());
-  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-  return from_buffer(a.data(), shape, *dtype);
+  const auto [dtype, shape] = array_layout(a, what);
+  return from_buffer(a.data(), shape, dtype);
 }
 
 // The value as a Python scalar of the tensor's kind (torch: int for integer
@@ -173,7 +170,9 @@ std::optional<DType> dtype_of(const nb::dlpack::dtype& d) {
 
 nb::object numpy_from_literal(Literal literal) { return nb::cast(as_ndarray<nb::numpy>(std::move(literal))); }
 
-Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
+namespace {
+
+std::pair<DType, Shape> array_layout(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
   const std::optional<DType> dtype = dtype_of(a.dtype());
   if (!dtype) {
     throw nb::type_error((std::string(what) + ": unsupported dtype (code " + std::to_string(a.dtype().code) + ", " +
@@ -182,7 +181,14 @@ Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::c
   }
   Shape shape(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-  Literal out(shape, *dtype);
+  return {*dtype, shape};
+}
+
+}  // namespace
+
+Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
+  const auto [dtype, shape] = array_layout(a, what);
+  Literal out(shape, dtype);
   if (out.nbytes() > 0) std::memcpy(out.mutable_raw(), a.data(), static_cast<size_t>(out.nbytes()));
   return out;
 }
