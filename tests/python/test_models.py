@@ -180,3 +180,23 @@ def test_bad_configs_and_files_are_one_clear_error(tmp_path):
         lt.AutoConfig.from_pretrained(tmp_path)
     with pytest.raises(TypeError, match="takes a GPT2Config"):
         lt.GPT2LMHeadModel(lt.BertConfig())
+
+
+def test_from_pretrained_kwargs_and_config_overrides_are_checked(tmp_path):
+    config = lt.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    lt.BertForMaskedLM(config).save_pretrained(tmp_path)
+    # A config field overrides; float32 is what a C++ model holds anyway.
+    model = lt.AutoModelForMaskedLM.from_pretrained(tmp_path, hidden_dropout_prob=0.0, torch_dtype="float32")
+    assert model.config.hidden_dropout_prob == 0.0
+    given = lt.BertConfig.from_pretrained(tmp_path)
+    assert lt.BertForMaskedLM.from_pretrained(tmp_path, config=given, hidden_dropout_prob=0.0).config.hidden_dropout_prob == 0.0
+    assert given.hidden_dropout_prob == 0.1  # the caller's config is left as it was
+    with pytest.raises(TypeError, match="unexpected keyword argument.*hiden_size: not fields of its BertConfig"):
+        lt.AutoModelForMaskedLM.from_pretrained(tmp_path, hiden_size=32)
+    with pytest.raises(ValueError, match="torch_dtype=lazytrain.bfloat16.*autocast"):
+        lt.BertForMaskedLM.from_pretrained(tmp_path, torch_dtype=lt.bfloat16)
+    gpt2 = lt.GPT2Config()
+    with pytest.raises(ValueError, match="'n_embd=abc': n_embd is an int"):
+        gpt2.update_from_string("n_embd=abc")
+    with pytest.raises(ValueError, match="scale_attn_weights is a bool; expected true or false, got 'ture'"):
+        gpt2.update_from_string("scale_attn_weights=ture")

@@ -230,3 +230,59 @@ def test_bad_models_data_and_collators_are_one_clear_error(tmp_path):
     trainer = lt.Trainer(model=TinyLM(), args=args(tmp_path), train_dataset=dataset(), data_collator=lambda examples: [1, 2])
     with pytest.raises(TypeError, match="expected a dict of arrays"):
         trainer.train()
+
+
+def test_user_mistakes_are_one_clear_python_error_before_training(tmp_path):
+    # A loss that is no Tensor (was std::bad_cast from C++), or not a scalar.
+    class FloatLoss(TinyLM):
+        def forward(self, input_ids, labels=None):
+            return {"loss": 1.0}
+
+    class VectorLoss(TinyLM):
+        def forward(self, input_ids, labels=None):
+            return {"loss": self.head(self.embed(input_ids)).sum(-1)}
+
+    with pytest.raises(TypeError, match="FloatLoss returned a loss of type float"):
+        lt.Trainer(model=FloatLoss(), args=args(tmp_path), train_dataset=dataset()).train()
+    with pytest.raises(ValueError, match=r"VectorLoss returned a loss of shape \[8, 6\]; expected a scalar"):
+        lt.Trainer(model=VectorLoss(), args=args(tmp_path), train_dataset=dataset()).train()
+
+    # Collated fields the model takes must be numeric; text-only examples name the fix.
+    def strings(examples):
+        return {"input_ids": [str(e["input_ids"]) for e in examples], "labels": np.stack([e["labels"] for e in examples])}
+
+    with pytest.raises(TypeError, match="field 'input_ids' as a list of str; TinyLM.forward takes 'input_ids'"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path), train_dataset=dataset(), data_collator=strings).train()
+    with pytest.raises(TypeError, match="no numeric array.*tokenize the text first"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path), train_dataset=[{"text": "hello"}] * 16).train()
+    with pytest.raises(TypeError, match="default_data_collator: example 0 is a list"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path), train_dataset=[[1, 2, 3]] * 16).train()
+
+    # A DatasetDict (or a dict of splits) instead of one split.
+    with pytest.raises(TypeError, match=r"training dataset is a dict with keys \['train'\]"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path), train_dataset={"train": dataset()}).train()
+
+    # An output_dir that is a file fails before the first step, not at the first checkpoint.
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path, output_dir=str(a_file)), train_dataset=dataset()).train()
+
+    # An evaluation strategy without an eval_dataset.
+    with pytest.raises(ValueError, match="eval_strategy is 'steps' but the Trainer has no eval_dataset"):
+        lt.Trainer(model=TinyLM(), args=args(tmp_path, eval_strategy="steps", eval_steps=4),
+                   train_dataset=dataset()).train()
+
+    # compute_metrics must give a dict of numbers.
+    trainer = lt.Trainer(model=TinyLM(), args=args(tmp_path), eval_dataset=dataset(8),
+                         compute_metrics=lambda p: {"accuracy": "high"})
+    with pytest.raises(TypeError, match="compute_metrics returned 'accuracy': 'high'"):
+        trainer.evaluate()
+
+
+def test_training_arguments_take_paths_and_reject_non_finite_numbers(tmp_path):
+    assert lt.TrainingArguments(output_dir=tmp_path / "out").output_dir == str(tmp_path / "out")
+    with pytest.raises(ValueError, match="'learning_rate': expected a finite number, got nan"):
+        lt.TrainingArguments(output_dir=str(tmp_path), learning_rate=float("nan"))
+    with pytest.raises(ValueError, match="'max_grad_norm': expected a finite number, got inf"):
+        lt.TrainingArguments(output_dir=str(tmp_path), max_grad_norm=float("inf"))

@@ -162,6 +162,9 @@ def default_data_collator(features, return_tensors="np"):
     if not features:
         raise ValueError("default_data_collator: no features: expected a non-empty list of examples")
     if not isinstance(features[0], Mapping):
+        if not hasattr(features[0], "__dict__"):
+            raise TypeError(f"default_data_collator: example 0 is a {type(features[0]).__name__}; expected a dict of field "
+                            "name -> values (e.g. {'input_ids': [...], 'labels': [...]}: tokenize text first)")
         features = [vars(f) for f in features]
     first = features[0]
     batch = {}

@@ -70,8 +70,8 @@ class _AutoModel:
         (a PretrainedConfig) instead of the directory's config.json; kwargs
         override config fields."""
         if config is None:
-            config = AutoConfig.from_pretrained(pretrained_model_name_or_path, **kwargs)
-        return cls._model_class(config).from_pretrained(pretrained_model_name_or_path, config=config)
+            config = AutoConfig.from_pretrained(pretrained_model_name_or_path)
+        return cls._model_class(config).from_pretrained(pretrained_model_name_or_path, config=config, **kwargs)
 
 
 class AutoModelForMaskedLM(_AutoModel):

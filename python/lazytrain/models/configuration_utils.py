@@ -96,11 +96,16 @@ class PretrainedConfig:
             if old is None or value in ("None", "null"):  # a nullable field (num_key_value_heads, pad_token_id)
                 value = None if value in ("None", "null") else _number_or_text(value)
             elif isinstance(old, bool):
-                value = value.lower() in ("true", "1", "yes")
-            elif isinstance(old, int):
-                value = int(value)
-            elif isinstance(old, float):
-                value = float(value)
+                if value.lower() not in ("true", "1", "yes", "y", "false", "0", "no", "n"):
+                    raise ValueError(f"config override '{pair}': {key} is a bool; expected true or false, got '{value}'")
+                value = value.lower() in ("true", "1", "yes", "y")
+            elif isinstance(old, (int, float)):
+                kind = int if isinstance(old, int) else float
+                try:
+                    value = kind(value)
+                except ValueError:
+                    raise ValueError(f"config override '{pair}': {key} is {'an int' if kind is int else 'a float'}; "
+                                     f"got '{value}'") from None
             self.__dict__[key] = value
 
     def __eq__(self, other):

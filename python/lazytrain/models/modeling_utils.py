@@ -9,6 +9,7 @@ tensors (no copy), in the C++ order, so ``model.parameters()`` goes to any
 optimizer, ``load_state_dict`` and optimizer steps change what the C++ forward
 reads, and the model composes with modules written in Python (a head on
 ``BertModel``, trained end to end)."""
+import copy
 import json
 import os
 import warnings
@@ -25,6 +26,27 @@ def _as_tensor(x, name):
         return _to_tensor(x, dtype=_C.dtype.int64)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{name}: expected a lazytrain Tensor or an int array, got {type(x).__name__}") from e
+
+
+def _apply_loading_kwargs(cls_name, config, kwargs):
+    """from_pretrained's kwargs: config fields to override (ones config.json
+    or the defaults have, as transformers only sets attributes the config has),
+    and torch_dtype/dtype, which must be f32 (a C++ model's parameters stay f32).
+    TypeError naming the others: transformers' model __init__ rejects them too."""
+    kwargs = dict(kwargs)
+    for name in ("torch_dtype", "dtype"):
+        dtype = kwargs.pop(name, None)
+        if dtype is not None and str(dtype).rsplit(".", 1)[-1] not in ("auto", "float32"):  # also torch.float32
+            raise ValueError(f"{cls_name}.from_pretrained({name}={dtype}): a C++ model's parameters stay float32; "
+                             "train in bfloat16 under lazytrain.autocast(dtype=lazytrain.bfloat16)")
+    unknown = sorted(k for k in kwargs if k not in config.__dict__)
+    if unknown:
+        raise TypeError(f"{cls_name}.from_pretrained() got unexpected keyword argument(s) {', '.join(unknown)}: not fields of "
+                        f"its {type(config).__name__}, which has {', '.join(sorted(config.to_dict()))}")
+    if kwargs:
+        config = copy.deepcopy(config)  # a config the caller passed stays as it was
+        config.__dict__.update(kwargs)
+    return config
 
 
 class _NativeSubmodule(nn.Module):
@@ -122,7 +144,8 @@ class PreTrainedModel(nn.Module):
         LazytrainError naming the file and every mismatched tensor."""
         directory = os.fspath(pretrained_model_name_or_path)
         if config is None:
-            config = cls.config_class.from_pretrained(directory, **kwargs)
+            config = cls.config_class.from_pretrained(directory)
+        config = _apply_loading_kwargs(cls.__name__, config, kwargs)
         weights = os.path.join(directory, "model.safetensors")
         if not os.path.isfile(weights):
             raise FileNotFoundError(f"{weights}: no such file (from_pretrained reads config.json and model.safetensors)")

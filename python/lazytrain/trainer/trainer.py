@@ -54,6 +54,15 @@ def _host_array(name, value):
     return a
 
 
+def _kind_of(value):
+    """What a collated field that is no numeric array holds, for messages: "str", "list of str", "object array"."""
+    if isinstance(value, np.ndarray):
+        return f"a numpy array of dtype {value.dtype}"
+    if isinstance(value, (list, tuple)) and value:
+        return f"a {type(value).__name__} of {type(value[0]).__name__}"
+    return type(value).__name__
+
+
 def _field(output, name, index):
     """A model output's field by name (ModelOutput, dict) or position (tuple)."""
     if isinstance(output, dict):
@@ -128,9 +137,18 @@ class Trainer:
         batch = inputs
         inputs = self._model_inputs(batch)
         loss, outputs = self.compute_loss(self.model, inputs, return_outputs=True)
+        if not isinstance(loss, _C.Tensor):
+            raise TypeError(f"{type(self.model).__name__} returned a loss of type {type(loss).__name__}; expected a scalar "
+                            "lazytrain Tensor computed from the model's outputs (e.g. nn.functional.cross_entropy(logits, labels))")
+        if loss.numel() != 1:
+            raise ValueError(f"{type(self.model).__name__} returned a loss of shape {list(loss.shape)}; expected a scalar "
+                             "(reduce it, e.g. .mean())")
         predictions = None
         if self.compute_metrics is not None and not self.model.training:
             predictions = self._predictions(outputs, inputs, batch)
+            if predictions is not None and not isinstance(predictions, _C.Tensor):
+                raise TypeError(f"the predictions for compute_metrics are a {type(predictions).__name__}; expected a lazytrain "
+                                f"Tensor (the logits {type(self.model).__name__} returns, or preprocess_logits_for_metrics' result)")
         # The labelled rows the model took (masked_lm_*), else the labels.
         labels = inputs.get("masked_lm_labels")
         if labels is None:
@@ -177,6 +195,9 @@ class Trainer:
         """(size, collate(indices, batch_number), pad_token_id, mlm_probability, fingerprint)."""
         if dataset is None:
             return None
+        if isinstance(dataset, dict):
+            raise TypeError(f"Trainer: the {'training' if training else 'evaluation'} dataset is a {type(dataset).__name__} "
+                            f"with keys {sorted(dataset)[:8]}; expected one split's examples (e.g. dataset['train'])")
         if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
             raise TypeError(f"Trainer: the {'training' if training else 'evaluation'} dataset must have __len__ and "
                             f"__getitem__ (a list of dicts, a lazytrain or Hugging Face Dataset), got {type(dataset).__name__}")
@@ -190,12 +211,32 @@ class Trainer:
             if not isinstance(batch, dict):
                 raise TypeError(f"data_collator returned {type(batch).__name__}; expected a dict of arrays")
             arrays = {}
+            left_out = {}
             for name, value in batch.items():
-                a = _host_array(name, value)
-                if a is None:
-                    skipped.add(name)
-                else:
+                try:
+                    a = _host_array(name, value)
+                except ValueError as e:  # numpy: rows of unequal lengths
+                    raise ValueError(f"data_collator returned field '{name}' that is not one rectangular array ({e}); "
+                                     "expected a numeric array [batch, ...] (pad the examples to one length)") from None
+                if a is not None:
                     arrays[name] = a
+                elif value is not None:
+                    left_out[name] = _kind_of(value)
+            for name, kind in left_out.items():
+                if self._signature is not None and name in self._signature:
+                    raise TypeError(f"data_collator returned field '{name}' as {kind}; {type(self.model).__name__}.forward takes "
+                                    f"'{name}', and the Trainer feeds the model numeric arrays only (int, float or bool)")
+            if not arrays:
+                fields = ", ".join(f"'{k}' ({v})" for k, v in left_out.items()) or "none"
+                example_fields = sorted(examples[0]) if examples and isinstance(examples[0], dict) else type(examples[0]).__name__
+                raise TypeError(f"data_collator returned no numeric array (its fields: {fields}; the examples have {example_fields}): "
+                                "expected a dict of int/float arrays such as input_ids (tokenize the text first: "
+                                "dataset.map(lambda b: tokenizer(b['text']), batched=True, remove_columns=['text']))")
+            new_fields = sorted(set(left_out) - skipped)
+            if new_fields and self.args.should_save:
+                print(f"[Trainer] the collated fields {', '.join(f'{k} ({left_out[k]})' for k in new_fields)} are not numeric "
+                      "arrays and were left out of the device batch", file=sys.stderr)
+            skipped.update(left_out)
             return arrays
 
         pad_token_id = None
@@ -247,7 +288,16 @@ class Trainer:
             compute = self.compute_metrics
 
             def metrics(predictions, label_ids):
-                return {k: float(v) for k, v in compute(EvalPrediction(predictions, label_ids)).items()}
+                result = compute(EvalPrediction(predictions, label_ids))
+                if not isinstance(result, dict):
+                    raise TypeError(f"compute_metrics returned {type(result).__name__}; expected a dict of metric name -> number")
+                values = {}
+                for k, v in result.items():
+                    try:
+                        values[k] = float(v)
+                    except (TypeError, ValueError):
+                        raise TypeError(f"compute_metrics returned {k!r}: {v!r} ({type(v).__name__}); expected a number") from None
+                return values
             native.set_compute_metrics(metrics, None)  # preprocess_logits_for_metrics runs in _predictions
         config = getattr(self.model, "config", None)
         if config is not None and hasattr(config, "to_dict"):
@@ -296,6 +346,10 @@ class Trainer:
             raise TypeError(f"train() got unexpected arguments {sorted(kwargs)}")
         if self.train_dataset is None:
             raise ValueError("Trainer.train() needs a train_dataset")
+        if self.args.evaluation_strategy != "no" and self.eval_dataset is None:
+            raise ValueError(f"TrainingArguments.eval_strategy is '{self.args.evaluation_strategy}' but the Trainer has no "
+                             "eval_dataset: pass eval_dataset=... or set eval_strategy='no'")
+        self._check_output_dir()
         if resume_from_checkpoint is True:
             resume_from_checkpoint = _C._get_last_checkpoint(self.args.output_dir)
             if resume_from_checkpoint is None:
@@ -309,6 +363,16 @@ class Trainer:
             metrics = native.train(resume_from_checkpoint)
         self.state = TrainerState._from_json(native.state_json())
         return TrainOutput(native.global_step, metrics.get("train_loss", 0.0), metrics)
+
+    def _check_output_dir(self):
+        """Before any step: an output_dir that cannot be a directory fails now, not at the first checkpoint."""
+        path = os.fspath(self.args.output_dir)
+        probe = path
+        while probe and not os.path.exists(probe):
+            probe = os.path.dirname(probe.rstrip(os.sep))
+        if probe and not os.path.isdir(probe):
+            raise NotADirectoryError(f"TrainingArguments.output_dir '{path}': '{probe}' is a file; expected a directory "
+                                     "(or a path that does not exist yet) for the checkpoints")
 
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval"):
         """Loss (and compute_metrics' metrics) over every evaluation example:

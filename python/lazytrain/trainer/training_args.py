@@ -12,6 +12,8 @@ debug_recompiles, debug_graphs, loader_prefetch_size, device_prefetch_size
 collective_timeout, sharded_optimizer."""
 import dataclasses
 import json
+import math
+import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
@@ -76,7 +78,13 @@ class TrainingArguments:
             self.evaluation_strategy = self.eval_strategy
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]
+        for name in ("output_dir", "logging_dir", "resume_from_checkpoint"):  # pathlib.Path, as transformers takes
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
         fields = {k: v for k, v in self._cpp_fields().items()}
+        for name, value in fields.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"[TrainingArguments] training argument '{name}': expected a finite number, got {value}")
         try:
             resolved = json.loads(_C._training_arguments(json.dumps(fields)))
         except _C.LazytrainError as e:
