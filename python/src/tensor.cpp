@@ -172,11 +172,31 @@ nb::object numpy_from_literal(Literal literal) { return nb::cast(as_ndarray<nb::
 
 namespace {
 
+// NumPy's name of a DLPack dtype (float64, uint8, complex64, ...), for errors.
+std::string numpy_name(nb::dlpack::dtype d) {
+  using nb::dlpack::dtype_code;
+  std::string kind;
+  switch (static_cast<dtype_code>(d.code)) {
+    case dtype_code::Int: kind = "int"; break;
+    case dtype_code::UInt: kind = "uint"; break;
+    case dtype_code::Float: kind = "float"; break;
+    case dtype_code::Bfloat: kind = "bfloat"; break;
+    case dtype_code::Complex: kind = "complex"; break;
+    case dtype_code::Bool: return "bool";
+    default: kind = "dlpack type code " + std::to_string(d.code) + " of ";
+  }
+  std::string name = kind + std::to_string(d.bits);
+  if (d.lanes != 1) name += " x" + std::to_string(d.lanes) + " lanes";
+  return name;
+}
+
 std::pair<DType, Shape> array_layout(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
   const std::optional<DType> dtype = dtype_of(a.dtype());
   if (!dtype) {
-    throw nb::type_error((std::string(what) + ": unsupported dtype (code " + std::to_string(a.dtype().code) + ", " +
-                          std::to_string(a.dtype().bits) + " bits); expected float32, bfloat16, float16, int32, int64 or bool")
+    const bool float64 = a.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && a.dtype().bits == 64;
+    throw nb::type_error((std::string(what) + ": unsupported dtype " + numpy_name(a.dtype()) +
+                          "; expected float32, bfloat16, float16, int32, int64 or bool" +
+                          (float64 ? " (convert it with .astype(np.float32))" : ""))
                              .c_str());
   }
   Shape shape(a.ndim());

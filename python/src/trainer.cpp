@@ -243,6 +243,9 @@ void init_trainer(nb::module_& m) {
             t.trainer->set_compute_metrics(std::move(fn), std::move(pre));
           },
           "compute_metrics"_a, "preprocess_logits_for_metrics"_a.none())
+      .def(
+          "set_eval_dataset", [](PyTrainer& t, nb::object spec) { t.trainer->set_eval_dataset(trainer_dataset(spec)); }, "eval_dataset"_a.none(),
+          "The dataset evaluate() reads from now on; the training state is kept.")
       .def("set_events", [](PyTrainer& t, const std::vector<std::string>& events) { t.callbacks->set_events(events); }, "events"_a,
            "The events the Python callbacks handle (the others are not sent).")
       .def("set_model_config", [](PyTrainer& t, const std::string& json) { t.trainer->set_model_config(nlohmann::json::parse(json)); })

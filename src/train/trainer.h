@@ -96,6 +96,9 @@ class Trainer {
   // the constructor's `make_collator` (Error for a Trainer made without one).
   void stream_train_dataset(ExampleStreamFactory factory, int64_t size);
   void stream_eval_dataset(ExampleStreamFactory factory, int64_t size);
+  // The examples evaluate() reads from now on (Hugging Face's
+  // evaluate(eval_dataset=...)); training state and the model are kept.
+  void set_eval_dataset(data::TrainerDataset eval_dataset) { eval_dataset_ = std::move(eval_dataset); }
 
   // Hugging Face's add_callback: called after the Trainer's own callbacks.
   void add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }

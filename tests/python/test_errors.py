@@ -94,3 +94,13 @@ def test_a_failed_execution_raises_and_the_interpreter_lives():
     """)
     assert r.returncode == 0, r.stderr
     assert "caught LazytrainError" in r.stdout and "alive [3.0, 3.0]" in r.stdout
+
+
+def test_an_unsupported_numpy_dtype_is_named_as_numpy_names_it():
+    import numpy as np
+    with pytest.raises(TypeError, match=r"from_numpy: unsupported dtype float64; expected float32.*astype\(np.float32\)"):
+        lt.from_numpy(np.zeros(3))
+    with pytest.raises(TypeError, match=r"unsupported dtype complex64; expected"):
+        lt.from_numpy(np.zeros(3, dtype=np.complex64))
+    with pytest.raises(TypeError, match=r"unsupported dtype uint16; expected"):
+        lt.from_numpy(np.zeros(3, dtype=np.uint16))

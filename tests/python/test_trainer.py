@@ -286,3 +286,21 @@ def test_training_arguments_take_paths_and_reject_non_finite_numbers(tmp_path):
         lt.TrainingArguments(output_dir=str(tmp_path), learning_rate=float("nan"))
     with pytest.raises(ValueError, match="'max_grad_norm': expected a finite number, got inf"):
         lt.TrainingArguments(output_dir=str(tmp_path), max_grad_norm=float("inf"))
+
+
+def test_evaluate_on_another_dataset_keeps_the_training_state(tmp_path):
+    trainer = lt.Trainer(model=TinyLM(), args=args(tmp_path, max_steps=6, save_strategy="no"), train_dataset=dataset(),
+                         eval_dataset=dataset(16, seed=1))
+    trainer.train()
+    native = trainer._native
+    first = trainer.evaluate()
+    other_set = dataset(8, seed=5)
+    other = trainer.evaluate(eval_dataset=other_set)
+    # The other set's loss, computed here by the model itself.
+    trainer.model.eval()
+    batch = {k: lt.tensor(np.stack([e[k] for e in other_set])) for k in ("input_ids", "labels")}
+    expected = trainer.model(**batch)["loss"].item()
+    assert other["eval_loss"] == pytest.approx(expected, rel=1e-5)
+    assert other["eval_loss"] != pytest.approx(first["eval_loss"], rel=1e-6)
+    assert trainer._native is native and trainer.state.global_step == 6  # nothing was rebuilt or reset
+    assert trainer.evaluate()["eval_loss"] == pytest.approx(first["eval_loss"], rel=1e-7)  # the own set again

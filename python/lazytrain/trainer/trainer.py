@@ -378,15 +378,22 @@ class Trainer:
         """Loss (and compute_metrics' metrics) over every evaluation example:
         eval_loss, eval_runtime, eval_samples_per_second, eval_steps_per_second,
         perplexity (lazytrain's run_mlm/run_clm report it), epoch."""
-        if eval_dataset is not None:
-            self.eval_dataset = eval_dataset
-        if self.eval_dataset is None:
+        if eval_dataset is None and self.eval_dataset is None:
             raise ValueError("Trainer.evaluate() needs an eval_dataset")
         if metric_key_prefix != "eval":
             raise ValueError("evaluate: lazytrain names its metrics eval_*; metric_key_prefix must be 'eval'")
         native = self._native_trainer()
-        with self._RunSettings(self.args):
-            metrics = native.evaluate()
+        # Another dataset is read for this call only, as Hugging Face's
+        # evaluate(eval_dataset=...) does: the training state stays.
+        other = eval_dataset is not None and eval_dataset is not self.eval_dataset
+        if other:
+            native.set_eval_dataset(self._dataset_spec(eval_dataset, False))
+        try:
+            with self._RunSettings(self.args):
+                metrics = native.evaluate()
+        finally:
+            if other:
+                native.set_eval_dataset(self._dataset_spec(self.eval_dataset, False))
         self.state = TrainerState._from_json(native.state_json())
         return metrics
 
