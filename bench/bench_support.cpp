@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <omp.h>
 #include <vector>
 
 #include "backend/registry.h"
 #include "lazy/graph_executor.h"
 #include "optim/clip_grad.h"
+#include "roofline.h"
+#include "runtime/metrics.h"
 
 namespace lazytrain::bench {
 
@@ -34,6 +38,10 @@ void parse_step_flags(int argc, char** argv, const std::string& program, const s
     }
     if (flag == "--gradient_checkpointing") {
       f.gradient_checkpointing = true;
+      continue;
+    }
+    if (flag == "--no_roofline") {
+      f.roofline = false;
       continue;
     }
     if (i + 1 >= argc) usage_error(program, usage, "unknown flag or missing value: " + flag);
@@ -122,13 +130,34 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
               static_cast<long long>(runtime::counter_value("ExecutionThreads")), static_cast<long long>(in_use),
               static_cast<long long>(reduced), static_cast<long long>(raised));
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
+  const double allocations = static_cast<double>(runtime::counter_value("BufferAllocations")) / run.steps;
+  const double intermediates = static_cast<double>(runtime::counter_value("IntermediateAllocations")) / run.steps;
+  std::printf("buffer allocations per timed step: %.1f (inputs and kept outputs), %.1f of them intermediates outside the arena; "
+              "new arenas %lld\n",
+              allocations, intermediates, static_cast<long long>(runtime::counter_value("ArenaAllocations")));
+  std::string roofline_fields;
+  if (run.roofline) {
+    // The step's graph: the largest compiled one.
+    std::shared_ptr<backend::Executable> largest;
+    for (auto& e : lazy::GraphExecutor::get().cached_executables()) {
+      if (!largest || e->module().instructions.size() > largest->module().instructions.size()) largest = e;
+    }
+    const int64_t threads_counter = runtime::counter_value("ExecutionThreads");
+    const int threads = threads_counter > 0 ? static_cast<int>(threads_counter) : omp_get_max_threads();
+    if (largest) {
+      const Roofline r = measure_roofline(largest->module(), threads);
+      print_roofline(r, median_s);
+      roofline_fields = roofline_result_fields(r, median_s);
+    }
+  }
   std::printf("RESULT %s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
               "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
-              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f threads_in_use=%lld threads_reduced=%lld threads_raised=%lld\n",
+              "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f threads_in_use=%lld threads_reduced=%lld threads_raised=%lld "
+              "allocations_per_step=%.1f intermediate_allocations_per_step=%.1f%s\n",
               run.result_prefix.c_str(), run.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s,
               first_step_s, static_cast<long long>(recompiles), run.flops_per_token, gflops, gflops_best, cpu_s_per_step,
               static_cast<long long>(hwm_kb), loss, static_cast<long long>(in_use), static_cast<long long>(reduced),
-              static_cast<long long>(raised));
+              static_cast<long long>(raised), allocations, intermediates, roofline_fields.c_str());
 }
 
 }  // namespace lazytrain::bench

@@ -68,6 +68,7 @@ struct StepFlags {
   int steps = 1;
   bool bf16 = false;
   bool gradient_checkpointing = false;  // the model's gradient_checkpointing_enable()
+  bool roofline = true;                 // --no_roofline: skip measuring the bound (bench/roofline.h)
   uint64_t seed = 42;
 };
 
@@ -87,6 +88,7 @@ struct TrainingRun {
   int64_t tokens_per_step = 0;
   double flops_per_token = 0;  // training matmul FLOPs, for model GFLOP/s
   int warmup = 1, steps = 1;
+  bool roofline = true;  // measure and print the step's roofline bound (bench/roofline.h)
 };
 
 // The Trainer's step after the forward: loss.backward(), clip_grad_norm_(params, 1.0),
@@ -96,7 +98,10 @@ double finish_training_step(const Tensor& loss, const std::vector<Tensor>& param
 // Runs the steps and prints: the warm-up (first step, its CompileTime, graphs
 // compiled), the timed steps (tokens/s mean and best step, step median/min/max,
 // ExecuteTime share, recompiles, model GFLOP/s), the process CPU time per step,
-// peak RSS (VmHWM), then one line "RESULT <result_prefix> steps=... tokens_per_s=...
+// peak RSS (VmHWM), buffer allocations per timed step (runtime/buffer.h's
+// BufferAllocations; IntermediateAllocations: those outside the static
+// buffer assignment's arena) and the roofline bound of the largest compiled
+// graph (bench/roofline.h), then one line "RESULT <result_prefix> steps=... tokens_per_s=...
 // tokens_per_s_best=... ... vmhwm_kb=... loss=..." that bench/run_*.sh parse.
 // Metrics are reset before the warm-up and again before the timed steps.
 void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step);

@@ -51,7 +51,7 @@ const char* kUsage =
     "usage: bench_bert_train [--model bert-tiny|bert-mini|bert-base|bert-large] [--config_overrides k=v,...]\n"
     "                        [--backend interpreter|cpu] [--batch_size B] [--seq_len S]\n"
     "                        [--warmup N] [--steps M] [--bf16] [--seed N] [--lm_head labelled|all]\n"
-    "                        [--gradient_checkpointing]\n";
+    "                        [--gradient_checkpointing] [--no_roofline]\n";
 
 [[noreturn]] void usage_error(const std::string& message) { bench::usage_error("bench_bert_train", kUsage, message); }
 
@@ -189,7 +189,8 @@ int run(const Options& o) {
     return bench::finish_training_step(loss, params, optimizer);
   };
 
-  const bench::TrainingRun run{common + " dtype=" + (o.bf16 ? "bf16" : "f32"), batch * o.seq_len, flops_per_token, o.warmup, o.steps};
+  bench::TrainingRun run{common + " dtype=" + (o.bf16 ? "bf16" : "f32"), batch * o.seq_len, flops_per_token, o.warmup, o.steps};
+  run.roofline = o.roofline;
   bench::time_training_steps(run, step);
   return 0;
 }

@@ -45,7 +45,7 @@ struct Options : bench::StepFlags {
 
 const char* kUsage =
     "usage: bench_gpt2_train [--model_type gpt2|llama] [--config CONFIG_JSON] [--config_overrides k=v,...] [--backend interpreter|cpu]\n"
-    "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N] [--gradient_checkpointing]\n"
+    "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N] [--gradient_checkpointing] [--no_roofline]\n"
     "  --config defaults to ../shared/data/gpt2/config.json (GPT-2 124M), relative to the repository root;\n"
     "  --model_type llama takes a Llama config.json (bench/smollm2_135m_config.json: SmolLM2-135M's shape)\n";
 
@@ -144,7 +144,8 @@ int run(const Options& o) {
 
   const std::string prefix = "bench=gpt2_train model=" + o.model_type + " backend=" + o.backend + " batch=" + std::to_string(o.batch_size) +
                              " seq=" + std::to_string(o.seq_len) + " dtype=" + (o.bf16 ? "bf16" : "f32");
-  const bench::TrainingRun run{prefix, o.batch_size * o.seq_len, flops_per_token, o.warmup, o.steps};
+  bench::TrainingRun run{prefix, o.batch_size * o.seq_len, flops_per_token, o.warmup, o.steps};
+  run.roofline = o.roofline;
   bench::time_training_steps(run, step);
   return 0;
 }

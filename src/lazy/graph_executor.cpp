@@ -177,6 +177,19 @@ size_t GraphExecutor::cache_size() const {
   return cache_.size();
 }
 
+std::vector<std::shared_ptr<backend::Executable>> GraphExecutor::cached_executables() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<backend::Executable>> out;
+  for (const auto& [key, entry] : cache_) {
+    if (entry.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      if (auto e = entry.get()) out.push_back(std::move(e));
+    } catch (const std::exception&) {  // a failed compile: nothing to read
+    }
+  }
+  return out;
+}
+
 std::string GraphExecutor::last_compiled_hlo() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_compiled_hlo_;

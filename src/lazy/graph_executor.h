@@ -136,6 +136,9 @@ class GraphExecutor {
   size_t cache_size() const;
   // The HLO text of the most recently compiled graph ("" before the first).
   std::string last_compiled_hlo() const;
+  // Every executable in the compile cache whose compile has finished (for
+  // tools that read the optimized modules: bench/roofline.h).
+  std::vector<std::shared_ptr<backend::Executable>> cached_executables() const;
 
  private:
   GraphExecutor();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "runtime/metrics.h"
 
 namespace lazytrain::runtime {
 
@@ -78,9 +79,23 @@ Buffer::Buffer(Shape shape, DType dtype, Device device) : shape_(std::move(shape
   size_t bytes = static_cast<size_t>(nbytes());
   size_t rounded = ((bytes + 63) / 64) * 64;
   if (rounded == 0) rounded = 64;
+  static Counter& allocations = counter("BufferAllocations");
+  allocations.add(1);
   void* p = BlockCache::get().allocate(rounded);
   if (!p) throw Error("[Buffer] out of memory allocating " + std::to_string(bytes) + " bytes for " + shape_str(shape_));
   storage_ = std::shared_ptr<void>(p, [rounded](void* q) { BlockCache::get().release(q, rounded); });
+}
+
+Buffer Buffer::view(int64_t offset, Shape shape, DType dtype) const {
+  const int64_t bytes = lazytrain::numel(shape) * itemsize(dtype);
+  check(offset >= 0 && offset + bytes <= nbytes(), "Buffer",
+        "a view of " + std::to_string(bytes) + " bytes at " + std::to_string(offset) + " passes the end of " + std::to_string(nbytes()));
+  Buffer b;
+  b.shape_ = std::move(shape);
+  b.dtype_ = dtype;
+  b.device_ = device_;
+  b.storage_ = std::shared_ptr<void>(storage_, static_cast<uint8_t*>(storage_.get()) + offset);
+  return b;
 }
 
 Buffer Buffer::reshaped(Shape shape) const {

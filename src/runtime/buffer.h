@@ -25,6 +25,10 @@ class Buffer {
   Buffer(Shape shape, DType dtype, Device device = current_device());
   // Same bytes, new shape of equal numel (a bitcast/reshape).
   Buffer reshaped(Shape shape) const;
+  // `shape` elements of `dtype` at byte `offset` of this buffer's storage (a
+  // slot of an arena, hlo/buffer_assignment.h): the storage lives while any
+  // view does. Throws Error when they do not fit.
+  Buffer view(int64_t offset, Shape shape, DType dtype) const;
 
   const Shape& shape() const { return shape_; }
   const Device& device() const { return device_; }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "backend/cpu/cpu_compiler.h"
@@ -22,6 +23,7 @@
 #include "backend/onednn_matmul.h"
 #include "backend/interpreter/kernels.h"
 #include "core/error.h"
+#include "hlo/buffer_assignment.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
@@ -68,6 +70,7 @@ class CpuExecutable : public Executable {
         }
       }
     }
+    assign_buffers();
   }
 
   const hlo::HloModule& module() const override { return module_; }
@@ -83,6 +86,7 @@ class CpuExecutable : public Executable {
     std::vector<Buffer> outputs;
     std::vector<const void*> pointers;
     std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE: milliseconds per kind of instruction
+    ArenaLease arena(*this);
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kTuple) {
         for (int o : in.operands) outputs.push_back(values[o]);
@@ -94,22 +98,22 @@ class CpuExecutable : public Executable {
       if (in.opcode == HloOpcode::kConstant) {
         values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
       } else if (matmul != matmuls_.end()) {
-        Buffer out(in.shape, in.dtype);
+        Buffer out = output_storage(in, values, donated, arena.buffer);
         const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
         const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
         matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
         values[in.id] = std::move(out);
-      } else if (Buffer out; in.opcode == HloOpcode::kScatter && (out = reusable_operand(in, values, donated)).defined()) {
-        std::vector<hlo::ArrayRef> refs;
-        for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
-        hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
-        values[in.id] = std::move(out);
       } else if (kernel != kernels_.end()) {
-        Buffer out = reusable_operand(in, values, donated);
-        if (!out.defined()) out = Buffer(in.shape, in.dtype);
+        Buffer out = output_storage(in, values, donated, arena.buffer);
         pointers.clear();
         for (int o : in.operands) pointers.push_back(values[o].raw());
         kernel->second(pointers.data(), out.raw());
+        values[in.id] = std::move(out);
+      } else if (writes_into_storage(in)) {
+        Buffer out = output_storage(in, values, donated, arena.buffer);
+        std::vector<hlo::ArrayRef> refs;
+        for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
+        hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
         values[in.id] = std::move(out);
       } else {
         interpreter::Operands args;
@@ -135,6 +139,97 @@ class CpuExecutable : public Executable {
   }
 
  private:
+  // Instructions that the interpreter's evaluate_into computes into storage
+  // they are handed (everything but values that are made elsewhere or are
+  // views: parameters, constants, reshapes, collectives, fusions without a
+  // generated kernel, which run on the interpreter whole).
+  bool writes_into_storage(const hlo::HloInstruction& in) const {
+    switch (in.opcode) {
+      case HloOpcode::kParameter:
+      case HloOpcode::kConstant:
+      case HloOpcode::kReshape:
+      case HloOpcode::kAllReduce:
+      case HloOpcode::kAllGather:
+      case HloOpcode::kReduceScatter:
+      case HloOpcode::kTuple:
+        return false;
+      case HloOpcode::kFusion:
+        return kernels_.count(in.id) > 0 || matmuls_.count(in.id) > 0;
+      default:
+        return true;
+    }
+  }
+
+  // Static buffer assignment (hlo/buffer_assignment.h): the arena slot of every
+  // intermediate, and which outputs are computed over an operand in place.
+  void assign_buffers() {
+    hlo::BufferAssignmentOptions options;
+    // A reshape makes no storage (it shows its operand's), so it is not
+    // external: its buffer is its operand's, wherever that lives.
+    options.storage = [this](const hlo::HloInstruction& in) {
+      return writes_into_storage(in) || in.opcode == HloOpcode::kReshape ? hlo::OutputStorage::kArena : hlo::OutputStorage::kExternal;
+    };
+    options.may_alias = [this](const hlo::HloInstruction& in) {
+      std::vector<size_t> operands;
+      // A reshape is a view; a collective of one replica, or an interpreted
+      // fusion, may hand back an operand's storage.
+      const bool views = in.opcode == HloOpcode::kReshape || in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather ||
+                         in.opcode == HloOpcode::kReduceScatter || (in.opcode == HloOpcode::kFusion && !writes_into_storage(in));
+      if (views) {
+        for (size_t k = 0; k < in.operands.size(); ++k) operands.push_back(k);
+      }
+      return operands;
+    };
+    options.in_place_candidates = [this](const hlo::HloInstruction& in) {
+      const auto it = in_place_operands_.find(in.id);
+      return it == in_place_operands_.end() ? std::vector<size_t>{} : it->second;
+    };
+    assignment_ = hlo::assign_buffers(module_, options);
+    runtime::metric("ArenaBytes", runtime::MetricKind::kBytes).add_sample(static_cast<double>(assignment_.arena_bytes));
+  }
+
+  // The arena of one execution, taken from the executable's free arenas (one
+  // per concurrent execution: replicas share a cached executable) and given
+  // back when the execution ends, however it ends.
+  struct ArenaLease {
+    explicit ArenaLease(CpuExecutable& e) : executable(e) {
+      std::lock_guard<std::mutex> lock(e.arena_mutex_);
+      if (!e.free_arenas_.empty()) {
+        buffer = std::move(e.free_arenas_.back());
+        e.free_arenas_.pop_back();
+      }
+      if (!buffer.defined() && e.assignment_.arena_bytes > 0) {
+        buffer = Buffer(Shape{e.assignment_.arena_bytes}, DType::kBool);
+        runtime::counter("ArenaAllocations").add(1);
+      }
+    }
+    ~ArenaLease() {
+      if (!buffer.defined()) return;
+      std::lock_guard<std::mutex> lock(executable.arena_mutex_);
+      executable.free_arenas_.push_back(std::move(buffer));
+    }
+    CpuExecutable& executable;
+    Buffer buffer;
+  };
+
+  // Where `in`'s output is written: over the operand buffer assignment chose,
+  // its arena slot, a donated argument or an intermediate it may overwrite
+  // (reusable_operand), or new storage.
+  Buffer output_storage(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated,
+                        const Buffer& arena) const {
+    const auto id = static_cast<size_t>(in.id);
+    if (const int k = assignment_.in_place_operand[id]; k >= 0) return values[in.operands[static_cast<size_t>(k)]].reshaped(in.shape);
+    if (const int64_t offset = assignment_.offset[id]; offset >= 0) return arena.view(offset, in.shape, in.dtype);
+    if (in_place_operands_.count(in.id)) {
+      if (Buffer out = reusable_operand(in, values, donated); out.defined()) return out;
+    }
+    if (!assignment_.outlives[id]) {
+      static runtime::Counter& intermediates = runtime::counter("IntermediateAllocations");
+      intermediates.add(1);
+    }
+    return Buffer(in.shape, in.dtype);
+  }
+
   // Operands of a loop fusion that its kernel reads only at the output's own
   // linear index (element i of the operand feeds element i of the output, never
   // through a broadcast) with the output's shape and dtype: the kernel may write
@@ -198,6 +293,9 @@ class CpuExecutable : public Executable {
   std::map<int, Buffer> constants_;                       // each constant's value, copied once
   // CompilerOptions::profile (LAZYTRAIN_PROFILE): per-execution totals by instruction kind.
   bool profile_ = false;
+  hlo::BufferAssignment assignment_;
+  std::mutex arena_mutex_;
+  std::vector<Buffer> free_arenas_;
 };
 
 // A persistent cache entry: the optimized module, the kernel symbol of each
