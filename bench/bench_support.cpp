@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <vector>
 
 #include "backend/registry.h"
+#include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "optim/clip_grad.h"
 
@@ -60,7 +62,29 @@ double finish_training_step(const Tensor& loss, const std::vector<Tensor>& param
   return loss.item();
 }
 
+void FallbackTally::add_counted() {
+  static const std::string prefix = "InterpreterFallback.";
+  for (const std::string& name : runtime::counter_names()) {
+    if (name.rfind(prefix, 0) == 0) runs_[name.substr(prefix.size())] += runtime::counter_value(name);
+  }
+}
+
+void FallbackTally::fail_if_any() const {
+  if (runs_.empty()) return;
+  std::string list;
+  int64_t all = 0;
+  for (const auto& [fusion, runs] : runs_) {
+    list += (list.empty() ? "" : ", ") + fusion + " (" + std::to_string(runs) + " runs)";
+    all += runs;
+  }
+  throw Error("[benchmark] " + std::to_string(all) + " interpreter fallbacks: fusions the cpu backend did not generate ran on the "
+              "interpreter, so this is not the generated code's speed: " + list + " (the warnings above say why)");
+}
+
 void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step) {
+  // Counted across the resets below: a warm-up graph's fallback counts too.
+  FallbackTally fallbacks;
+  fallbacks.add_counted();  // the model's initialisation
   // Warm-up: the first step compiles the training graph.
   runtime::reset_metrics();
   double first_step_s = 0.0, loss = 0.0, first_compile_s = 0.0;
@@ -83,6 +107,7 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",
               first_step_s, first_compile_s, static_cast<long long>(warmup_compiles), loss, warmup_s);
 
+  fallbacks.add_counted();
   runtime::reset_metrics();
   std::vector<double> step_s;
   const double cpu_start = process_cpu_seconds();
@@ -122,6 +147,8 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
               static_cast<long long>(runtime::counter_value("ExecutionThreads")), static_cast<long long>(in_use),
               static_cast<long long>(reduced), static_cast<long long>(raised));
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
+  fallbacks.add_counted();
+  fallbacks.fail_if_any();  // before the RESULT line: a run with fallbacks is not a result
   std::printf("RESULT %s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
               "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
               "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f threads_in_use=%lld threads_reduced=%lld threads_raised=%lld\n",
