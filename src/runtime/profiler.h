@@ -24,7 +24,9 @@
 //
 // Categories ("cat") and what records them:
 //   trace        mark_step (graph hash, IR nodes, outputs) and the host's
-//                tracing since the previous one ("trace (step N)")
+//                time since the thread's previous mark_step ("trace (step N)":
+//                the ops that built this graph, and any reads in between,
+//                whose waits show as "wait" events inside it)
 //   compile      a graph's compile or cache lookup (graph hash, cache:
 //                memory/disk hit or miss), and inside it lowering, HLO passes,
 //                kernel emission and the C++ compiler run
