@@ -104,8 +104,8 @@ class CpuExecutable : public Executable {
         for (int o : in.operands) outputs.push_back(values[o]);
         break;
       }
-      const bool timed = profile_ || (tracing && labels_[in.id].category != nullptr);
-      const int64_t t0 = timed ? runtime::now_ns() : 0;
+      const int64_t t0 = profile_ || tracing ? runtime::now_ns() : 0;
+      count_if_fallback(in);
       auto kernel = kernels_.find(in.id);
       auto matmul = matmuls_.find(in.id);
       if (in.opcode == HloOpcode::kConstant) {
@@ -129,20 +129,12 @@ class CpuExecutable : public Executable {
         kernel->second(pointers.data(), out.raw());
         values[in.id] = std::move(out);
       } else {
-        if (auto fallback = fallback_counters_.find(in.id); fallback != fallback_counters_.end()) {
-          static runtime::Counter& all = runtime::counter("InterpreterFallback");
-          all.add(1);
-          fallback->second->add(1);
-        }
         interpreter::Operands args;
         for (int o : in.operands) args.push_back(&values[o]);
         values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
       }
-      if (timed) {
-        const Label& label = labels_[in.id];
-        if (tracing && label.category) runtime::record_span(label.category, label.name, t0, runtime::now_ns(), label.args);
-        if (profile_) note_profile(in, kernel != kernels_.end(), matmul != matmuls_.end(), runtime::now_ns() - t0, totals);
-      }
+      if (tracing) trace_instruction(in, t0);
+      if (profile_) note_profile(in, kernel != kernels_.end(), matmul != matmuls_.end(), runtime::now_ns() - t0, totals);
       for (int o : in.operands) {
         if (last_use_[o] == in.id) values[o] = Buffer();
       }
@@ -158,6 +150,22 @@ class CpuExecutable : public Executable {
     std::string name;
     std::vector<std::pair<const char*, runtime::TraceArgValue>> args;
   };
+
+  // A fusion run on the interpreter: counts InterpreterFallback and InterpreterFallback.<fusion>.
+  void count_if_fallback(const hlo::HloInstruction& in) const {
+    if (in.opcode != HloOpcode::kFusion) return;
+    const auto fallback = fallback_counters_.find(in.id);
+    if (fallback == fallback_counters_.end()) return;
+    static runtime::Counter& all = runtime::counter("InterpreterFallback");
+    all.add(1);
+    fallback->second->add(1);
+  }
+
+  // The trace's event for `in` (begun at `t0`): kernel, dot, collective or interpreter; none for no work.
+  void trace_instruction(const hlo::HloInstruction& in, int64_t t0) const {
+    const Label& label = labels_[in.id];
+    if (label.category) runtime::record_span(label.category, label.name, t0, runtime::now_ns(), label.args);
+  }
 
   // Fusions with neither a kernel nor a oneDNN matmul run on the interpreter: say why, once, and count them.
   void find_fallbacks() {
