@@ -2,7 +2,9 @@
 """Renders one training step of a lazytrain trace (runtime/profiler.h: Chrome
 trace-event JSON, as LAZYTRAIN_PROFILE=DIR or --profile_dir write it) to a PNG:
 one row per thread, a box per event (nested events one level lower, coloured
-by category), the longest kernels and dots labelled with their HLO name.
+by category), the longest kernels and dots numbered and listed with their HLO
+name, shapes and what ran them; below, the step's first --zoom milliseconds
+enlarged (the host's tracing, mark_step and the first kernels).
 
 The step shown is the host's tracing of mark_step number --step (default: the
 last one; from the end of the host's last wait before it, e.g. the previous
@@ -99,6 +101,37 @@ def depths(events):
     return out
 
 
+def draw_rows(ax, rows, heights, lane, begin, span_ms, number_of, name_width):
+    """Boxes for `rows` from `begin` over `span_ms` milliseconds; events in
+    `number_of` get their number above them, others wider than `name_width`
+    (ms) their name inside."""
+    y = 0.0
+    ticks, tick_labels = [], []
+    for (label, items, levels), h in zip(rows, heights):
+        top = y
+        for e, depth in items:
+            x0 = (max(e["ts"], begin) - begin) / 1e3
+            x1 = (e["ts"] + e["dur"] - begin) / 1e3
+            if x0 >= span_ms:
+                continue
+            x1 = min(x1, span_ms)
+            yy = top + 0.5 + depth * lane
+            ax.add_patch(mpatches.Rectangle((x0, yy), max(x1 - x0, span_ms * 4e-4), lane * 0.9, facecolor=COLOURS.get(e["cat"], "#cccccc"),
+                                            edgecolor="#555555" if x1 - x0 > span_ms * 5e-3 else "none", linewidth=0.3))
+            if id(e) in number_of:  # a number above the box, the name in the list below
+                ax.annotate(str(number_of[id(e)]), xy=((x0 + x1) / 2, yy), xytext=((x0 + x1) / 2, top + 0.25), ha="center", va="center",
+                            fontsize=7, arrowprops=dict(arrowstyle="-", linewidth=0.4, color="#333333"))
+            elif x1 - x0 > name_width:
+                ax.text(x0 + span_ms * 0.003, yy + lane * 0.45, e["name"], ha="left", va="center", fontsize=7, clip_on=True)
+        ticks.append(top + h / 2 + 0.2)
+        tick_labels.append(label)
+        y += h
+    ax.set_xlim(0, span_ms)
+    ax.set_ylim(y, 0)
+    ax.set_yticks(ticks, tick_labels, fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", help="a .trace.json file")
@@ -106,6 +139,7 @@ def main():
     parser.add_argument("--step", type=int, default=0, help="which mark_step, counted from 1 (default: the last)")
     parser.add_argument("--labels", type=int, default=10, help="label the N longest kernels and dots (default 10)")
     parser.add_argument("--title", default="", help="a title above the rows")
+    parser.add_argument("--zoom", type=float, default=250, help="a second panel of the step's first N ms (default 250; 0: none)")
     args = parser.parse_args()
 
     names, order, events = load(args.trace)
@@ -124,39 +158,25 @@ def main():
     labelled = sorted((e for e in shown if e["cat"] in ("kernel", "dot")), key=lambda e: -e["dur"])[: args.labels]
     number_of = {id(e): k + 1 for k, e in enumerate(labelled)}
     list_lines = (len(labelled) + 1) // 2
-    fig_h = 1.15 + 0.42 * sum(heights) + 0.17 * list_lines
+    panel_h = 0.42 * sum(heights)
+    panels = 2 if args.zoom > 0 else 1
+    fig_h = 0.75 + panels * (panel_h + 0.55) + 0.17 * list_lines
     fig = plt.figure(figsize=(14, fig_h), dpi=90)
     list_h = (0.35 + 0.17 * list_lines) / fig_h
-    ax = fig.add_axes([0.1, list_h + 0.55 / fig_h, 0.88, 1 - list_h - 1.0 / fig_h])
     span_ms = (end - begin) / 1e3
-    y = 0.0
-    ticks, tick_labels = [], []
-    for (label, items, levels), h in zip(rows, heights):
-        top = y
-        for e, depth in items:
-            x0 = (max(e["ts"], begin) - begin) / 1e3
-            x1 = (min(e["ts"] + e["dur"], end) - begin) / 1e3
-            yy = top + 0.5 + depth * lane
-            ax.add_patch(mpatches.Rectangle((x0, yy), max(x1 - x0, span_ms * 4e-4), lane * 0.9, facecolor=COLOURS.get(e["cat"], "#cccccc"),
-                                            edgecolor="#555555" if x1 - x0 > span_ms * 5e-3 else "none", linewidth=0.3))
-            if id(e) in number_of:  # a number above the box, the name in the list below
-                ax.annotate(str(number_of[id(e)]), xy=((x0 + x1) / 2, yy), xytext=((x0 + x1) / 2, top + 0.25), ha="center", va="center",
-                            fontsize=7, arrowprops=dict(arrowstyle="-", linewidth=0.4, color="#333333"))
-            elif e["cat"] in ("execute", "trace", "wait") and x1 - x0 > span_ms * 0.08:
-                ax.text(x0 + span_ms * 0.003, yy + lane * 0.45, e["name"], ha="left", va="center", fontsize=7, clip_on=True)
-        ticks.append(top + h / 2 + 0.2)
-        tick_labels.append(label)
-        y += h
-    ax.set_xlim(0, span_ms)
-    ax.set_ylim(y, 0)
-    ax.set_yticks(ticks, tick_labels, fontsize=8)
+    tops = [1 - (0.35 + panel_h) / fig_h, 1 - (0.35 + 2 * panel_h + 0.55) / fig_h]
+    ax = fig.add_axes([0.1, tops[0], 0.88, panel_h / fig_h])
+    draw_rows(ax, rows, heights, lane, begin, span_ms, number_of, span_ms * 0.08)
     ax.set_xlabel(f"milliseconds since the step's tracing began (mark_step {number})", fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
     if args.title:
         ax.set_title(args.title, fontsize=9, loc="left")
     used = [c for c in COLOURS if any(e["cat"] == c for e in shown)]
     ax.legend(handles=[mpatches.Patch(color=COLOURS[c], label=c) for c in used], fontsize=7, ncol=len(used), loc="lower right",
               bbox_to_anchor=(1.0, 1.0), frameon=False)
+    if args.zoom > 0:
+        zoom = fig.add_axes([0.1, tops[1], 0.88, panel_h / fig_h])
+        draw_rows(zoom, rows, heights, lane, begin, min(args.zoom, span_ms), {}, min(args.zoom, span_ms) * 0.06)
+        zoom.set_xlabel(f"the first {min(args.zoom, span_ms):g} ms of the same step, enlarged", fontsize=8)
     for k, e in enumerate(labelled):
         a = e.get("args", {})
         shape = f"{a['lhs']} x {a['rhs']}" if e["cat"] == "dot" else a.get("shape", "")
