@@ -89,6 +89,7 @@ struct ThreadBuffer {
 
 struct Session {
   uint64_t id = 0;
+  bool from_environment = false;  // started by LAZYTRAIN_PROFILE
   std::string path;
   int64_t start_ns = 0;
   std::string start_time;  // wall clock, ISO 8601 (UTC)
@@ -148,12 +149,8 @@ void stop_and_say_where() noexcept {
   }
 }
 
-// Starts a session; `p.mutex` held.
-void start_locked(Profiler& p, const std::string& log_dir, const std::string& origin) {
-  if (p.session) {
-    throw Error("[profiler] " + origin + ": a trace is already recording into '" + p.session->path +
-                "'; stop_trace() it first (LAZYTRAIN_PROFILE starts one for the whole process)");
-  }
+// Creates `log_dir` if missing; Error naming `origin` and the directory when it cannot be made or written.
+void prepare_directory(const std::string& log_dir, const std::string& origin) {
   check(!log_dir.empty(), "profiler", origin + ": expected a directory for the trace file, got an empty path");
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
@@ -164,11 +161,26 @@ void start_locked(Profiler& p, const std::string& log_dir, const std::string& or
   if (::access(log_dir.c_str(), W_OK) != 0) {
     throw Error("[profiler] " + origin + " '" + log_dir + "': the directory is not writable");
   }
+}
+
+// <log_dir>/lazytrain-<host>-<pid>[.<session>].trace.json
+std::string trace_file(const std::string& log_dir, uint64_t session) {
+  const std::string suffix = session == 1 ? "" : "." + std::to_string(session);
+  return (std::filesystem::path(log_dir) / ("lazytrain-" + host_name() + "-" + std::to_string(::getpid()) + suffix + ".trace.json")).string();
+}
+
+// Starts a session; `p.mutex` held.
+void start_locked(Profiler& p, const std::string& log_dir, const std::string& origin) {
+  if (p.session) {
+    throw Error("[profiler] " + origin + ": a trace is already recording into '" + p.session->path +
+                "'; stop_trace() it first (LAZYTRAIN_PROFILE starts one for the whole process)");
+  }
+  prepare_directory(log_dir, origin);
   ++p.sessions_started;
   Session s;
   s.id = p.sessions_started;
-  const std::string suffix = p.sessions_started == 1 ? "" : "." + std::to_string(p.sessions_started);
-  s.path = (std::filesystem::path(log_dir) / ("lazytrain-" + host_name() + "-" + std::to_string(::getpid()) + suffix + ".trace.json")).string();
+  s.from_environment = origin == "LAZYTRAIN_PROFILE";
+  s.path = trace_file(log_dir, s.id);
   s.start_ns = now_ns();
   s.start_time = utc_now_iso();
   p.session = std::move(s);
@@ -240,7 +252,14 @@ ScopedTrace::ScopedTrace(const std::string& log_dir, const std::string& flag) {
   Profiler& p = profiler();
   read_environment_once(p);
   std::lock_guard<std::mutex> lock(p.mutex);
-  start_locked(p, log_dir, flag);
+  if (p.session && p.session->from_environment) {
+    // The flag overrides LAZYTRAIN_PROFILE: the process's trace goes to its directory instead.
+    prepare_directory(log_dir, flag);
+    p.session->path = trace_file(log_dir, p.session->id);
+    p.session->from_environment = false;
+  } else {
+    start_locked(p, log_dir, flag);
+  }
   started_ = true;
 }
 

@@ -108,7 +108,9 @@ std::string trace_path();
 // A trace from construction to destruction, for a command's flag (the CLI's
 // --profile_dir): nothing when `log_dir` is empty; else start_trace(log_dir)
 // (its errors name `flag`), and at destruction stop_trace(), saying on stderr
-// where the file went (or why it could not be written).
+// where the file went (or why it could not be written). The flag overrides
+// LAZYTRAIN_PROFILE: a trace that variable started goes to `log_dir` instead
+// (with the events it already holds).
 class ScopedTrace {
  public:
   ScopedTrace(const std::string& log_dir, const std::string& flag);

@@ -298,6 +298,16 @@ then
 else
   failed=$((failed + 1)); echo "FAIL profile_dir: rc=$rc traces=${traces[*]}"; cat "$work/stderr"
 fi
+# The flag overrides LAZYTRAIN_PROFILE: the one trace goes to --profile_dir.
+LAZYTRAIN_PROFILE="$work/env_profile" "$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/profiled_env" \
+  --profile_dir "$work/flag_profile" > /dev/null 2> "$work/stderr"
+rc=$?
+flag_traces=("$work"/flag_profile/lazytrain-*.trace.json)
+if [ $rc -eq 0 ] && [ ${#flag_traces[@]} -eq 1 ] && [ -s "${flag_traces[0]}" ] && [ -z "$(ls -A "$work/env_profile" 2>/dev/null)" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL profile_dir_over_environment: rc=$rc traces=${flag_traces[*]}"; ls "$work/env_profile"; cat "$work/stderr"
+fi
 expect_error profile_dir_not_creatable "[profiler] --profile_dir '$work/latin1.txt/sub': cannot create the directory" \
   "${common[@]}" --train_file "$text" --profile_dir "$work/latin1.txt/sub" --output_dir "$work/out"
 

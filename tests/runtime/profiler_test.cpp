@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/env_vars.h"
 #include "core/error.h"
 #include "distributed/spawn.h"
 #include "lazy/graph_executor.h"
@@ -51,6 +52,9 @@ struct ParsedTrace {
   std::string row(const json& e) const { return thread_names.at(e["tid"].get<int64_t>()); }
 };
 
+// LAZYTRAIN_PROFILE records the whole process; these tests start their own traces.
+bool whole_process_traced() { return !environment().profile_dir.empty(); }
+
 ParsedTrace parse_trace(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
@@ -77,6 +81,7 @@ void train_tiny_bert() {
 }
 
 TEST(Profiler, TrainingStepsMakeAChromeTrace) {
+  if (whole_process_traced()) GTEST_SKIP() << "LAZYTRAIN_PROFILE is set: the whole process is traced";
   lazytrain::testing::CpuBackendScope cpu;
   const fs::path dir = fresh_dir("steps");
   EXPECT_FALSE(runtime::is_tracing());
@@ -173,6 +178,7 @@ TEST(Profiler, TrainingStepsMakeAChromeTrace) {
 }
 
 TEST(Profiler, NothingIsRecordedWhileNoTraceIs) {
+  if (whole_process_traced()) GTEST_SKIP() << "LAZYTRAIN_PROFILE is set: the whole process is traced";
   lazytrain::testing::CpuBackendScope cpu;
   testing_support::TinyRunOptions options;
   options.steps = 2;
@@ -184,6 +190,7 @@ TEST(Profiler, NothingIsRecordedWhileNoTraceIs) {
 }
 
 TEST(Profiler, EachTraceOfAProcessGetsItsOwnFile) {
+  if (whole_process_traced()) GTEST_SKIP() << "LAZYTRAIN_PROFILE is set: the whole process is traced";
   const fs::path dir = fresh_dir("twice");
   runtime::start_trace(dir.string());
   const std::string first = runtime::stop_trace();
@@ -196,6 +203,7 @@ TEST(Profiler, EachTraceOfAProcessGetsItsOwnFile) {
 }
 
 TEST(Profiler, ErrorsNameTheDirectory) {
+  if (whole_process_traced()) GTEST_SKIP() << "LAZYTRAIN_PROFILE is set: the whole process is traced";
   const fs::path dir = fresh_dir("errors");
   fs::create_directories(dir);
   const fs::path file = dir / "a_file";
