@@ -27,6 +27,7 @@ struct RunMlmOptions {
   std::optional<int64_t> max_train_samples, max_eval_samples;  // unset: every example
   std::string backend;  // empty: $LAZYTRAIN_BACKEND, else the default
   std::string compile_cache_dir, dump_hlo;
+  std::string profile_dir;  // a Chrome trace of the run goes here (runtime/profiler.h); empty: none
   train::TrainingArguments training;
 };
 
@@ -46,6 +47,7 @@ struct RunClmOptions {
   std::optional<int64_t> max_train_samples, max_eval_samples;
   std::string backend;
   std::string compile_cache_dir, dump_hlo;
+  std::string profile_dir;  // a Chrome trace of the run goes here (runtime/profiler.h); empty: none
   train::TrainingArguments training;
 };
 

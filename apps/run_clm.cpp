@@ -21,6 +21,7 @@
 #include "lazy/graph_executor.h"
 #include "models/auto_model.h"
 #include "runtime/collectives.h"
+#include "runtime/profiler.h"
 #include "train/arguments_agreement.h"
 #include "train/trainer.h"
 
@@ -51,6 +52,9 @@ void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
       ->check(CLI::IsMember(backend::backend_names()));
   c->add_option("--compile_cache_dir", o.compile_cache_dir, "Persistent compile cache directory (default: $LAZYTRAIN_CACHE_DIR)");
   c->add_option("--dump_hlo", o.dump_hlo, "Write each graph's HLO before and after the passes and its generated kernels here");
+  c->add_option("--profile_dir", o.profile_dir,
+                "Write a timeline of the run here: a Chrome trace (lazytrain-<host>-<pid>.trace.json) for ui.perfetto.dev or "
+                "chrome://tracing (default: $LAZYTRAIN_PROFILE)");
 }
 
 namespace {
@@ -96,6 +100,7 @@ int run_clm(const RunClmOptions& options) {
   t.validate();
   if (!t.do_train && !t.do_eval) throw Error("[run_clm] nothing to do: pass --do_train and/or --do_eval");
   train::check_arguments_agree("run_clm", t.to_json());  // under mpirun: every process the same, before any other collective
+  const runtime::ScopedTrace profile(o.profile_dir, "--profile_dir");  // written when run_clm returns or throws
   if (!o.train_tfrecords.empty() && !o.train_file.empty()) throw Error("[run_clm] give --train_file or --train_tfrecords, not both");
   if (!o.validation_tfrecords.empty() && !o.validation_file.empty()) {
     throw Error("[run_clm] give --validation_file or --validation_tfrecords, not both");

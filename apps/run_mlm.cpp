@@ -17,6 +17,7 @@
 #include "models/auto_model.h"
 #include "models/roberta.h"
 #include "runtime/collectives.h"
+#include "runtime/profiler.h"
 #include "train/arguments_agreement.h"
 #include "train/trainer.h"
 
@@ -57,6 +58,9 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
   c->add_option("--compile_cache_dir", o.compile_cache_dir,
                 "Persistent compile cache directory (default: $LAZYTRAIN_CACHE_DIR); a second run compiles nothing");
   c->add_option("--dump_hlo", o.dump_hlo, "Write each graph's HLO before and after the passes and its generated kernels here");
+  c->add_option("--profile_dir", o.profile_dir,
+                "Write a timeline of the run here: a Chrome trace (lazytrain-<host>-<pid>.trace.json) for ui.perfetto.dev or "
+                "chrome://tracing (default: $LAZYTRAIN_PROFILE)");
 }
 
 namespace {
@@ -116,6 +120,7 @@ int run_mlm(const RunMlmOptions& options) {
   // Everything is validated before --output_dir is touched.
   check_flags(o);
   train::check_arguments_agree("run_mlm", t.to_json());  // under mpirun: every process the same
+  const runtime::ScopedTrace profile(o.profile_dir, "--profile_dir");  // written when run_mlm returns or throws
   const std::string resume_from = check_output_dir("run_mlm", t);
   const models::BertConfig config = load_config(o);
   const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(o, config);

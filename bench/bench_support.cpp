@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <omp.h>
 #include <vector>
 
 #include "backend/registry.h"
+#include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "optim/clip_grad.h"
 #include "roofline.h"
@@ -68,7 +70,29 @@ double finish_training_step(const Tensor& loss, const std::vector<Tensor>& param
   return loss.item();
 }
 
+void FallbackTally::add_counted() {
+  static const std::string prefix = "InterpreterFallback.";
+  for (const std::string& name : runtime::counter_names()) {
+    if (name.rfind(prefix, 0) == 0) runs_[name.substr(prefix.size())] += runtime::counter_value(name);
+  }
+}
+
+void FallbackTally::fail_if_any() const {
+  if (runs_.empty()) return;
+  std::string list;
+  int64_t all = 0;
+  for (const auto& [fusion, runs] : runs_) {
+    list += (list.empty() ? "" : ", ") + fusion + " (" + std::to_string(runs) + " runs)";
+    all += runs;
+  }
+  throw Error("[benchmark] " + std::to_string(all) + " interpreter fallbacks: fusions the cpu backend did not generate ran on the "
+              "interpreter, so this is not the generated code's speed: " + list + " (the warnings above say why)");
+}
+
 void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step) {
+  // Counted across the resets below: a warm-up graph's fallback counts too.
+  FallbackTally fallbacks;
+  fallbacks.add_counted();  // the model's initialisation
   // Warm-up: the first step compiles the training graph.
   runtime::reset_metrics();
   double first_step_s = 0.0, loss = 0.0, first_compile_s = 0.0;
@@ -91,6 +115,7 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   std::printf("warm-up: first step %.3f s (CompileTime %.3f s, %lld graph(s) compiled in warm-up), last loss %.4f, %.3f s in all\n",
               first_step_s, first_compile_s, static_cast<long long>(warmup_compiles), loss, warmup_s);
 
+  fallbacks.add_counted();
   runtime::reset_metrics();
   std::vector<double> step_s;
   const double cpu_start = process_cpu_seconds();
@@ -130,6 +155,8 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
               static_cast<long long>(runtime::counter_value("ExecutionThreads")), static_cast<long long>(in_use),
               static_cast<long long>(reduced), static_cast<long long>(raised));
   std::printf("peak RSS (VmHWM): %.1f MiB\n", static_cast<double>(hwm_kb) / 1024.0);
+  fallbacks.add_counted();
+  fallbacks.fail_if_any();  // before the RESULT line: a run with fallbacks is not a result
   const double allocations = static_cast<double>(runtime::counter_value("BufferAllocations")) / run.steps;
   const double intermediates = static_cast<double>(runtime::counter_value("IntermediateAllocations")) / run.steps;
   std::printf("buffer allocations per timed step: %.1f (inputs and kept outputs), %.1f of them intermediates outside the arena; "

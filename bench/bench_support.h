@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -95,6 +96,20 @@ struct TrainingRun {
 // optimizer.step(), zero_grad(), mark_step(); returns loss.item().
 double finish_training_step(const Tensor& loss, const std::vector<Tensor>& params, optim::AdamW& optimizer);
 
+// The interpreter fallbacks of a run (backend/cpu/cpu_executable.h), summed
+// over the metrics resets between its phases.
+class FallbackTally {
+ public:
+  // Adds the InterpreterFallback.<fusion> counters as they stand now.
+  void add_counted();
+  // Throws Error naming every fusion that ran on the interpreter (and how
+  // often); nothing when none did.
+  void fail_if_any() const;
+
+ private:
+  std::map<std::string, int64_t> runs_;  // fusion name -> runs
+};
+
 // Runs the steps and prints: the warm-up (first step, its CompileTime, graphs
 // compiled), the timed steps (tokens/s mean and best step, step median/min/max,
 // ExecuteTime share, recompiles, model GFLOP/s), the process CPU time per step,
@@ -104,6 +119,9 @@ double finish_training_step(const Tensor& loss, const std::vector<Tensor>& param
 // graph (bench/roofline.h), then one line "RESULT <result_prefix> steps=... tokens_per_s=...
 // tokens_per_s_best=... ... vmhwm_kb=... loss=..." that bench/run_*.sh parse.
 // Metrics are reset before the warm-up and again before the timed steps.
+// Throws Error, before the RESULT line, when any fusion ran on the
+// interpreter during the run (FallbackTally): the benchmark then exits 1
+// naming the fusions.
 void time_training_steps(const TrainingRun& run, const std::function<double(int step)>& step);
 
 }  // namespace lazytrain::bench

@@ -38,7 +38,7 @@ mkdir -p "$LOG_DIR"
 PYTHON=/usr/bin/python3
 export OMP_NUM_THREADS=$THREADS
 # Cold compiles and quiet runs: no on-disk compile cache, no per-instruction profile.
-unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
+unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_PROFILE_STDERR LAZYTRAIN_BACKEND
 
 steps_for() {
   case $1 in

@@ -43,7 +43,7 @@ PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-gpt2-bench.XXXXXX)}
 mkdir -p "$LOG_DIR"
 export OMP_NUM_THREADS=$THREADS
-unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
+unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_PROFILE_STDERR LAZYTRAIN_BACKEND
 [ -r "$CONFIG" ] || { echo "run_gpt2.sh: no $MODEL config at '$CONFIG' (set CONFIG)" >&2; exit 2; }
 
 steps_for() {

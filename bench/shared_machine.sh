@@ -62,7 +62,7 @@ DATA=${LAZYTRAIN_DATA_DIR:-../shared/data}
 mkdir -p "$LOG_DIR"
 PYTHON=/usr/bin/python3
 # Every thread setting comes from the configurations below, none from the caller.
-unset OMP_NUM_THREADS OMP_WAIT_POLICY GOMP_SPINCOUNT LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_BACKEND
+unset OMP_NUM_THREADS OMP_WAIT_POLICY GOMP_SPINCOUNT LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_PROFILE_STDERR LAZYTRAIN_BACKEND
 
 # run, field, is_num, fmt, ratio, print_run_footer
 source bench/bench_lib.sh

@@ -101,6 +101,7 @@ void init_ops(nb::module_& m);
 void def_tensor_ops(nb::class_<Tensor>& tensor);
 void init_runtime(nb::module_& m);
 void init_metrics(nb::module_& m);
+void init_profiler(nb::module_& m);
 void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);

@@ -30,6 +30,7 @@ NB_MODULE(_C, m) {
   py::init_ops(m);
   py::init_runtime(m);
   py::init_metrics(m);
+  py::init_profiler(m);
   py::init_nn(m);
   py::init_optim(m);
   py::init_distributed(m);

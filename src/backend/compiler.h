@@ -35,11 +35,11 @@ class Executable {
 struct CompilerOptions {
   std::string cache_dir;  // persistent compile cache directory; empty: none
   std::string dump_dir;   // writes each graph's HLO (and generated code) here; empty: none
-  bool profile = false;   // prints each execution's time by instruction kind on stderr
+  bool profile = false;   // prints each execution's time by instruction kind on stderr (LAZYTRAIN_PROFILE_STDERR)
   std::string cxx;        // the C++ compiler for generated kernels; empty: "c++" on PATH
   std::string kernel_isa; // generated kernels' ISA: "avx2", "avx512"; empty or "auto": this CPU's widest (cpu/kernel_isa.h)
   // The defaults from the environment (core/env_vars.h): LAZYTRAIN_CACHE_DIR,
-  // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE, CXX, LAZYTRAIN_KERNEL_ISA.
+  // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE_STDERR, CXX, LAZYTRAIN_KERNEL_ISA.
   static CompilerOptions from_environment();
 };
 

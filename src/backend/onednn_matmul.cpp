@@ -164,6 +164,7 @@ struct Variant {
   TileShape shape;
   dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md, scratchpad_md;
   dnnl::matmul primitive;
+  std::string implementation;  // oneDNN's impl_info_str
 };
 
 struct OneDnnMatmul::Impl {
@@ -223,6 +224,7 @@ Variant OneDnnMatmul::Impl::make_variant(TileShape s, const dnnl::memory::desc* 
   });
   v.b_md = pd.weights_desc();
   v.scratchpad_md = pd.scratchpad_desc();
+  v.implementation = pd.impl_info_str();
   v.primitive = dnnl::matmul(pd);
   return v;
 }
@@ -311,6 +313,15 @@ OneDnnMatmul::~OneDnnMatmul() = default;
 bool OneDnnMatmul::repacks_rhs() const { return impl_->packed; }
 
 bool OneDnnMatmul::widened() const { return impl_->widened; }
+
+std::string OneDnnMatmul::implementation() const {
+  const Impl& p = *impl_;
+  if (p.variants.empty()) return "none";
+  std::string text = p.variants.front().implementation + ", " + std::to_string(p.tiles.size()) + (p.tiles.size() == 1 ? " tile" : " tiles");
+  if (p.packed) text += ", rhs repacked";
+  if (p.widened) text += ", widened to f32";
+  return text;
+}
 
 void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b, char* c, const char* bias, const char* residual) const {
   const Variant& v = variants[static_cast<size_t>(tile.variant)];

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "hlo/hlo_instruction.h"
 #include "runtime/buffer.h"
@@ -58,6 +59,11 @@ class OneDnnMatmul {
 
   // True when this bf16/f16 dot runs as an f32 matmul (no native kernel here).
   bool widened() const;
+
+  // What runs it, for profiles: oneDNN's implementation of the largest tile
+  // (its impl_info_str, e.g. "brg:avx512_core"), the tile count, and
+  // ", rhs repacked" / ", widened to f32" when so; "none" for an empty dot.
+  std::string implementation() const;
 
  private:
   struct Impl;

@@ -42,7 +42,7 @@ CompilerOptions CompilerOptions::from_environment() {
   CompilerOptions o;
   o.cache_dir = env.cache_dir;
   o.dump_dir = env.dump_hlo;
-  o.profile = env.profile;
+  o.profile = env.profile_stderr;
   o.cxx = env.cxx;
   o.kernel_isa = env.kernel_isa;
   return o;

@@ -16,7 +16,8 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   env.backend = get("LAZYTRAIN_BACKEND");
   env.cache_dir = get("LAZYTRAIN_CACHE_DIR");
   env.dump_hlo = get("LAZYTRAIN_DUMP_HLO");
-  env.profile = lookup("LAZYTRAIN_PROFILE") != nullptr;
+  env.profile_dir = get("LAZYTRAIN_PROFILE");
+  env.profile_stderr = lookup("LAZYTRAIN_PROFILE_STDERR") != nullptr;
   env.cxx = get("CXX");
   env.kernel_isa = get("LAZYTRAIN_KERNEL_ISA");
   if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {

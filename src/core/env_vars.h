@@ -16,7 +16,8 @@ struct EnvironmentVariables {
   std::string backend;                        // LAZYTRAIN_BACKEND: a registered backend name; empty: "cpu"
   std::string cache_dir;                      // LAZYTRAIN_CACHE_DIR: persistent compile cache; empty: none
   std::string dump_hlo;                       // LAZYTRAIN_DUMP_HLO: dump HLO and kernels here; empty: none
-  bool profile = false;                       // LAZYTRAIN_PROFILE set (any value): per-execution profile on stderr
+  std::string profile_dir;                    // LAZYTRAIN_PROFILE: write a trace of the whole process here (runtime/profiler.h); empty: none
+  bool profile_stderr = false;                // LAZYTRAIN_PROFILE_STDERR set (any value): per-execution profile on stderr
   std::optional<size_t> graph_size_warning;   // LAZYTRAIN_GRAPH_SIZE_WARNING: IR nodes (0: never warn)
   std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
   std::string kernel_isa;                     // LAZYTRAIN_KERNEL_ISA: auto, avx2 or avx512 (generated kernels); empty: auto

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_name.h"
 
 namespace lazytrain::data {
 
@@ -87,6 +88,7 @@ class DataLoader {
       batches_.erase(batches_.begin(), batches_.begin() + static_cast<std::ptrdiff_t>(std::min(start, batches_.size())));
       for (int w = 0; w < loader.options_.num_workers; ++w) {
         workers_.emplace_back([this, w, init = loader.options_.worker_init_fn] {
+          set_thread_name("loader worker " + std::to_string(w));
           if (init) init(w);
           work();
         });

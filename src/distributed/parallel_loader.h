@@ -24,9 +24,11 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "lazy/graph_executor.h"
 #include "runtime/device.h"
 #include "runtime/metrics.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_budget.h"
 
 namespace lazytrain::distributed {
@@ -51,11 +53,13 @@ class DeviceLoader {
     // Both threads wait on cv_ (passively) and yield the CPU to the compute
     // threads when both want it (runtime/thread_budget.h).
     loader_ = std::thread([this] {
+      set_thread_name("loader");
       runtime::DeviceGuard guard(target_device_);
       runtime::yield_to_compute_threads();
       load();
     });
     transfer_ = std::thread([this] {
+      set_thread_name("loader (to device)");
       runtime::DeviceGuard guard(target_device_);
       runtime::yield_to_compute_threads();
       transfer();
@@ -96,6 +100,7 @@ class DeviceLoader {
     while (true) {
       std::optional<HostBatch> batch;
       try {
+        runtime::TraceMe trace("loader", "next host batch");
         batch = source_();
       } catch (...) {
         finish_loading(std::current_exception());
@@ -136,6 +141,7 @@ class DeviceLoader {
       lock.unlock();
       std::optional<DeviceBatch> device;
       try {
+        runtime::TraceMe trace("loader", "batch to device");
         runtime::ScopedTimer timer("TransferToDeviceTime");
         device.emplace(to_device_(std::move(host)));
       } catch (...) {

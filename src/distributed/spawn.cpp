@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "lazy/graph_executor.h"
 #include "runtime/collectives.h"
 #include "runtime/device.h"
@@ -47,6 +48,7 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
   for (int i = 0; i < num_replicas; ++i) {
     replicas.emplace_back([shared, threads, i] {
       const runtime::Device device{"cpu", i};
+      set_thread_name("replica " + device.to_string() + " (trace)");
       runtime::DeviceGuard guard(device);
       omp_set_num_threads(threads);
       try {

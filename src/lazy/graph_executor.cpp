@@ -19,9 +19,39 @@
 #include "lazy/step_analysis.h"
 #include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
+#include "runtime/profiler.h"
 #include "runtime/transfer.h"
 
 namespace lazytrain::lazy {
+
+namespace {
+
+std::string hash_text(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+// The trace's name for a sync of this cause.
+const char* sync_event_name(SyncCause::Kind kind) {
+  switch (kind) {
+    case SyncCause::Kind::kMarkStep: return "mark_step";
+    case SyncCause::Kind::kRead: return "sync (read)";
+    case SyncCause::Kind::kEagerOp: return "sync (eager op)";
+    case SyncCause::Kind::kFusedChunk: return "sync (fused chunk)";
+    case SyncCause::Kind::kGraphBreak: return "sync (graph break)";
+    case SyncCause::Kind::kCompiledFunction: return "sync (compiled function)";
+    case SyncCause::Kind::kOther: break;
+  }
+  return "sync";
+}
+
+// A thread's tracing between its mark_steps, for the trace: when its last
+// mark_step ended (0: none while tracing) and how many it made.
+thread_local int64_t last_mark_step_end_ns = 0;
+thread_local int64_t mark_steps_traced = 0;
+
+}  // namespace
 
 GraphSignature graph_signature(const std::vector<const Node*>& outputs) {
   GraphSignature sig;
@@ -213,7 +243,10 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     }
     entry = it->second;
   }
+  runtime::TraceMe trace("compile", "compile");
+  if (trace) trace.arg("graph", hash_text(sig.hash)).arg("ir_nodes", static_cast<int64_t>(sig.post_order.size()));
   if (!compiles_here) {
+    if (trace) trace.arg("cache", "memory hit");
     std::shared_ptr<backend::Executable> cached = entry.get();  // rethrows the compile's error
     runtime::counter("CachedCompile").add(1);
     return cached;
@@ -225,12 +258,15 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
     runtime::use_execution_threads();  // oneDNN primitives are made for the threads that will run them
     std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : compiler->load_cached(key);
+    if (trace) trace.arg("cache", executable ? "disk hit" : "miss");
     if (!executable) {  // not in the persistent compile cache either: compile
       {
         runtime::ScopedTimer timer("CompileTime");
         std::ostringstream name;
         name << "SyncTensorsGraph." << sig.post_order.size();
+        runtime::TraceMe lowering("compile", "lower to HLO");
         hlo::HloModule module = lower_graph(sig, name.str());
+        lowering.end();
         std::string text = eager_op ? std::string() : module.to_string();
         executable = eager_op ? compiler->compile_quick(std::move(module)) : compiler->compile(std::move(module), key);
         std::lock_guard<std::mutex> lock(mutex_);
@@ -273,6 +309,8 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     tensor_output.push_back(it->second);
   }
   if (outputs.empty()) return;
+  const int64_t sync_start_ns = runtime::now_ns();
+  runtime::TraceMe trace("trace", sync_event_name(cause.kind));
   const runtime::Device device = outputs[0]->device();
   for (const Node* o : outputs) {
     check(o->device() == device, "mark_step",
@@ -280,6 +318,11 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   }
   GraphSignature sig = graph_signature(outputs);
   warn_if_large(sig);
+  if (trace) {
+    trace.arg("graph", hash_text(sig.hash)).arg("ir_nodes", static_cast<int64_t>(sig.post_order.size()));
+    trace.arg("outputs", static_cast<int64_t>(outputs.size())).arg("parameters", static_cast<int64_t>(sig.parameters.size()));
+    trace.arg("device", device.to_string());
+  }
   bool compiled = false;
   std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig, cause, &compiled);
   const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
@@ -311,6 +354,16 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   }
   launch(executable, std::move(arguments), std::move(donated), results, device, what);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
+  if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
+    // The host's tracing since this thread's previous mark_step: the ops that built this graph.
+    ++mark_steps_traced;
+    if (last_mark_step_end_ns > 0) {
+      runtime::record_span("trace", "trace (step " + std::to_string(mark_steps_traced) + ")", last_mark_step_end_ns, sync_start_ns,
+                           {{"graph", hash_text(sig.hash)}, {"ir_nodes", static_cast<int64_t>(sig.post_order.size())}});
+    }
+    trace.end();
+    last_mark_step_end_ns = runtime::now_ns();
+  }
 }
 
 void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
@@ -326,7 +379,11 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
   rethrow_execution_failure(device);
-  queue.enqueue([this, executable, arguments, donated, results, what, device]() mutable {
+  queue.enqueue([this, executable, arguments, donated, results, what, device, number]() mutable {
+    runtime::TraceMe trace("execute");
+    if (trace) {
+      trace.name(executable->module().name).arg("execution", number).arg("device", device.to_string()).arg("what", what);
+    }
     std::vector<runtime::Buffer> buffers;
     buffers.reserve(arguments.size());
     try {

@@ -1,6 +1,7 @@
 #include "runtime/async_buffer.h"
 
 #include "core/error.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::runtime {
 
@@ -37,7 +38,11 @@ bool AsyncBuffer::ready() const {
 
 const Buffer& AsyncBuffer::get() const {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return done_; });
+  if (!done_) {  // a read that waits for its execution
+    TraceMe trace("wait", "wait for execution");
+    if (trace) trace.arg("shape", xla_name(dtype_) + shape_str(shape_)).arg("device", device_.to_string());
+    cv_.wait(lock, [&] { return done_; });
+  }
   if (error_) std::rethrow_exception(error_);
   return value_;
 }

@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "runtime/local_rendezvous.h"
 #include "runtime/mpi_world.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::runtime {
 
@@ -51,6 +52,14 @@ std::string ordinals_text(const std::vector<int64_t>& ordinals) {
   std::string s = "{";
   for (size_t i = 0; i < ordinals.size(); ++i) s += (i ? "," : "") + std::to_string(ordinals[i]);
   return s + "}";
+}
+
+// Arguments of a collective's trace event: its input, the replicas of its
+// group and whether they span processes.
+void describe(TraceMe& trace, const Buffer& x, size_t replicas, bool spans_processes) {
+  if (!trace) return;
+  trace.arg("bytes", x.nbytes()).arg("shape", xla_name(x.dtype()) + shape_str(x.shape())).arg("replicas", static_cast<int64_t>(replicas));
+  trace.arg("across_processes", static_cast<int64_t>(spans_processes));
 }
 
 // What one replica knows of its group for one collective.
@@ -223,8 +232,10 @@ int global_ordinal(const Device& device) {
 
 Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
   const std::string what = "all-reduce";
+  TraceMe trace("collective", what);
   InFlight in_flight;
   GroupView v = view_of(groups, false, what);
+  describe(trace, x, v.members.size(), v.spans_processes);
   if (v.members.size() == 1) return x;
   const double timeout = collective_timeout();
   Buffer out(x.shape(), x.dtype(), current_device());
@@ -249,7 +260,11 @@ Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
   if (v.spans_processes) {
     // The process's sum, reduced with the other processes' by the leader, then copied by the others.
     v.rendezvous->sync(v.local_index, what, timeout);
-    if (v.local_index == 0) MpiWorld::get()->all_reduce(out.raw(), n, x.dtype(), op, timeout, what);
+    if (v.local_index == 0) {
+      TraceMe mpi("collective", "MPI all-reduce");
+      if (mpi) mpi.arg("bytes", out.nbytes());
+      MpiWorld::get()->all_reduce(out.raw(), n, x.dtype(), op, timeout, what);
+    }
     v.rendezvous->sync(v.local_index, what, timeout);
     if (v.local_index != 0) std::memcpy(out.raw(), slots[0].out.raw(), static_cast<size_t>(n * item));
   }
@@ -258,8 +273,10 @@ Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
 
 Buffer all_gather(const Buffer& x, int64_t dimension, const ReplicaGroups& groups) {
   const std::string what = "all-gather";
+  TraceMe trace("collective", what);
   InFlight in_flight;
   GroupView v = view_of(groups, false, what);
+  describe(trace, x, v.members.size(), v.spans_processes);
   check(dimension >= 0 && dimension < static_cast<int64_t>(x.shape().size()), what, "dimension out of range");
   const int64_t G = static_cast<int64_t>(v.members.size());
   Shape shape = x.shape();
@@ -279,6 +296,8 @@ Buffer all_gather(const Buffer& x, int64_t dimension, const ReplicaGroups& group
     if (v.local_index == 0) {
       std::vector<char> local(static_cast<size_t>(bytes * L));
       for (int64_t k = 0; k < L; ++k) std::memcpy(local.data() + k * bytes, slots[static_cast<size_t>(k)].in.raw(), static_cast<size_t>(bytes));
+      TraceMe mpi("collective", "MPI all-gather");
+      if (mpi) mpi.arg("bytes", bytes * L);
       MpiWorld::get()->all_gather(local.data(), mine.scratch->data(), bytes * L, collective_timeout(), what);
     }
     v.rendezvous->sync(v.local_index, what, collective_timeout());
@@ -299,6 +318,8 @@ Buffer all_gather(const Buffer& x, int64_t dimension, const ReplicaGroups& group
 
 Buffer reduce_scatter(const Buffer& x, ReduceOp op, int64_t dimension, const ReplicaGroups& groups) {
   const std::string what = "reduce-scatter";
+  TraceMe trace("collective", what);
+  if (trace) trace.arg("bytes", x.nbytes()).arg("shape", xla_name(x.dtype()) + shape_str(x.shape()));
   check(dimension >= 0 && dimension < static_cast<int64_t>(x.shape().size()), what, "dimension out of range");
   Buffer reduced = all_reduce(x, op, groups);
   GroupView v = view_of(groups, false, what);
@@ -319,6 +340,8 @@ Buffer reduce_scatter(const Buffer& x, ReduceOp op, int64_t dimension, const Rep
 
 std::vector<double> host_all_gather(const std::string& tag, const std::vector<double>& values) {
   const std::string what = "rendezvous '" + tag + "'";
+  TraceMe trace("collective", "rendezvous");
+  if (trace) trace.arg("tag", tag).arg("values", static_cast<int64_t>(values.size()));
   InFlight in_flight;
   GroupView v = view_of({}, true, what);
   const uint64_t tag_hash = std::hash<std::string>{}(tag) ^ (values.size() * 0x9E3779B97F4A7C15ull);

@@ -8,8 +8,10 @@
 
 #include "core/env_vars.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 
 #include "runtime/metrics.h"
+#include "runtime/profiler.h"
 #include "runtime/thread_budget.h"
 #include "runtime/thread_governor.h"
 
@@ -38,6 +40,7 @@ Queues& queues() {
 
 ExecutionQueue::ExecutionQueue(Device device)
     : worker_([this, device] {
+        set_thread_name("device " + device.to_string() + " execution");
         DeviceGuard guard(device);
         run();
       }) {}
@@ -55,6 +58,7 @@ ExecutionQueue::~ExecutionQueue() {
 void ExecutionQueue::enqueue(std::function<void()> execution) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (busy_) {
+    TraceMe trace("wait", "DeviceLockWait");
     ScopedTimer timer("DeviceLockWait");
     cv_.wait(lock, [&] { return !busy_; });
   }
@@ -67,6 +71,7 @@ void ExecutionQueue::enqueue(std::function<void()> execution) {
 void ExecutionQueue::wait_idle() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!busy_) return;
+  TraceMe trace("wait", "DeviceLockWait");
   ScopedTimer timer("DeviceLockWait");
   cv_.wait(lock, [&] { return !busy_; });
 }

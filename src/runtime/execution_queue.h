@@ -3,7 +3,8 @@
 // the outputs of the ones enqueued before it. As PyTorch/XLA's device lock, at
 // most one execution is in flight: enqueue() first waits (DeviceLockWait) for
 // the previous one to finish, so the host traces step n+1 while step n runs
-// and never runs further ahead (bounded memory).
+// and never runs further ahead (bounded memory). The worker thread is named
+// "device cpu:N execution" (its row in a trace, runtime/profiler.h).
 #pragma once
 
 #include <condition_variable>

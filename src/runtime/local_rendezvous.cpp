@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::runtime {
 
@@ -70,6 +71,9 @@ void LocalRendezvous::sync(int index, const std::string& what, double timeout_se
     cv_.notify_all();
     return;
   }
+  // The last to arrive waits for nobody; the others wait here (a "wait" event).
+  TraceMe trace("wait", "replicas meet");
+  if (trace) trace.arg("collective", what).arg("replicas", static_cast<int64_t>(size()));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   while (generation_ == generation) {
     cv_.wait_for(lock, kAbortPollInterval);

@@ -244,7 +244,8 @@ std::string short_metrics_report(const std::vector<std::string>& metric_names,
     if (it != r.counters.end() && it->second->value() > 0) emit_counter(name, it->second->value(), os);
   }
   for (const auto& [name, c] : r.counters) {
-    if (name.rfind("aten::", 0) == 0 && c->value() > 0) emit_counter(name, c->value(), os);
+    const bool fallback = name.rfind("aten::", 0) == 0 || name.rfind("InterpreterFallback", 0) == 0;
+    if (fallback && c->value() > 0) emit_counter(name, c->value(), os);
   }
   return os.str();
 }

@@ -146,7 +146,9 @@ std::string metrics_report();
 
 // PyTorch/XLA's short_metrics_report / CreateMetricReport(counters, metrics):
 // the named metrics and counters (in the order given, skipping empty ones),
-// then every non-zero counter whose name starts with "aten::".
+// then every non-zero fallback counter: names starting with "aten::" (as
+// PyTorch/XLA's) or "InterpreterFallback" (fusions the CPU backend could not
+// generate and ran on the interpreter, backend/cpu/cpu_executable.h).
 std::string short_metrics_report(const std::vector<std::string>& metric_names,
                                  const std::vector<std::string>& counter_names);
 

@@ -13,6 +13,7 @@
 
 #include "core/env_vars.h"
 #include "runtime/metrics.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::runtime {
 namespace {
@@ -78,6 +79,7 @@ int ThreadGovernor::threads(int max_threads) {
 void ThreadGovernor::observe() {
   if (!window_open_) return;
   if ((read_(false).wall - start_.wall) * 1e9 < static_cast<double>(kWindowNs)) return;
+  TraceMe trace("governor", "ThreadGovernor window");
   const CpuTimes now = read_(true);
   const double wall = now.wall - start_.wall;
   window_open_ = false;
@@ -91,7 +93,8 @@ void ThreadGovernor::observe() {
     static Counter& raised = counter("ExecutionThreadsRaised");
     raised.add(1);
   }
-  if (environment().profile && target != current_) {
+  if (trace) trace.arg("others_cpus", others_).arg("window_s", wall).arg("threads", static_cast<int64_t>(target)).arg("threads_before", static_cast<int64_t>(current_));
+  if (environment().profile_stderr && target != current_) {
     std::fprintf(stderr, "[profile] other processes used %.2f of %d CPUs over %.2f s: compute threads %d, were %d\n", others_,
                  now.cpus, wall, target, current_);
   }

@@ -25,7 +25,8 @@
 // (--num_threads, OMP_NUM_THREADS, replicas' shares) is used as given.
 // Counters: ExecutionThreadsReduced, ExecutionThreadsRaised (windows that
 // changed the count), ExecutionThreadsInUse (the last execution's);
-// LAZYTRAIN_PROFILE prints each change.
+// LAZYTRAIN_PROFILE_STDERR prints each change; a trace (runtime/profiler.h)
+// shows each window's end as a "governor" event.
 #pragma once
 
 #include <cstdint>

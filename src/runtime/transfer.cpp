@@ -4,10 +4,13 @@
 
 #include "core/error.h"
 #include "runtime/metrics.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::runtime {
 
 Buffer transfer_to_device(const void* data, int64_t nbytes, const Shape& shape, DType dtype, const Device& device) {
+  TraceMe trace("transfer", "TransferToDevice");
+  if (trace) trace.arg("bytes", nbytes).arg("shape", xla_name(dtype) + shape_str(shape)).arg("device", device.to_string());
   ScopedTimer timer("TransferToDeviceTime");
   Buffer b(shape, dtype, device);
   check(nbytes == b.nbytes(), "transfer_to_device",
@@ -23,6 +26,8 @@ Buffer transfer_to_device(const Literal& literal, const Device& device) {
 
 Literal transfer_from_device(const Buffer& buffer) {
   check(buffer.defined(), "transfer_from_device", "the buffer holds no value");
+  TraceMe trace("transfer", "TransferFromDevice");
+  if (trace) trace.arg("bytes", buffer.nbytes()).arg("shape", xla_name(buffer.dtype()) + shape_str(buffer.shape())).arg("device", buffer.device().to_string());
   Literal out(buffer.shape(), buffer.dtype());
   if (buffer.nbytes() > 0) std::memcpy(out.mutable_raw(), buffer.raw(), static_cast<size_t>(buffer.nbytes()));
   return out;
@@ -30,6 +35,8 @@ Literal transfer_from_device(const Buffer& buffer) {
 
 Buffer copy_to_device(const Buffer& buffer, const Device& device) {
   if (buffer.device() == device) return buffer;
+  TraceMe trace("transfer", "CopyToDevice");
+  if (trace) trace.arg("bytes", buffer.nbytes()).arg("from", buffer.device().to_string()).arg("to", device.to_string());
   Buffer b(buffer.shape(), buffer.dtype(), device);
   if (b.nbytes() > 0) std::memcpy(b.raw(), buffer.raw(), static_cast<size_t>(b.nbytes()));
   return b;

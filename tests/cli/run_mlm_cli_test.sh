@@ -278,5 +278,38 @@ CXX=/nonexistent/c++ expect_error bad_cxx "CXX='/nonexistent/c++' does not run" 
 expect_error dump_hlo_at_a_file "(--dump_hlo or LAZYTRAIN_DUMP_HLO): expected a writable directory" \
   "${common[@]}" --train_file "$text" --dump_hlo "$work/latin1.txt" --output_dir "$work/out"
 
+# --profile_dir: one Chrome trace-event file, lazytrain-<host>-<pid>.trace.json,
+# with the training steps' mark_steps and the device's generated kernels; a
+# directory that cannot be made is one error naming the flag.
+"$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/profiled" --profile_dir "$work/profile" > /dev/null 2> "$work/stderr"
+rc=$?
+traces=("$work"/profile/lazytrain-*-*.trace.json)
+if [ $rc -eq 0 ] && [ ${#traces[@]} -eq 1 ] && grep -qF "profile trace written to ${traces[0]}" "$work/stderr" &&
+   python3 - "${traces[0]}" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+marks = [e for e in events if e["ph"] == "X" and e["name"] == "mark_step"]
+kernels = [e for e in events if e["ph"] == "X" and e["cat"] in ("kernel", "dot")]
+rows = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+sys.exit(0 if len(marks) >= 2 and kernels and {"host (trace)", "device cpu:0 execution"} <= rows else 1)
+PY
+then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL profile_dir: rc=$rc traces=${traces[*]}"; cat "$work/stderr"
+fi
+# The flag overrides LAZYTRAIN_PROFILE: the one trace goes to --profile_dir.
+LAZYTRAIN_PROFILE="$work/env_profile" "$bin" run_mlm "${common[@]}" --train_file "$text" --output_dir "$work/profiled_env" \
+  --profile_dir "$work/flag_profile" > /dev/null 2> "$work/stderr"
+rc=$?
+flag_traces=("$work"/flag_profile/lazytrain-*.trace.json)
+if [ $rc -eq 0 ] && [ ${#flag_traces[@]} -eq 1 ] && [ -s "${flag_traces[0]}" ] && [ -z "$(ls -A "$work/env_profile" 2>/dev/null)" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL profile_dir_over_environment: rc=$rc traces=${flag_traces[*]}"; ls "$work/env_profile"; cat "$work/stderr"
+fi
+expect_error profile_dir_not_creatable "[profiler] --profile_dir '$work/latin1.txt/sub': cannot create the directory" \
+  "${common[@]}" --train_file "$text" --profile_dir "$work/latin1.txt/sub" --output_dir "$work/out"
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -24,18 +24,21 @@ TEST(Environment, ReadsEachVariable) {
   const EnvironmentVariables none = parse({});
   EXPECT_EQ(none.backend, "");
   EXPECT_EQ(none.cache_dir, "");
-  EXPECT_FALSE(none.profile);
+  EXPECT_EQ(none.profile_dir, "");
+  EXPECT_FALSE(none.profile_stderr);
   EXPECT_FALSE(none.graph_size_warning.has_value());
   const EnvironmentVariables all = parse({{"LAZYTRAIN_BACKEND", "interpreter"},
                                           {"LAZYTRAIN_CACHE_DIR", "/tmp/cc"},
                                           {"LAZYTRAIN_DUMP_HLO", "/tmp/dump"},
-                                          {"LAZYTRAIN_PROFILE", ""},
+                                          {"LAZYTRAIN_PROFILE", "/tmp/trace"},
+                                          {"LAZYTRAIN_PROFILE_STDERR", ""},
                                           {"LAZYTRAIN_GRAPH_SIZE_WARNING", "1234"},
                                           {"CXX", "g++-12"}});
   EXPECT_EQ(all.backend, "interpreter");
   EXPECT_EQ(all.cache_dir, "/tmp/cc");
   EXPECT_EQ(all.dump_hlo, "/tmp/dump");
-  EXPECT_TRUE(all.profile);  // set, whatever its value
+  EXPECT_EQ(all.profile_dir, "/tmp/trace");
+  EXPECT_TRUE(all.profile_stderr);  // set, whatever its value
   EXPECT_EQ(all.graph_size_warning, 1234u);
   EXPECT_EQ(all.cxx, "g++-12");
   EXPECT_EQ(parse({{"LAZYTRAIN_GRAPH_SIZE_WARNING", "0"}}).graph_size_warning, 0u);
@@ -72,7 +75,7 @@ TEST(Environment, FillsCompilerOptionsDefaults) {
   const backend::CompilerOptions o = backend::CompilerOptions::from_environment();
   EXPECT_EQ(o.cache_dir, environment().cache_dir);
   EXPECT_EQ(o.dump_dir, environment().dump_hlo);
-  EXPECT_EQ(o.profile, environment().profile);
+  EXPECT_EQ(o.profile, environment().profile_stderr);
   EXPECT_EQ(o.cxx, environment().cxx);
 }
 

@@ -1,7 +1,9 @@
-"""Debugging: metrics (torch_xla.debug.metrics), recompile reasons, per-step
-analysis, and the IR / HLO text of graphs."""
+"""Debugging: metrics (torch_xla.debug.metrics), the profiler's timeline
+(torch_xla.debug.profiler), recompile reasons, per-step analysis, and the IR /
+HLO text of graphs."""
 from .. import _C
 from . import metrics  # noqa: F401
+from . import profiler  # noqa: F401
 
 
 def set_recompile_debug(enabled=True):

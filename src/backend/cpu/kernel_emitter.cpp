@@ -189,7 +189,7 @@ class Emitter {
     for (const auto& in : f_.instructions) {
       if (in.id == stop_before || in.opcode == HloOpcode::kTuple) break;
       auto t = ctype(in.dtype);
-      if (!t) return false;
+      if (!t) return refuse(in, "has dtype " + xla_name(in.dtype) + ", which generated kernels do not compute in");
       std::string v = "v" + std::to_string(in.id);
       names_[in.id] = v;
       auto a = [&](size_t k) { return names_.at(in.operands[k]); };
@@ -201,7 +201,7 @@ class Emitter {
           else continue;  // read only through broadcasts
           break;
         case HloOpcode::kConstant:
-          if (!in.shape.empty()) return false;
+          if (!in.shape.empty()) return refuse(in, "is a constant array (only scalar constants are emitted)");
           expr = literal(in.literal);
           break;
         case HloOpcode::kBroadcast: {
@@ -210,7 +210,7 @@ class Emitter {
             names_[in.id] = names_.count(x.id) ? names_.at(x.id) : load(x.dtype, "p" + std::to_string(x.parameter_number) + "[0]");
             continue;
           }
-          if (x.opcode != HloOpcode::kParameter) return false;
+          if (x.opcode != HloOpcode::kParameter) return refuse(in, "broadcasts a value computed inside the fusion (only fusion parameters are broadcast)");
           int64_t tb = split_for(in.shape, inner);
           const int64_t mapped = wide_inner_dims(in, tb).second;
           expr = load(x.dtype, "p" + std::to_string(x.parameter_number) + "[b" + std::to_string(in.id) + (mapped ? " + j" : "") + "]");
@@ -239,17 +239,17 @@ class Emitter {
           expr = in.dtype == DType::kBool ? "ConvertToPred()(" + a(0) + ")" : *t + "(" + a(0) + ")";
           break;
         case HloOpcode::kDivide:
-          if (!is_floating_point(in.dtype)) return false;  // integer division by zero must raise
+          if (!is_floating_point(in.dtype)) return refuse(in, "is an integer division (its division by zero must raise, as the interpreter's does)");
           expr = call(in, {a(0), a(1)});
           break;
         case HloOpcode::kPower:
-          if (!is_floating_point(in.dtype)) return false;
+          if (!is_floating_point(in.dtype)) return refuse(in, "is an integer power");
           expr = call(in, {a(0), a(1)});
           break;
         default: {
           // Every other elementwise op: its functor on the operands (each already of type *t,
           // or pred for select's first).
-          if (!hlo::is_elementwise(in.opcode) || functor(in).empty()) return false;
+          if (!hlo::is_elementwise(in.opcode) || functor(in).empty()) return refuse(in, "has no generated form (no functor in core/scalar_ops.h)");
           std::vector<std::string> args;
           for (size_t k = 0; k < in.operands.size(); ++k) args.push_back(a(k));
           expr = call(in, args);
@@ -274,21 +274,38 @@ class Emitter {
   }
 
   const std::string& name_of(int id) const { return names_.at(id); }
+  // Why body() returned false: "<instruction> <reason>".
+  const std::string& unsupported() const { return unsupported_; }
 
  private:
+  bool refuse(const HloInstruction& in, const std::string& why) {
+    unsupported_ = in.name() + " " + why;
+    return false;
+  }
+
   const HloModule& f_;
   Shape iter_;
   std::map<int, std::string> names_;
+  std::string unsupported_;
 };
 
-bool all_types_supported(const HloModule& f) {
+// Empty when every value has a dtype generated kernels compute in; else why not.
+std::string unsupported_type(const HloModule& f) {
   for (const auto& in : f.instructions) {
-    if (in.opcode != HloOpcode::kTuple && !ctype(in.dtype)) return false;
+    if (in.opcode != HloOpcode::kTuple && !ctype(in.dtype)) return in.name() + " has dtype " + xla_name(in.dtype) + ", which generated kernels do not compute in";
   }
-  return true;
+  return "";
 }
 
-std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& root, const std::string& name) {
+// Returns nullopt after writing `why` (when given).
+std::nullopt_t refuse(std::string* why_not, const std::string& why) {
+  if (why_not) *why_not = why;
+  return std::nullopt;
+}
+
+const char* kNotAffine = "a broadcast reads its operand at an index that is not affine in the loop's inner block";
+
+std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& root, const std::string& name, std::string* why_not) {
   const int64_t n = numel(root.shape);
   Emitter e(f, root.shape);
   // The largest inner block (product of trailing dims) every broadcast reads affinely.
@@ -300,12 +317,12 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
       break;
     }
   }
-  if (!e.supports_inner(inner)) return std::nullopt;
+  if (!e.supports_inner(inner)) return refuse(why_not, kNotAffine);
   const int64_t rows = inner == 0 ? 0 : n / inner;
   const int64_t chunk = rows < 64 && inner > kChunk ? kChunk : inner;
   const int64_t chunks = chunk == 0 ? 0 : (inner + chunk - 1) / chunk;
   std::ostringstream body;
-  if (!e.body(body, inner)) return std::nullopt;
+  if (!e.body(body, inner)) return refuse(why_not, e.unsupported());
   std::string t = storage_type(root.dtype);
   const std::string stored = root.dtype == DType::kBFloat16 ? "bf16_bits(" + e.name_of(root.id) + ")" : e.name_of(root.id);
   std::ostringstream os;
@@ -360,10 +377,12 @@ std::string online_logsumexp_kernel(const Emitter& e, const std::string& params,
   return os.str();
 }
 
-std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name) {
+std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name, std::string* why_not) {
   const HloInstruction& operand = f.at(reduce.operands[0]);
   // bf16 accumulators round like the interpreter's float ones only in float: not emitted.
-  if (reduce.dtype == DType::kBFloat16 || operand.dtype == DType::kBFloat16) return std::nullopt;
+  if (reduce.dtype == DType::kBFloat16 || operand.dtype == DType::kBFloat16) {
+    return refuse(why_not, reduce.name() + " reduces bf16 values (its float accumulator would round differently from the interpreter's)");
+  }
   const Shape& s = operand.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   const auto& dims = reduce.dimensions;
@@ -376,14 +395,14 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   const int64_t inner = suffix ? reduced : kept;
   const int64_t rows = suffix ? kept : reduced;
   Emitter e(f, s);
-  if (!e.supports_inner(inner)) return std::nullopt;
+  if (!e.supports_inner(inner)) return refuse(why_not, kNotAffine);
   std::ostringstream body;
-  if (!e.body(body, inner, reduce.id)) return std::nullopt;
+  if (!e.body(body, inner, reduce.id)) return refuse(why_not, e.unsupported());
   const std::string t = *ctype(reduce.dtype);
   const std::string init = literal(f.at(reduce.operands[1]).literal);
   const std::string value = e.name_of(operand.id);
   if (reduce.reduce_kind == hlo::ReduceKind::kLogAddExp) {
-    if (!suffix || t != "float") return std::nullopt;
+    if (!suffix || t != "float") return refuse(why_not, reduce.name() + " is a logaddexp reduction over leading dims or of integers (only f32 rows are emitted)");
     return online_logsumexp_kernel(e, e.params("  "), body.str(), value, init, rows, inner, numel(s), name);
   }
   std::string combine, omp;
@@ -439,16 +458,18 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
 
 }  // namespace
 
-std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name) {
+std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name, std::string* why_not) {
   const HloModule& f = *fusion.fused_computation;
-  if (!all_types_supported(f)) return std::nullopt;
+  if (const std::string bad = unsupported_type(f); !bad.empty()) return refuse(why_not, bad);
   const HloInstruction& root = f.at(f.at(f.root).operands[0]);
   if (fusion.fusion_kind == hlo::FusionKind::kInput) {
-    if (root.opcode != HloOpcode::kReduce) return std::nullopt;
-    return emit_reduction(f, root, name);
+    if (root.opcode != HloOpcode::kReduce) return refuse(why_not, "an input fusion whose root is " + root.name() + ", not a reduce");
+    return emit_reduction(f, root, name, why_not);
   }
-  if (fusion.fusion_kind != hlo::FusionKind::kLoop) return std::nullopt;
-  return emit_loop(f, root, name);
+  if (fusion.fusion_kind != hlo::FusionKind::kLoop) {
+    return refuse(why_not, "a " + hlo::fusion_kind_name(fusion.fusion_kind) + " fusion (only loop and input fusions are emitted)");
+  }
+  return emit_loop(f, root, name, why_not);
 }
 
 }  // namespace lazytrain::backend::cpu

@@ -20,8 +20,11 @@
 namespace lazytrain::backend::cpu {
 
 // The source of a kernel computing `fusion` (a kFusion instruction), or nullopt
-// when the emitter does not handle its pattern (the backend then interprets it).
-std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name);
+// when the emitter does not handle its pattern (the backend then interprets
+// it: an interpreter fallback, counted by the metrics report). Then `why_not`,
+// when given, gets the reason, naming the instruction of the fused computation
+// that stopped it: "divide.3 is an integer division (...)".
+std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name, std::string* why_not = nullptr);
 
 // The text of core/scalar_functions.cpp (the SLEEF wrappers), compiled as a
 // separate translation unit of every generated library; and the text of

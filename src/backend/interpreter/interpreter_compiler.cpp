@@ -1,6 +1,5 @@
 // The reference backend: runs an HloModule instruction by instruction, freeing
 // each intermediate after its last use.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -11,6 +10,8 @@
 #include "core/error.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "runtime/collectives.h"
+#include "runtime/metrics.h"
+#include "runtime/profiler.h"
 
 namespace lazytrain::backend {
 
@@ -20,8 +21,9 @@ using hlo::HloOpcode;
 using interpreter::Buffer;
 
 // Runs `module` on `arguments`, freeing each intermediate after its last use.
-// Fusions run their fused computation the same way.
-std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile);
+// Fusions run their fused computation the same way. `profile`: instructions
+// over 5 ms on stderr; `trace`: an "interpreter" event per instruction.
+std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile, bool trace);
 
 runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
   switch (kind) {
@@ -37,7 +39,6 @@ runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
 }  // namespace
 
 Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments) {
-  const bool profile = false;
   switch (in.opcode) {
     case HloOpcode::kParameter: {
       const Buffer& a = arguments[static_cast<size_t>(in.parameter_number)];
@@ -56,7 +57,7 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
     case HloOpcode::kFusion: {
       std::vector<Buffer> fused_args;
       for (const Buffer* a : args) fused_args.push_back(*a);
-      return evaluate_module(*in.fused_computation, fused_args, profile)[0];
+      return evaluate_module(*in.fused_computation, fused_args, false, false)[0];
     }
     default: {
       std::vector<hlo::ArrayRef> refs;
@@ -70,7 +71,7 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
 
 namespace {
 
-std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile) {
+std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile, bool trace) {
   check(static_cast<int>(arguments.size()) == module.num_parameters, "interpreter",
         module.name + " expects " + std::to_string(module.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
   std::vector<int> last_use(module.instructions.size(), -1);
@@ -86,11 +87,14 @@ std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vec
       for (const Buffer* a : args) outputs.push_back(*a);
       break;
     }
-    if (profile) {
-      auto t0 = std::chrono::steady_clock::now();
+    if (profile || trace) {
+      const int64_t t0 = runtime::now_ns();
       values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module, in).c_str());
+      const int64_t t1 = runtime::now_ns();
+      const double ms = static_cast<double>(t1 - t0) * 1e-6;
+      if (profile && ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module, in).c_str());
+      const bool work = in.opcode != HloOpcode::kParameter && in.opcode != HloOpcode::kConstant && in.opcode != HloOpcode::kReshape;
+      if (trace && work) runtime::record_span("interpreter", in.name(), t0, t1, {{"shape", shape_text(module, in)}});
     } else {
       values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
     }
@@ -105,11 +109,13 @@ class InterpreterExecutable : public Executable {
  public:
   InterpreterExecutable(hlo::HloModule module, bool profile) : module_(std::move(module)), profile_(profile) {}
   const hlo::HloModule& module() const override { return module_; }
-  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return evaluate_module(module_, arguments, profile_); }
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override {
+    return evaluate_module(module_, arguments, profile_, runtime::is_tracing());
+  }
 
  private:
   hlo::HloModule module_;
-  // CompilerOptions::profile (LAZYTRAIN_PROFILE) prints every instruction that takes over 5 ms.
+  // CompilerOptions::profile (LAZYTRAIN_PROFILE_STDERR) prints every instruction that takes over 5 ms.
   bool profile_ = false;
 };
 

@@ -1,0 +1,409 @@
+#include "backend/cpu/cpu_executable.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "backend/cpu/dot_epilogue_fusion.h"
+#include "backend/cpu/kernel_emitter.h"
+#include "backend/interpreter/kernels.h"
+#include "backend/literal_buffer.h"
+#include "backend/onednn_matmul.h"
+#include "core/error.h"
+#include "hlo/buffer_assignment.h"
+#include "hlo/evaluator/hlo_evaluator.h"
+#include "runtime/metrics.h"
+#include "runtime/profiler.h"
+
+namespace lazytrain::backend::cpu {
+
+namespace {
+
+using hlo::HloOpcode;
+using runtime::Buffer;
+
+// The opcodes of a fusion's computation, parameters and the root tuple left
+// out: "broadcast multiply add tanh".
+std::string fused_ops(const hlo::HloInstruction& fusion) {
+  std::string ops;
+  for (const auto& in : fusion.fused_computation->instructions) {
+    if (in.opcode == HloOpcode::kParameter || in.opcode == HloOpcode::kTuple) continue;
+    ops += (ops.empty() ? "" : " ") + hlo::opcode_name(in.opcode);
+  }
+  return ops;
+}
+
+// Says once per process per kind of fallback fusion (its ops, shape and
+// reason) that it runs on the interpreter.
+void warn_fallback_once(const hlo::HloModule& module, const hlo::HloInstruction& fusion, const std::string& reason) {
+  static std::mutex mutex;
+  static std::set<std::string>* seen = new std::set<std::string>();
+  const std::string ops = fused_ops(fusion);
+  const std::string shape = hlo::shape_text(module, fusion);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen->insert(hlo::fusion_kind_name(fusion.fusion_kind) + "|" + shape + "|" + ops + "|" + reason).second) return;
+  }
+  std::fprintf(stderr, "warning: [cpu backend] %s of %s (%s, %s: %s) runs on the interpreter: %s; counted as InterpreterFallback.%s\n",
+               fusion.name().c_str(), module.name.c_str(), hlo::fusion_kind_name(fusion.fusion_kind).c_str(), shape.c_str(), ops.c_str(),
+               reason.c_str(), fusion.name().c_str());
+}
+
+class CpuExecutable : public Executable {
+ public:
+  CpuExecutable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library, std::map<int, KernelFn> kernels, bool profile)
+      : module_(std::move(module)), library_(std::move(library)), kernels_(std::move(kernels)), profile_(profile) {
+    last_use_.assign(module_.instructions.size(), -1);
+    for (const auto& in : module_.instructions) {
+      for (int o : in.operands) last_use_[o] = in.id;
+    }
+    for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
+    // A scatter-add adds its updates into a copy of operand 0; it may add into
+    // operand 0 itself once nothing else reads it (the embedding gradient: the
+    // decoder's weight gradient plus the looked-up rows, without a copy of the
+    // vocabulary-sized matrix).
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kScatter) in_place_operands_[in.id] = {0};
+    }
+    // oneDNN primitives: created once per executable, for every dot and dot epilogue fusion.
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kConstant) constants_[in.id] = buffer_from_literal(in.literal);
+      if (in.opcode == HloOpcode::kDot) {
+        matmuls_[in.id] = std::make_unique<OneDnnMatmul>(module_.at(in.operands[0]).shape, in);
+      } else if (auto epilogue = dot_epilogue_of(in)) {
+        const hlo::HloModule& f = *in.fused_computation;
+        for (const auto& inner : f.instructions) {
+          if (inner.opcode == HloOpcode::kDot) {
+            matmuls_[in.id] = std::make_unique<OneDnnMatmul>(f.at(inner.operands[0]).shape, inner,
+                                                             MatmulEpilogue{epilogue->bias, epilogue->residual});
+          }
+        }
+      }
+    }
+    find_fallbacks();
+    label_instructions();
+    assign_buffers();
+  }
+
+  const hlo::HloModule& module() const override { return module_; }
+
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return execute(arguments, {}); }
+
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments, const std::vector<bool>& donated) override {
+    check(static_cast<int>(arguments.size()) == module_.num_parameters, "cpu backend",
+          "expects " + std::to_string(module_.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
+    check(donated.empty() || donated.size() == arguments.size(), "cpu backend",
+          "expects one donation flag per argument, got " + std::to_string(donated.size()));
+    std::vector<Buffer> values(module_.instructions.size());
+    std::vector<Buffer> outputs;
+    std::vector<const void*> pointers;
+    std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE_STDERR: milliseconds per kind of instruction
+    const bool tracing = runtime::is_tracing();
+    ArenaLease arena(*this);
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kTuple) {
+        for (int o : in.operands) outputs.push_back(values[o]);
+        break;
+      }
+      const int64_t t0 = profile_ || tracing ? runtime::now_ns() : 0;
+      count_if_fallback(in);
+      auto kernel = kernels_.find(in.id);
+      auto matmul = matmuls_.find(in.id);
+      if (in.opcode == HloOpcode::kConstant) {
+        values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
+      } else if (matmul != matmuls_.end()) {
+        Buffer out = output_storage(in, values, donated, arena.buffer);
+        const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
+        const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
+        matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
+        values[in.id] = std::move(out);
+      } else if (kernel != kernels_.end()) {
+        Buffer out = output_storage(in, values, donated, arena.buffer);
+        pointers.clear();
+        for (int o : in.operands) pointers.push_back(values[o].raw());
+        kernel->second(pointers.data(), out.raw());
+        values[in.id] = std::move(out);
+      } else if (writes_into_storage(in)) {
+        Buffer out = output_storage(in, values, donated, arena.buffer);
+        std::vector<hlo::ArrayRef> refs;
+        for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
+        hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
+        values[in.id] = std::move(out);
+      } else {
+        interpreter::Operands args;
+        for (int o : in.operands) args.push_back(&values[o]);
+        values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+      }
+      if (tracing) trace_instruction(in, t0);
+      if (profile_) note_profile(in, kernel != kernels_.end(), matmul != matmuls_.end(), runtime::now_ns() - t0, totals);
+      for (int o : in.operands) {
+        if (last_use_[o] == in.id) values[o] = Buffer();
+      }
+    }
+    if (profile_) print_totals(totals);
+    return outputs;
+  }
+
+ private:
+  // Instructions that the interpreter's evaluate_into computes into storage
+  // they are handed (everything but values that are made elsewhere or are
+  // views: parameters, constants, reshapes, collectives, fusions without a
+  // generated kernel, which run on the interpreter whole).
+  bool writes_into_storage(const hlo::HloInstruction& in) const {
+    switch (in.opcode) {
+      case HloOpcode::kParameter:
+      case HloOpcode::kConstant:
+      case HloOpcode::kReshape:
+      case HloOpcode::kAllReduce:
+      case HloOpcode::kAllGather:
+      case HloOpcode::kReduceScatter:
+      case HloOpcode::kTuple:
+        return false;
+      case HloOpcode::kFusion:
+        return kernels_.count(in.id) > 0 || matmuls_.count(in.id) > 0;
+      default:
+        return true;
+    }
+  }
+
+  // Static buffer assignment (hlo/buffer_assignment.h): the arena slot of every
+  // intermediate, and which outputs are computed over an operand in place.
+  void assign_buffers() {
+    hlo::BufferAssignmentOptions options;
+    // A reshape makes no storage (it shows its operand's), so it is not
+    // external: its buffer is its operand's, wherever that lives.
+    options.storage = [this](const hlo::HloInstruction& in) {
+      return writes_into_storage(in) || in.opcode == HloOpcode::kReshape ? hlo::OutputStorage::kArena : hlo::OutputStorage::kExternal;
+    };
+    options.may_alias = [this](const hlo::HloInstruction& in) {
+      std::vector<size_t> operands;
+      // A reshape is a view; a collective of one replica, or an interpreted
+      // fusion, may hand back an operand's storage.
+      const bool views = in.opcode == HloOpcode::kReshape || in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather ||
+                         in.opcode == HloOpcode::kReduceScatter || (in.opcode == HloOpcode::kFusion && !writes_into_storage(in));
+      if (views) {
+        for (size_t k = 0; k < in.operands.size(); ++k) operands.push_back(k);
+      }
+      return operands;
+    };
+    options.in_place_candidates = [this](const hlo::HloInstruction& in) {
+      const auto it = in_place_operands_.find(in.id);
+      return it == in_place_operands_.end() ? std::vector<size_t>{} : it->second;
+    };
+    assignment_ = hlo::assign_buffers(module_, options);
+    runtime::metric("ArenaBytes", runtime::MetricKind::kBytes).add_sample(static_cast<double>(assignment_.arena_bytes));
+  }
+
+  // The arena of one execution, taken from the executable's free arenas (one
+  // per concurrent execution: replicas share a cached executable) and given
+  // back when the execution ends, however it ends.
+  struct ArenaLease {
+    explicit ArenaLease(CpuExecutable& e) : executable(e) {
+      std::lock_guard<std::mutex> lock(e.arena_mutex_);
+      if (!e.free_arenas_.empty()) {
+        buffer = std::move(e.free_arenas_.back());
+        e.free_arenas_.pop_back();
+      }
+      if (!buffer.defined() && e.assignment_.arena_bytes > 0) {
+        buffer = Buffer(Shape{e.assignment_.arena_bytes}, DType::kBool);
+        runtime::counter("ArenaAllocations").add(1);
+      }
+    }
+    ~ArenaLease() {
+      if (!buffer.defined()) return;
+      std::lock_guard<std::mutex> lock(executable.arena_mutex_);
+      executable.free_arenas_.push_back(std::move(buffer));
+    }
+    CpuExecutable& executable;
+    Buffer buffer;
+  };
+
+  // Where `in`'s output is written: over the operand buffer assignment chose,
+  // its arena slot, a donated argument or an intermediate it may overwrite
+  // (reusable_operand), or new storage.
+  Buffer output_storage(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated,
+                        const Buffer& arena) const {
+    const auto id = static_cast<size_t>(in.id);
+    if (const int k = assignment_.in_place_operand[id]; k >= 0) return values[in.operands[static_cast<size_t>(k)]].reshaped(in.shape);
+    if (const int64_t offset = assignment_.offset[id]; offset >= 0) return arena.view(offset, in.shape, in.dtype);
+    if (in_place_operands_.count(in.id)) {
+      if (Buffer out = reusable_operand(in, values, donated); out.defined()) return out;
+    }
+    if (!assignment_.outlives[id]) {
+      static runtime::Counter& intermediates = runtime::counter("IntermediateAllocations");
+      intermediates.add(1);
+    }
+    return Buffer(in.shape, in.dtype);
+  }
+
+  // What a trace records of an instruction: category nullptr for none.
+  struct Label {
+    const char* category = nullptr;
+    std::string name;
+    std::vector<std::pair<const char*, runtime::TraceArgValue>> args;
+  };
+
+  // A fusion run on the interpreter: counts InterpreterFallback and InterpreterFallback.<fusion>.
+  void count_if_fallback(const hlo::HloInstruction& in) const {
+    if (in.opcode != HloOpcode::kFusion) return;
+    const auto fallback = fallback_counters_.find(in.id);
+    if (fallback == fallback_counters_.end()) return;
+    static runtime::Counter& all = runtime::counter("InterpreterFallback");
+    all.add(1);
+    fallback->second->add(1);
+  }
+
+  // The trace's event for `in` (begun at `t0`): kernel, dot, collective or interpreter; none for no work.
+  void trace_instruction(const hlo::HloInstruction& in, int64_t t0) const {
+    const Label& label = labels_[in.id];
+    if (label.category) runtime::record_span(label.category, label.name, t0, runtime::now_ns(), label.args);
+  }
+
+  // Fusions with neither a kernel nor a oneDNN matmul run on the interpreter: say why, once, and count them.
+  void find_fallbacks() {
+    for (const auto& in : module_.instructions) {
+      if (in.opcode != HloOpcode::kFusion || kernels_.count(in.id) || matmuls_.count(in.id)) continue;
+      std::string reason;
+      if (emit_fusion_kernel(in, "kernel", &reason)) {
+        reason = "no C++ compiler ran to build its kernel ($CXX or c++)";  // the compiler warned once for all of them
+      } else {
+        warn_fallback_once(module_, in, reason);
+      }
+      fallback_reasons_[in.id] = reason;
+      fallback_counters_[in.id] = &runtime::counter("InterpreterFallback." + in.name());
+    }
+  }
+
+  // The trace events' names and arguments, made once.
+  void label_instructions() {
+    labels_.resize(module_.instructions.size());
+    for (const auto& in : module_.instructions) {
+      Label& l = labels_[in.id];
+      switch (in.opcode) {
+        case HloOpcode::kParameter:
+        case HloOpcode::kConstant:
+        case HloOpcode::kTuple:
+        case HloOpcode::kReshape: continue;  // no work
+        default: break;
+      }
+      l.name = in.name();
+      l.args.emplace_back("shape", hlo::shape_text(module_, in));
+      if (auto matmul = matmuls_.find(in.id); matmul != matmuls_.end()) {
+        l.category = "dot";
+        const hlo::HloModule& m = in.opcode == HloOpcode::kDot ? module_ : *in.fused_computation;
+        const hlo::HloInstruction& dot = in.opcode == HloOpcode::kDot ? in : *std::find_if(m.instructions.begin(), m.instructions.end(),
+                                                                                           [](const hlo::HloInstruction& i) { return i.opcode == HloOpcode::kDot; });
+        l.args.emplace_back("lhs", hlo::shape_text(m, m.at(dot.operands[0])));
+        l.args.emplace_back("rhs", hlo::shape_text(m, m.at(dot.operands[1])));
+        l.args.emplace_back("dtype", xla_name(dot.dtype));
+        l.args.emplace_back("onednn", matmul->second->implementation());
+        if (in.opcode == HloOpcode::kFusion) l.args.emplace_back("epilogue", fused_ops(in));
+      } else if (kernels_.count(in.id)) {
+        l.category = "kernel";
+        l.args.emplace_back("fusion_kind", hlo::fusion_kind_name(in.fusion_kind));
+        l.args.emplace_back("ops", fused_ops(in));
+      } else if (in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather || in.opcode == HloOpcode::kReduceScatter) {
+        l.category = "collective";
+      } else {
+        l.category = "interpreter";
+        if (auto fallback = fallback_reasons_.find(in.id); fallback != fallback_reasons_.end()) {
+          l.args.emplace_back("fusion_kind", hlo::fusion_kind_name(in.fusion_kind));
+          l.args.emplace_back("ops", fused_ops(in));
+          l.args.emplace_back("fallback", fallback->second);
+        }
+      }
+    }
+  }
+
+  // Operands of a loop fusion that its kernel reads only at the output's own
+  // linear index (element i of the operand feeds element i of the output, never
+  // through a broadcast) with the output's shape and dtype: the kernel may write
+  // its output over such an operand once nothing else needs it (XLA's
+  // CanShareOperandBufferWithUser for elementwise fusions).
+  static std::vector<size_t> in_place_candidates(const hlo::HloInstruction& fusion) {
+    std::vector<size_t> out;
+    if (fusion.opcode != HloOpcode::kFusion || fusion.fusion_kind != hlo::FusionKind::kLoop) return out;
+    const hlo::HloModule& body = *fusion.fused_computation;
+    std::vector<bool> broadcast_read(body.instructions.size(), false);
+    for (const auto& in : body.instructions) {
+      if (in.opcode == HloOpcode::kBroadcast) broadcast_read[in.operands[0]] = true;
+    }
+    for (const auto& in : body.instructions) {
+      if (in.opcode != HloOpcode::kParameter || broadcast_read[in.id]) continue;
+      if (in.dtype == fusion.dtype && numel(in.shape) == numel(fusion.shape)) out.push_back(static_cast<size_t>(in.parameter_number));
+    }
+    return out;
+  }
+
+  // Storage the kernel (or in-place scatter) of `in` may write its output into: an in-place candidate
+  // operand read for the last time here, owned by nobody else (an intermediate)
+  // or donated by the caller (an argument). Undefined when there is none.
+  Buffer reusable_operand(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated) const {
+    for (size_t k : in_place_operands_.at(in.id)) {
+      const int o = in.operands[k];
+      if (last_use_[o] != in.id || !values[o].defined()) continue;
+      const hlo::HloInstruction& producer = module_.at(o);
+      const bool donated_argument = producer.opcode == HloOpcode::kParameter && !donated.empty() &&
+                                    donated[static_cast<size_t>(producer.parameter_number)];
+      if (!donated_argument && (producer.opcode == HloOpcode::kParameter || !values[o].unique())) continue;
+      // The same value read through two operands must not be overwritten under the other.
+      if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
+      return values[o].reshaped(in.shape);
+    }
+    return Buffer();
+  }
+
+  // LAZYTRAIN_PROFILE_STDERR: adds `ns` to its kind's total; prints an instruction over 2 ms.
+  void note_profile(const hlo::HloInstruction& in, bool generated, bool matmul, int64_t ns, std::map<std::string, double>& totals) const {
+    const double ms = static_cast<double>(ns) * 1e-6;
+    totals[generated                                   ? std::string("generated kernels")
+           : matmul && in.opcode == HloOpcode::kFusion ? std::string("dot with epilogue")
+                                                       : hlo::opcode_name(in.opcode)] += ms;
+    if (ms > 2) {
+      std::fprintf(stderr, "[profile] %8.1f ms  %s %s%s\n", ms, in.name().c_str(), hlo::shape_text(module_, in).c_str(), generated ? " (generated)" : "");
+    }
+  }
+
+  // One line per execution: where its time went, largest first.
+  void print_totals(const std::map<std::string, double>& totals) const {
+    std::vector<std::pair<double, std::string>> sorted;
+    double all = 0;
+    for (const auto& [kind, ms] : totals) {
+      sorted.emplace_back(ms, kind);
+      all += ms;
+    }
+    std::sort(sorted.rbegin(), sorted.rend());
+    std::string line;
+    for (const auto& [ms, kind] : sorted) {
+      if (ms >= 0.5) line += ", " + kind + " " + std::to_string(static_cast<int>(ms + 0.5));
+    }
+    std::fprintf(stderr, "[profile] %s: %.1f ms in all%s (ms)\n", module_.name.c_str(), all, line.c_str());
+  }
+
+  hlo::HloModule module_;
+  std::shared_ptr<SharedLibrary> library_;  // keeps the kernels loaded
+  std::map<int, KernelFn> kernels_;
+  std::vector<int> last_use_;
+  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel or scatter instruction -> operand indices
+  std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
+  std::map<int, Buffer> constants_;                       // each constant's value, copied once
+  std::map<int, std::string> fallback_reasons_;           // fusions run on the interpreter, and why
+  std::map<int, runtime::Counter*> fallback_counters_;    // their InterpreterFallback.<name> counters
+  std::vector<Label> labels_;                             // by instruction id
+  // CompilerOptions::profile (LAZYTRAIN_PROFILE_STDERR): per-execution totals by instruction kind.
+  bool profile_ = false;
+  hlo::BufferAssignment assignment_;
+  std::mutex arena_mutex_;
+  std::vector<Buffer> free_arenas_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> make_cpu_executable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library, std::map<int, KernelFn> kernels,
+                                                bool profile) {
+  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels), profile);
+}
+
+}  // namespace lazytrain::backend::cpu
