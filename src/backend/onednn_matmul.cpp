@@ -53,7 +53,8 @@ void note_widened_once(DType t) {
     std::fprintf(stderr,
                  "note: oneDNN has no native %s matmul here (it needs AVX-512, AVX512_BF16 or AMX for bf16, which this CPU lacks or "
                  "ONEDNN_MAX_CPU_ISA / LAZYTRAIN_KERNEL_ISA=avx2 turned off); %s dots are "
-                 "computed as f32 matmuls of the %s values, rounded to %s once, which is slower than f32 here\n",
+                 "computed as f32 matmuls of the %s values, rounded to %s once, which is slower than f32 here: "
+                 "for speed on this CPU train in f32 (leave out --bf16 / bf16=True)\n",
                  xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str());
   });
 }
