@@ -143,7 +143,8 @@ for model in $MODELS; do
           eager-*) lib=$(malloc_lib "${v#eager-}")
                    run "${v}_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" ${lib:+LD_PRELOAD=$lib} "${PIN[@]}" \
                      "$PEERS_PYTHON" bench/peers/torch_train.py --mode eager "${pargs[@]}" --warmup "$warm" ;;
-          compile) run "compile_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" "${PIN[@]}" \
+          # Cold compiles, as lazytrain's: no Inductor/AOTAutograd cache carried over from an earlier run.
+          compile) run "compile_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 "${PIN[@]}" \
                      "$PEERS_PYTHON" bench/peers/torch_train.py --mode compile "${pargs[@]}" --warmup "$cwarm" ;;
           jax) run "jax_${model}_${dtype}_t$t" "${PIN[@]}" "$PEERS_PYTHON" bench/peers/jax_train.py "${pargs[@]}" --warmup "$warm" ;;
           xla) run "xla_${model}_${dtype}_t$t" env PJRT_DEVICE=CPU OMP_NUM_THREADS="$t" "${PIN[@]}" \
