@@ -214,6 +214,23 @@ for model in $MODELS; do
   done
 done
 echo
+echo "Process CPU time per timed step, s (user + system, all threads; spin-waits included). At 1 thread it is about the"
+echo "step's time on an uncontended core, so it moves little with other load; at 2 threads a busy core inflates it:"
+echo
+header="| model | dtype | threads | lazytrain |"; rule="|---|---|---:|---:|"
+for v in $(peer_variants); do header+=" $(peer_name "$v") |"; rule+="---:|"; done
+echo "$header"
+echo "$rule"
+for model in $MODELS; do
+  for dtype in $DTYPES; do
+    for t in $THREAD_COUNTS; do
+      row="| $model | $dtype | $t | $(fmt "$(field "lt-cpu_${model}_${dtype}_t$t" cpu_s_per_step)" 3) |"
+      for v in $(peer_variants); do row+=" $(fmt "$(field "${v}_${model}_${dtype}_t$t" cpu_s_per_step)" 3) |"; done
+      echo "$row"
+    done
+  done
+done
+echo
 echo "tok/s: the best timed step (tokens per step / its time). ratio = lazytrain / best peer (above 1: lazytrain is faster)."
 echo "BERT: both sides run the MLM head on the labelled rows only (about 15% of the tokens; lazytrain and the compiling"
 echo "peers pad them to lazytrain's static capacity, PyTorch eager indexes exactly the labelled ones). GPT-2: labels ="
