@@ -1,44 +1,54 @@
 #!/usr/bin/env bash
-# Builds the benchmarks and measures lazytrain against PyTorch 1.13 in one run
-# (bench/README.md): BertForMaskedLM training-step throughput at seq 128 with AdamW
-# for bert-tiny, bert-mini, bert-base and bert-large, f32 (and bf16), MFU against the oneDNN
-# matmul peak measured here, and peak RSS. PyTorch runs at each thread count of
-# TORCH_THREADS and its fastest is compared (every one is printed); every run is
-# pinned to the same cores (taskset). Prints one markdown table.
+# Builds the benchmarks and measures lazytrain's training step against today's peers in one run
+# (bench/README.md, bench/peers/): BertForMaskedLM at seq 128 (bert-tiny, bert-mini, bert-base,
+# bert-large) and GPT-2 124M at seq 64 and 1024; forward, backward, clip 1.0, AdamW; f32 and bf16
+# (autocast); each at 1 and 2 threads. The peers:
+#   eager    PyTorch 2.13 eager (transformers' models), once per allocator of EAGER_MALLOCS (LD_PRELOAD)
+#   compile  torch.compile (Inductor, default mode); its compile time is printed apart
+#   jax      JAX jax.jit (XLA:CPU), the same models in plain JAX, parameters and optimizer state donated
+#   xla      PyTorch/XLA 2.9 on its CPU device (PJRT_DEVICE=CPU), in its own venv
+# Every run is pinned to the same cores (taskset). Prints markdown tables: per model, dtype and thread
+# count, lazytrain, the best peer (named) and the ratio, then every peer's figure.
+# bench/setup_peers.sh makes the venvs first.
 #
 #   bash bench/run_all.sh
+#   MODELS="bert-tiny bert-base gpt2-64" PEERS="eager compile jax" bash bench/run_all.sh   # a shorter run
 #
 # Environment (defaults in brackets):
-#   BUILD_DIR   [build]  CMake build directory holding the bench targets (configured with Ninja if absent)
-#   MODELS      ["bert-tiny bert-mini bert-base bert-large"]
-#   BACKENDS    ["interpreter cpu"]   lazytrain backends, one table row each (bert-large: cpu only)
-#   STEPS_TINY ["2 8"]  STEPS_MINI ["2 5"]  STEPS_BASE ["2 3"]  STEPS_LARGE ["1 2"]   "warm-up timed" steps per model
-#   THREADS     [2]      lazytrain's threads (OMP_NUM_THREADS)
-#   TORCH_THREADS ["1 2"]  PyTorch thread counts tried per model and dtype (torch.set_num_threads and
-#                        OPENBLAS_NUM_THREADS); the fastest is compared and every one is printed
-#   ONE_THREAD  [1]      1: also run lazytrain's cpu backend on one thread (pinned as PyTorch's runs) and print a second
-#                        table against PyTorch's one-thread runs (needs 1 in TORCH_THREADS); 0: skip
-#   RUN_TIMEOUT [600]    seconds before one run is killed (its cells read "timeout")
-#   PEAK_MIN_TIME [1]    seconds per matmul shape in bench_matmul_peak
-#   LOG_DIR     [a new /tmp/lazytrain-bench.XXXXXX]   every run's full output
+#   BUILD_DIR     [build]  CMake build directory holding the bench targets (configured with Ninja if absent)
+#   MODELS        ["bert-tiny bert-mini bert-base bert-large gpt2-64 gpt2-1024"]   gpt2-S: GPT-2 124M at seq S, batch 4
+#   DTYPES        ["f32 bf16"]
+#   THREAD_COUNTS ["1 2"]  thread counts: lazytrain's OMP_NUM_THREADS and the peers' --threads; every run is
+#                          pinned to the first max(THREAD_COUNTS) cores
+#   PEERS         ["eager compile jax xla"]
+#   EAGER_MALLOCS ["glibc jemalloc tcmalloc"]   allocators tried under PyTorch eager (Debian's libjemalloc2,
+#                          libtcmalloc-minimal4 preloaded); the best counts, every one is printed
+#   BACKENDS      [cpu]    lazytrain backends (interpreter: one more lazytrain row; not for bert-large or gpt2-1024)
+#   STEPS_TINY ["2 8"]  STEPS_MINI ["2 5"]  STEPS_BASE ["2 3"]  STEPS_LARGE ["1 2"]  STEPS_GPT2_64 ["2 5"]
+#   STEPS_GPT2_1024 ["1 2"]   "warm-up timed" steps per model (the compiling peers take at least 2 warm-up steps)
+#   PEERS_PYTHON  [~/.cache/lazytrain/venv-peers/bin/python]    torch 2.13, transformers, jax (bench/setup_peers.sh)
+#   XLA_PYTHON    [~/.cache/lazytrain/venv-torchxla/bin/python] torch_xla 2.9 (bench/setup_peers.sh)
+#   RUN_TIMEOUT   [900]    seconds before one run is killed (its cells read "timeout")
+#   LOG_DIR       [a new /tmp/lazytrain-bench.XXXXXX]   every run's full output
+#   REPORT_ONLY   [0]      1: no build and no runs; prints the tables from the logs already in LOG_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 BUILD_DIR=${BUILD_DIR:-build}
-MODELS=${MODELS:-"bert-tiny bert-mini bert-base bert-large"}
-BACKENDS=${BACKENDS:-"interpreter cpu"}
-THREADS=${THREADS:-2}
-TORCH_THREADS=${TORCH_THREADS:-"1 2"}
-ONE_THREAD=${ONE_THREAD:-1}
-RUN_TIMEOUT=${RUN_TIMEOUT:-600}
-PEAK_MIN_TIME=${PEAK_MIN_TIME:-1}
+MODELS=${MODELS:-"bert-tiny bert-mini bert-base bert-large gpt2-64 gpt2-1024"}
+DTYPES=${DTYPES:-"f32 bf16"}
+THREAD_COUNTS=${THREAD_COUNTS:-"1 2"}
+PEERS=${PEERS:-"eager compile jax xla"}
+EAGER_MALLOCS=${EAGER_MALLOCS:-"glibc jemalloc tcmalloc"}
+BACKENDS=${BACKENDS:-cpu}
+PEERS_PYTHON=${PEERS_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/lazytrain/venv-peers/bin/python}
+XLA_PYTHON=${XLA_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/lazytrain/venv-torchxla/bin/python}
+RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/lazytrain-bench.XXXXXX)}
 mkdir -p "$LOG_DIR"
-PYTHON=/usr/bin/python3
-export OMP_NUM_THREADS=$THREADS
 # Cold compiles and quiet runs: no on-disk compile cache, no per-instruction profile.
-unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_PROFILE_STDERR LAZYTRAIN_BACKEND
+unset LAZYTRAIN_CACHE_DIR LAZYTRAIN_PROFILE LAZYTRAIN_PROFILE_STDERR LAZYTRAIN_BACKEND XLA_FLAGS
 
 steps_for() {
   case $1 in
@@ -46,144 +56,220 @@ steps_for() {
     bert-mini) echo "${STEPS_MINI:-2 5}" ;;
     bert-base) echo "${STEPS_BASE:-2 3}" ;;
     bert-large) echo "${STEPS_LARGE:-1 2}" ;;
-    *) echo "run_all.sh: unknown model '$1' (bert-tiny, bert-mini, bert-base, bert-large)" >&2; exit 2 ;;
+    gpt2-64) echo "${STEPS_GPT2_64:-2 5}" ;;
+    gpt2-1024) echo "${STEPS_GPT2_1024:-1 2}" ;;
+    *) echo "run_all.sh: unknown model '$1' (bert-tiny, bert-mini, bert-base, bert-large, gpt2-64, gpt2-1024)" >&2; exit 2 ;;
   esac
 }
+for m in $MODELS; do steps_for "$m" >/dev/null || exit 2; done
+for p in $PEERS; do
+  case $p in eager|compile|jax|xla) ;; *) echo "run_all.sh: unknown peer '$p' (eager, compile, jax, xla)" >&2; exit 2 ;; esac
+done
+malloc_lib() {
+  case $1 in
+    glibc) echo "" ;;
+    jemalloc) echo /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ;;
+    tcmalloc) echo /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ;;
+    *) echo "run_all.sh: unknown allocator '$1' in EAGER_MALLOCS (glibc, jemalloc, tcmalloc)" >&2; exit 2 ;;
+  esac
+}
+for m in $EAGER_MALLOCS; do
+  lib=$(malloc_lib "$m") || exit 2
+  [ -z "$lib" ] || [ -r "$lib" ] || { echo "run_all.sh: $m needs $lib (bash bench/setup_peers.sh installs it)" >&2; exit 2; }
+done
+# The interpreter would take minutes a step on the largest shapes.
+skip_backend() { [ "$2" = interpreter ] && { [ "$1" = bert-large ] || [ "$1" = gpt2-1024 ]; }; }
 
-# bert-large runs on the cpu backend only (the interpreter would take minutes a step).
-skip_backend() { [ "$1" = bert-large ] && [ "$2" = interpreter ]; }
-
-# run, field, is_num, fmt, ratio, mfu, mib, measure_peak, best, all, best_run, per_thread, print_peak_table, print_run_footer
+# run, field, is_num, fmt, ratio, mib, print_run_footer
 source bench/bench_lib.sh
-require_torch
+want() { [[ " $PEERS " == *" $1 "* ]]; }
+if { want eager || want compile || want jax; } && ! "$PEERS_PYTHON" -c "import torch, transformers, jax, optax" 2>/dev/null; then
+  echo "run_all.sh: $PEERS_PYTHON cannot import torch, transformers, jax and optax (run bash bench/setup_peers.sh, or set PEERS_PYTHON)" >&2; exit 1
+fi
+if want xla && ! "$XLA_PYTHON" -c "import torch_xla, transformers" 2>/dev/null; then
+  echo "run_all.sh: $XLA_PYTHON cannot import torch_xla and transformers; PyTorch/XLA is left out (bash bench/setup_peers.sh)" >&2
+  PEERS=${PEERS//xla/}
+fi
 
-# Every run on the same cores: the first $THREADS of this machine.
+# Every run on the same cores: the first max(THREAD_COUNTS) of this machine.
+MAX_THREADS=$(printf "%s\n" $THREAD_COUNTS | sort -n | tail -1)
 PIN=()
-if command -v taskset >/dev/null; then PIN=(taskset -c "0-$((THREADS - 1))"); fi
+if command -v taskset >/dev/null; then PIN=(taskset -c "0-$((MAX_THREADS - 1))"); fi
 
 START_UPTIME=$(uptime)
 echo "run_all.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
 
 # ---- build ----
-if [ ! -e "$BUILD_DIR/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYTRAIN_WERROR=ON >&2 || exit 1
+if [ "${REPORT_ONLY:-0}" != 1 ]; then
+  if [ ! -e "$BUILD_DIR/CMakeCache.txt" ]; then
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAZYTRAIN_WERROR=ON >&2 || exit 1
+  fi
+  cmake --build "$BUILD_DIR" --target bench_bert_train bench_gpt2_train >&2 ||
+    { echo "run_all.sh: build failed (does the top-level CMakeLists.txt have add_subdirectory(bench)?)" >&2; exit 1; }
 fi
-cmake --build "$BUILD_DIR" --target bench_bert_train bench_matmul_peak >&2 ||
-  { echo "run_all.sh: build failed (does the top-level CMakeLists.txt have add_subdirectory(bench)?)" >&2; exit 1; }
-BENCH_TRAIN=$BUILD_DIR/bench/bench_bert_train
-BENCH_PEAK=$BUILD_DIR/bench/bench_matmul_peak
 
-# PyTorch f32: OpenBLAS (Debian's default libblas.so.3 here is the netlib reference BLAS)
-# with its AVX-512 kernels (its Zen detection otherwise falls back to slow ones).
-# OpenBLAS's AVX-512 kernels only where the CPU has AVX-512 (they die with SIGILL elsewhere);
-# otherwise OpenBLAS picks its own (Haswell's AVX2 ones on Zen 3).
-if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=SkylakeX); else openblas_core=(); fi
-torch_cmd() {  # torch_cmd THREADS: the PyTorch command line at that thread count
-  echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_bert_bench.py \
-    --threads "$1"
+# model_args MODEL: lazytrain's and the peers' flags for it (GPT-2's sequence length from its name).
+peer_model_args() { case $1 in gpt2-*) echo "--model gpt2 --seq_len ${1#gpt2-}" ;; *) echo "--model $1" ;; esac; }
+lt_cmd() {  # lt_cmd MODEL BACKEND: lazytrain's bench program for MODEL
+  case $1 in
+    gpt2-*) echo "$BUILD_DIR/bench/bench_gpt2_train --backend $2 --seq_len ${1#gpt2-}" ;;
+    *) echo "$BUILD_DIR/bench/bench_bert_train --backend $2 --model $1" ;;
+  esac
+}
+peer_variants() {  # the run-name prefixes of the peers (eager once per allocator)
+  local p m
+  for p in $PEERS; do
+    if [ "$p" = eager ]; then for m in $EAGER_MALLOCS; do printf "eager-%s " "$m"; done; else printf "%s " "$p"; fi
+  done
 }
 
 # ---- training steps ----
+[ "${REPORT_ONLY:-0}" = 1 ] ||
 for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
-  measure_peak
-  for backend in $BACKENDS; do
-    skip_backend "$model" "$backend" && continue
-    run "lt_${model}_${backend}" "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --warmup "$warm" --steps "$timed"
-    run "lt_${model}_${backend}_bf16" "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend "$backend" --bf16 --warmup "$warm" --steps "$timed"
-  done
-  if [ "$ONE_THREAD" = 1 ]; then
-    run "lt1_${model}_cpu" env OMP_NUM_THREADS=1 "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend cpu --warmup "$warm" --steps "$timed"
-    run "lt1_${model}_cpu_bf16" env OMP_NUM_THREADS=1 "${PIN[@]}" "$BENCH_TRAIN" --model "$model" --backend cpu --bf16 --warmup "$warm" --steps "$timed"
-  fi
-  for t in $TORCH_THREADS; do
-    # shellcheck disable=SC2046
-    run "pt_${model}_f32_t$t" "${PIN[@]}" $(torch_cmd "$t") --model "$model" --dtype f32 --warmup "$warm" --steps "$timed"
-    # shellcheck disable=SC2046
-    run "pt_${model}_bf16_t$t" "${PIN[@]}" $(torch_cmd "$t") --model "$model" --dtype bf16 --warmup "$warm" --steps "$timed"
+  cwarm=$((warm < 2 ? 2 : warm))  # torch.compile and PyTorch/XLA compile in step 1, PyTorch/XLA again in step 2
+  for dtype in $DTYPES; do
+    bf=(); [ "$dtype" = bf16 ] && bf=(--bf16)
+    for t in $THREAD_COUNTS; do
+      for backend in $BACKENDS; do
+        skip_backend "$model" "$backend" && continue
+        # shellcheck disable=SC2046
+        run "lt-${backend}_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" "${PIN[@]}" $(lt_cmd "$model" "$backend") \
+          --warmup "$warm" --steps "$timed" "${bf[@]}"
+      done
+      pargs=($(peer_model_args "$model") --dtype "$dtype" --threads "$t" --steps "$timed")
+      for v in $(peer_variants); do
+        case $v in
+          eager-*) lib=$(malloc_lib "${v#eager-}")
+                   run "${v}_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" ${lib:+LD_PRELOAD=$lib} "${PIN[@]}" \
+                     "$PEERS_PYTHON" bench/peers/torch_train.py --mode eager "${pargs[@]}" --warmup "$warm" ;;
+          # Cold compiles, as lazytrain's: no Inductor/AOTAutograd cache carried over from an earlier run.
+          compile) run "compile_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 "${PIN[@]}" \
+                     "$PEERS_PYTHON" bench/peers/torch_train.py --mode compile "${pargs[@]}" --warmup "$cwarm" ;;
+          jax) run "jax_${model}_${dtype}_t$t" "${PIN[@]}" "$PEERS_PYTHON" bench/peers/jax_train.py "${pargs[@]}" --warmup "$warm" ;;
+          xla) run "xla_${model}_${dtype}_t$t" env PJRT_DEVICE=CPU OMP_NUM_THREADS="$t" "${PIN[@]}" \
+                 "$XLA_PYTHON" bench/peers/torch_xla_train.py "${pargs[@]}" --warmup "$cwarm" ;;
+        esac
+      done
+    done
   done
 done
-
-measure_peak
-PEAK_F32=$(best peak_gflops "dtype=f32 peak")
-PEAK_BF16=$(best peak_gflops "dtype=bf16 peak")
 
 # ---- report ----
-# tok/s cells: best step (mean of the timed steps). Ratios and MFU use the best step:
-# on a shared machine contention only ever slows a step down.
-tok() { if is_num "$1"; then printf "%.1f (%.1f)" "$1" "$2"; else printf "%s" "$1"; fi; }
+# Cells: tokens/s of the best timed step (contention only ever slows a step down).
+tok() { fmt "$(field "$1" tokens_per_s_best)" 1; }
+peer_name() {
+  case $1 in
+    eager-*) echo "PyTorch 2.13 eager (${1#eager-})" ;;
+    compile) echo "torch.compile (Inductor)" ;;
+    jax) echo "JAX jit (XLA:CPU)" ;;
+    xla) echo "PyTorch/XLA 2.9 (CPU)" ;;
+  esac
+}
+# best_peer MODEL DTYPE T: the run name of the fastest peer variant there; empty when none has a number.
+best_peer() {
+  local best_name="" best_v=0 v name
+  for v in $(peer_variants); do
+    name="${v}_$1_$2_t$3"
+    v=$(field "$name" tokens_per_s_best)
+    if is_num "$v" && awk -v a="$v" -v b="$best_v" 'BEGIN{exit !(a > b)}'; then best_v=$v; best_name=$name; fi
+  done
+  echo "$best_name"
+}
+compile_cell() {  # tok/s and the compile time of a compiling peer's run
+  local c; c=$(field "$1" compile_s)
+  if is_num "$c"; then printf "%s (compile %.0f s)" "$(tok "$1")" "$c"; else tok "$1"; fi
+}
+
 echo
-echo "### lazytrain vs PyTorch 1.13: BertForMaskedLM training step (seq 128, AdamW, clip 1.0), $THREADS threads"
+echo "### lazytrain vs the best of its peers: training step (forward, backward, clip 1.0, AdamW)"
 echo
-echo "| model | backend | lazytrain f32 tok/s | PyTorch f32 tok/s | ratio | lazytrain bf16 tok/s | PyTorch bf16 tok/s | ratio | MFU f32 lazytrain / PyTorch | MFU bf16 lazytrain / PyTorch | peak RSS MiB lazytrain / PyTorch f32 / PyTorch bf16 | CPU s/step lazytrain / PyTorch f32 (ratio) | first-step compile s | ExecuteTime share |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-PEER_NOTES=()
+header="| model (batch, warm-up + timed steps) | dtype | threads | lazytrain tok/s | best peer | its tok/s | ratio | peak RSS MiB lazytrain / best peer |"
+rule="|---|---|---:|---:|---|---:|---:|---:|"
+for v in $(peer_variants); do
+  header+=" $(peer_name "$v") |"; rule+="---:|"
+done
+echo "$header"
+echo "$rule"
 for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
-  # PyTorch's fastest thread count for each dtype (best_run).
-  ptn=$(best_run "pt_${model}_f32" $TORCH_THREADS); ptbn=$(best_run "pt_${model}_bf16" $TORCH_THREADS)
-  pt=$(field "$ptn" tokens_per_s_best); pt_mean=$(field "$ptn" tokens_per_s)
-  ptb=$(field "$ptbn" tokens_per_s_best); ptb_mean=$(field "$ptbn" tokens_per_s)
-  pt_g=$(field "$ptn" model_gflops_best)
-  ptb_g=$(field "$ptbn" model_gflops_best)
-  pt_rss=$(field "$ptn" vmhwm_kb)
-  pt_cpu=$(field "$ptn" cpu_s_per_step)
-  ptb_rss=$(field "$ptbn" vmhwm_kb)
-  batch=$(field "$ptn" batch)
-  PEER_NOTES+=("$model: PyTorch f32 $(per_thread "pt_${model}_f32" $TORCH_THREADS)bf16 $(per_thread "pt_${model}_bf16" $TORCH_THREADS)compared: f32 $(field "$ptn" threads) thr, bf16 $(field "$ptbn" threads) thr")
-  for backend in $BACKENDS; do
-    skip_backend "$model" "$backend" && continue
-    n="lt_${model}_${backend}"
-    lt=$(field "$n" tokens_per_s_best); lt_mean=$(field "$n" tokens_per_s)
-    ltb=$(field "${n}_bf16" tokens_per_s_best); ltb_mean=$(field "${n}_bf16" tokens_per_s)
-    lt_g=$(field "$n" model_gflops_best)
-    ltb_g=$(field "${n}_bf16" model_gflops_best)
-    lt_rss=$(field "$n" vmhwm_kb)
-    lt_cpu=$(field "$n" cpu_s_per_step)
-    comp=$(field "$n" first_compile_s)
-    share=$(field "$n" execute_share)
-    is_num "$share" && share=$(awk -v s="$share" 'BEGIN{printf "%.0f%%", 100*s}')
-    is_num "$batch" || batch=$(field "$n" batch)
-    printf "| %s (b%s, %s+%s steps) | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s / %s | %s / %s (%s) | %s | %s |\n" \
-      "$model" "$batch" "$warm" "$timed" "$backend" "$(tok "$lt" "$lt_mean")" "$(tok "$pt" "$pt_mean")" "$(ratio "$lt" "$pt")" \
-      "$(tok "$ltb" "$ltb_mean")" "$(tok "$ptb" "$ptb_mean")" "$(ratio "$ltb" "$ptb")" \
-      "$(mfu "$lt_g" "$PEAK_F32")" "$(mfu "$pt_g" "$PEAK_F32")" "$(mfu "$ltb_g" "$PEAK_BF16")" "$(mfu "$ptb_g" "$PEAK_BF16")" \
-      "$(mib "$lt_rss")" "$(mib "$pt_rss")" "$(mib "$ptb_rss")" \
-      "$(fmt "$lt_cpu" 2)" "$(fmt "$pt_cpu" 2)" "$(ratio "$pt_cpu" "$lt_cpu")" "$(fmt "$comp" 2)" "$share"
+  for dtype in $DTYPES; do
+    for t in $THREAD_COUNTS; do
+      for backend in $BACKENDS; do
+        skip_backend "$model" "$backend" && continue
+        lt="lt-${backend}_${model}_${dtype}_t$t"
+        bp=$(best_peer "$model" "$dtype" "$t")
+        label=$model; [ "$backend" = cpu ] || label="$model, $backend backend"
+        row=$(printf "| %s (b%s, %s+%s) | %s | %s | %s | %s | %s | %s | %s / %s |" "$label" "$(field "$lt" batch)" "$warm" "$timed" \
+          "$dtype" "$t" "$(tok "$lt")" "$(if [ -n "$bp" ]; then peer_name "${bp%%_*}"; else echo n/a; fi)" \
+          "$(if [ -n "$bp" ]; then tok "$bp"; else echo n/a; fi)" "$(ratio "$(field "$lt" tokens_per_s_best)" "$(field "$bp" tokens_per_s_best)")" \
+          "$(mib "$(field "$lt" vmhwm_kb)")" "$(if [ -n "$bp" ]; then mib "$(field "$bp" vmhwm_kb)"; else echo n/a; fi)")
+        for v in $(peer_variants); do
+          n="${v}_${model}_${dtype}_t$t"
+          case $v in compile|jax|xla) row+=" $(compile_cell "$n") |" ;; *) row+=" $(tok "$n") |" ;; esac
+        done
+        echo "$row"
+      done
+    done
   done
 done
 echo
-echo "tok/s: best timed step (mean over the timed steps in parentheses). ratio = lazytrain / PyTorch, best steps"
-echo "(above 1: lazytrain is faster). Both run the MLM head on the labelled rows only (--lm_head labelled: about 15%"
-echo "of the tokens; lazytrain pads them to a static capacity, 224 of 1024 rows at batch 8, PyTorch indexes exactly the"
-echo "labelled ones). MFU = best-step matmul FLOPs/s (3 x forward matmul FLOPs per token, the head counted on the"
-echo "labelled rows only for both, x tokens/s) / the oneDNN matmul peak below. CPU s/step: process user + system time per timed step, all threads"
-echo "(OpenMP/OpenBLAS spin-waits included), barely moved by other load; its ratio is PyTorch / lazytrain (above 1:"
-echo "lazytrain needs less CPU). PyTorch BLAS for f32:" \
-     "$(for m in $MODELS; do printf "%s %s; " "$m" "$(field "$(best_run "pt_${m}_f32" $TORCH_THREADS)" blas)"; done)"
-if [ "$ONE_THREAD" = 1 ]; then
-  echo
-  echo "### One thread: lazytrain cpu backend vs PyTorch 1.13 at one thread, both pinned to the same cores"
-  echo
-  echo "| model | lazytrain f32 tok/s | PyTorch f32 tok/s | ratio | lazytrain bf16 tok/s | PyTorch bf16 tok/s | ratio |"
-  echo "|---|---:|---:|---:|---:|---:|---:|"
-  for model in $MODELS; do
-    l=$(field "lt1_${model}_cpu" tokens_per_s_best); lb=$(field "lt1_${model}_cpu_bf16" tokens_per_s_best)
-    p=$(field "pt_${model}_f32_t1" tokens_per_s_best); pb=$(field "pt_${model}_bf16_t1" tokens_per_s_best)
-    printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$model" \
-      "$(tok "$l" "$(field "lt1_${model}_cpu" tokens_per_s)")" "$(tok "$p" "$(field "pt_${model}_f32_t1" tokens_per_s)")" "$(ratio "$l" "$p")" \
-      "$(tok "$lb" "$(field "lt1_${model}_cpu_bf16" tokens_per_s)")" "$(tok "$pb" "$(field "pt_${model}_bf16_t1" tokens_per_s)")" "$(ratio "$lb" "$pb")"
+echo "Process CPU time per timed step, s (user + system, all threads; spin-waits included). At 1 thread it is about the"
+echo "step's time on an uncontended core, so it moves little with other load; at 2 threads a busy core inflates it:"
+echo
+header="| model | dtype | threads | lazytrain |"; rule="|---|---|---:|---:|"
+for v in $(peer_variants); do header+=" $(peer_name "$v") |"; rule+="---:|"; done
+echo "$header"
+echo "$rule"
+for model in $MODELS; do
+  for dtype in $DTYPES; do
+    for t in $THREAD_COUNTS; do
+      row="| $model | $dtype | $t | $(fmt "$(field "lt-cpu_${model}_${dtype}_t$t" cpu_s_per_step)" 3) |"
+      for v in $(peer_variants); do row+=" $(fmt "$(field "${v}_${model}_${dtype}_t$t" cpu_s_per_step)" 3) |"; done
+      echo "$row"
+    done
   done
-fi
+done
 echo
-echo "PyTorch at each thread count tried (tokens/s of the best step; the faster one is in the table):"
-for n in "${PEER_NOTES[@]}"; do echo "    $n"; done
+echo "tok/s: the best timed step (tokens per step / its time). ratio = lazytrain / best peer (above 1: lazytrain is faster)."
+echo "BERT: both sides run the MLM head on the labelled rows only (about 15% of the tokens; lazytrain and the compiling"
+echo "peers pad them to lazytrain's static capacity, PyTorch eager indexes exactly the labelled ones). GPT-2: labels ="
+echo "input_ids, shifted in the loss. bf16: autocast (matmuls in bf16; LayerNorm, softmax, loss, weights and AdamW in f32)."
+echo "compile: the peer's compile time (JAX: lower + compile; torch.compile, PyTorch/XLA: step 1's excess over the median"
+echo "step; PyTorch/XLA compiles again in step 2, see its log's xla_compile_s). lazytrain's first-step compile times:"
+for model in $MODELS; do
+  printf "    %s:" "$model"
+  for dtype in $DTYPES; do for t in $THREAD_COUNTS; do
+    printf " %s %s thr %s s;" "$dtype" "$t" "$(fmt "$(field "lt-cpu_${model}_${dtype}_t$t" first_compile_s)" 1)"
+  done; done
+  echo
+done
+# n_params RUN: the parameter count a run printed (the peers' RESULT key, lazytrain's "parameters: N" line).
+n_params() {
+  local v; v=$(field "$1" parameters)
+  is_num "$v" || v=$(sed -n 's/^parameters: \([0-9]*\).*/\1/p' "$LOG_DIR/$1.log" 2>/dev/null | head -1)
+  echo "${v:-n/a}"
+}
+echo "Same work on both sides (parameters, training FLOPs per token: lazytrain / each peer that ran):"
+for model in $MODELS; do
+  d=${DTYPES%% *}; t=${THREAD_COUNTS%% *}
+  printf "    %s: %s, %s /" "$model" "$(n_params "lt-cpu_${model}_${d}_t$t")" "$(field "lt-cpu_${model}_${d}_t$t" flops_per_token)"
+  for v in $(peer_variants); do printf " %s %s, %s;" "$v" "$(n_params "${v}_${model}_${d}_t$t")" "$(field "${v}_${model}_${d}_t$t" flops_per_token)"; done
+  echo
+done
+echo "Loss from each side's own init (near ln(vocab): 10.33 BERT, 10.82 GPT-2): lazytrain's last warm-up step, each peer's first step:"
+for model in $MODELS; do
+  d=${DTYPES%% *}; t=${THREAD_COUNTS%% *}
+  printf "    %s: lazytrain %s;" "$model" "$(sed -n 's/^warm-up:.*last loss \([0-9.]*\).*/\1/p' "$LOG_DIR/lt-cpu_${model}_${d}_t$t.log" 2>/dev/null | head -1)"
+  for v in $(peer_variants); do printf " %s %s;" "$v" "$(field "${v}_${model}_${d}_t$t" loss_first)"; done
+  echo
+done
+echo "Versions: $("$PEERS_PYTHON" -c "import torch, transformers, jax; print(f'torch {torch.__version__}, transformers {transformers.__version__}, jax/jaxlib {jax.__version__}')" 2>/dev/null)$(
+  want xla && "$XLA_PYTHON" -c "import torch, torch_xla; print(f'; PyTorch/XLA {torch_xla.__version__} on torch {torch.__version__}')" 2>/dev/null)"
+echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, ISA:" \
+     "$(grep -m1 -o -w -E 'avx512f|avx512_bf16|amx_bf16|amx_tile|avx512_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')(from /proc/cpuinfo);" \
+     "every run pinned with: ${PIN[*]:-(no taskset)}"
 echo
-echo "oneDNN matmul peak ($THREADS threads; M x K x N), measured ${#PEAK_RUNS[@]} times: before each model's runs and after the last:"
-echo
-print_peak_table
-echo "peak (best of all): f32 $PEAK_F32 GFLOP/s, bf16 $PEAK_BF16 GFLOP/s"
-echo
-echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" BACKENDS=\"$BACKENDS\" STEPS_TINY=\"$(steps_for bert-tiny)\"" \
-     "STEPS_MINI=\"$(steps_for bert-mini)\" STEPS_BASE=\"$(steps_for bert-base)\" STEPS_LARGE=\"$(steps_for bert-large)\" THREADS=$THREADS TORCH_THREADS=\"$TORCH_THREADS\" ONE_THREAD=$ONE_THREAD bash bench/run_all.sh"
-print_run_footer "runs (OMP_NUM_THREADS=$THREADS):"
+echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" DTYPES=\"$DTYPES\" THREAD_COUNTS=\"$THREAD_COUNTS\" PEERS=\"$PEERS\"" \
+     "EAGER_MALLOCS=\"$EAGER_MALLOCS\" BACKENDS=\"$BACKENDS\" bash bench/run_all.sh"
+print_run_footer "runs:"
