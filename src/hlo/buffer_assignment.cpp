@@ -83,7 +83,13 @@ BufferAssignment assign_buffers(const HloModule& module, const BufferAssignmentO
       const int o = in.operands[k];
       const int root = buffers.find(o);
       if (end[static_cast<size_t>(root)] != in.id) continue;
-      if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
+      // No other operand may be read from the same bytes (the same value, or
+      // a view of it): the kernel would read what it has already overwritten.
+      bool shared = false;
+      for (size_t j = 0; j < in.operands.size(); ++j) {
+        if (j != k && buffers.find(in.operands[j]) == root) shared = true;
+      }
+      if (shared) continue;
       if (set_has_external(root)) continue;
       if (bytes_of(module.at(o)) != bytes_of(in)) continue;
       a.in_place_operand[static_cast<size_t>(in.id)] = static_cast<int>(k);

@@ -94,6 +94,34 @@ TEST(BufferAssignment, InPlaceOnlyOverAnOperandReadHereForTheLastTime) {
   EXPECT_EQ(a.in_place_operand[static_cast<size_t>(third)], -1);
 }
 
+TEST(BufferAssignment, NeverInPlaceOverAnOperandAnotherOperandViews) {
+  // multiply(e, reshape(e)): both read e's bytes (the second through a view,
+  // at other indices), so writing over e would corrupt what is still to be read.
+  HloBuilder b("view_operand");
+  const int x = b.parameter({8, 8}, DType::kFloat32);
+  const int e = b.unary(HloOpcode::kExp, x);
+  const int t = b.reshape(e, {64});
+  const int flat = b.reshape(b.unary(HloOpcode::kNegate, x), {64});
+  const int m = b.binary(HloOpcode::kMultiply, flat, t);
+  const int out = b.unary(HloOpcode::kExp, m);
+  BufferAssignmentOptions o = plain_options();
+  o.in_place_candidates = [](const HloInstruction& in) {
+    return in.opcode == HloOpcode::kMultiply ? std::vector<size_t>{0, 1} : std::vector<size_t>{};
+  };
+  const BufferAssignment a = assign_buffers(b.build({out}), o);
+  // Operand 0 (flat) is its own buffer: in place over it is fine; over t never.
+  EXPECT_EQ(a.in_place_operand[static_cast<size_t>(m)], 0);
+  HloBuilder c("same_buffer");
+  const int y = c.parameter({64}, DType::kFloat32);
+  const int ey = c.unary(HloOpcode::kExp, y);
+  const int view = c.reshape(ey, {8, 8});
+  const int back = c.reshape(view, {64});
+  const int both = c.binary(HloOpcode::kMultiply, ey, back);
+  const int result = c.unary(HloOpcode::kExp, both);
+  const BufferAssignment a2 = assign_buffers(c.build({result}), o);
+  EXPECT_EQ(a2.in_place_operand[static_cast<size_t>(both)], -1);
+}
+
 TEST(BufferAssignment, AnOutputIsNeverComputedOverAnIntermediate) {
   // The output's storage is made at run time (over a donated argument where
   // the backend can): taking the intermediate's bytes would pull it out of the arena.
