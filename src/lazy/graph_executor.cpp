@@ -25,6 +25,11 @@
 namespace lazytrain::lazy {
 
 namespace {
+// Per thread and device: the set record_graphs() fills (see the header).
+thread_local std::map<runtime::Device, std::set<uint64_t>*> graph_recorders;
+}  // namespace
+
+namespace {
 
 std::string hash_text(uint64_t hash) {
   char text[17];
@@ -350,7 +355,10 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceState& state = devices_[device];
     state.last_graph = sig.hash;
-    if (state.recorder) state.recorder->insert(sig.hash);
+  }
+  if (!eager_op) {
+    const auto recorder = graph_recorders.find(device);
+    if (recorder != graph_recorders.end() && recorder->second) recorder->second->insert(sig.hash);
   }
   launch(executable, std::move(arguments), std::move(donated), results, device, what);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
@@ -435,8 +443,7 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
 }
 
 std::set<uint64_t>* GraphExecutor::record_graphs(const runtime::Device& device, std::set<uint64_t>* into) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return std::exchange(devices_[device].recorder, into);
+  return std::exchange(graph_recorders[device], into);
 }
 
 int64_t GraphExecutor::execution_count(const runtime::Device& device) const {

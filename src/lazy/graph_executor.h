@@ -105,7 +105,10 @@ class GraphExecutor {
                                                              const runtime::Device& device, const std::string& what);
   // Adds the hash of every graph `device` runs from now on (not single eager
   // ops) to `*into` (nullptr stops); returns the set recorded into before.
-  // The Trainer counts its training graphs this way.
+  // The Trainer counts its training graphs this way. The recording belongs to
+  // the calling thread (the one that cuts the graphs): replica threads that
+  // share a device never see, restore or write into another thread's set,
+  // which may be gone by then.
   std::set<uint64_t>* record_graphs(const runtime::Device& device, std::set<uint64_t>* into);
   // How many executions `device` has launched (numbered from 1).
   int64_t execution_count(const runtime::Device& device) const;
@@ -159,7 +162,6 @@ class GraphExecutor {
     int64_t executions = 0;
     std::exception_ptr failure;
     uint64_t last_graph = 0;
-    std::set<uint64_t>* recorder = nullptr;
   };
 
   mutable std::mutex mutex_;
