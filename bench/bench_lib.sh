@@ -7,7 +7,7 @@
 # read "failed" otherwise, and shared_machine.sh's competing process would never start.
 require_torch() {
   "$PYTHON" -c "import torch" 2>/dev/null && return
-  echo "$(basename "$0"): $PYTHON cannot import torch; the PyTorch peer needs Debian's python3 and python3-torch (apt-get install -y python3-torch)" >&2
+  echo "$(basename "$0"): $PYTHON cannot import torch; make the peers' venv with bash bench/setup_peers.sh, or set TORCH_PYTHON (Debian's /usr/bin/python3 with python3-torch for PyTorch 1.13)" >&2
   rmdir "$LOG_DIR" 2>/dev/null  # the empty log folder the script made
   exit 1
 }

@@ -158,10 +158,11 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   fallbacks.add_counted();
   fallbacks.fail_if_any();  // before the RESULT line: a run with fallbacks is not a result
   const double allocations = static_cast<double>(runtime::counter_value("BufferAllocations")) / run.steps;
+  const double from_system = static_cast<double>(runtime::counter_value("BufferCacheMisses")) / run.steps;
   const double intermediates = static_cast<double>(runtime::counter_value("IntermediateAllocations")) / run.steps;
-  std::printf("buffer allocations per timed step: %.1f (inputs and kept outputs), %.1f of them intermediates outside the arena; "
-              "new arenas %lld\n",
-              allocations, intermediates, static_cast<long long>(runtime::counter_value("ArenaAllocations")));
+  std::printf("buffers per timed step: %.1f (the batch, dropout seeds and kept outputs), %.1f of them taken from the system "
+              "(the rest reuse cached blocks), %.1f intermediates outside the arena; new arenas %lld\n",
+              allocations, from_system, intermediates, static_cast<long long>(runtime::counter_value("ArenaAllocations")));
   std::string roofline_fields;
   if (run.roofline) {
     // The step's graph: the largest compiled one.
@@ -180,11 +181,11 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   std::printf("RESULT %s steps=%d tokens_per_s=%.2f tokens_per_s_best=%.2f step_median_s=%.4f execute_share=%.4f "
               "first_compile_s=%.3f first_step_s=%.3f recompiles=%lld flops_per_token=%.6g model_gflops=%.3f model_gflops_best=%.3f "
               "cpu_s_per_step=%.4f vmhwm_kb=%lld loss=%.4f threads_in_use=%lld threads_reduced=%lld threads_raised=%lld "
-              "allocations_per_step=%.1f intermediate_allocations_per_step=%.1f%s\n",
+              "allocations_per_step=%.1f system_allocations_per_step=%.1f intermediate_allocations_per_step=%.1f%s\n",
               run.result_prefix.c_str(), run.steps, tokens_per_s, tokens_per_s_best, median_s, execute_s / total_s, first_compile_s,
               first_step_s, static_cast<long long>(recompiles), run.flops_per_token, gflops, gflops_best, cpu_s_per_step,
               static_cast<long long>(hwm_kb), loss, static_cast<long long>(in_use), static_cast<long long>(reduced),
-              static_cast<long long>(raised), allocations, intermediates, roofline_fields.c_str());
+              static_cast<long long>(raised), allocations, from_system, intermediates, roofline_fields.c_str());
 }
 
 }  // namespace lazytrain::bench

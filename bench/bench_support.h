@@ -114,7 +114,8 @@ class FallbackTally {
 // compiled), the timed steps (tokens/s mean and best step, step median/min/max,
 // ExecuteTime share, recompiles, model GFLOP/s), the process CPU time per step,
 // peak RSS (VmHWM), buffer allocations per timed step (runtime/buffer.h's
-// BufferAllocations; IntermediateAllocations: those outside the static
+// BufferAllocations; BufferCacheMisses, those the caching allocator took from
+// the system; IntermediateAllocations: those outside the static
 // buffer assignment's arena) and the roofline bound of the largest compiled
 // graph (bench/roofline.h), then one line "RESULT <result_prefix> steps=... tokens_per_s=...
 // tokens_per_s_best=... ... vmhwm_kb=... loss=..." that bench/run_*.sh parse.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPT-2 124M training step, lazytrain against PyTorch 1.13 in one run (bench/README.md), or with
-# MODEL=llama a SmolLM2-135M-shaped Llama against transformers' LlamaForCausalLM on PyTorch 2.13:
+# GPT-2 124M training step, lazytrain against today's PyTorch (2.13, bench/setup_peers.sh's venv)
+# in one run (bench/README.md), or with MODEL=llama a SmolLM2-135M-shaped Llama against
+# transformers' LlamaForCausalLM on PyTorch 2.13 (bench/run_all.sh adds torch.compile, JAX and PyTorch/XLA):
 # batch 4 x sequence 64 (the plain-C GPT-2 trainer's default) and 4 x 1024, f32 and bf16
 # (autocast), tokens/s, MFU against the oneDNN matmul peak measured in the same run, and
 # peak RSS. PyTorch runs at each thread count of TORCH_THREADS and its best counts (the
@@ -18,8 +19,9 @@
 #   TORCH_THREADS ["1 2"]   PyTorch thread counts tried (torch.set_num_threads, OPENBLAS_NUM_THREADS)
 #   MODEL         [gpt2]    gpt2 or llama (bench_gpt2_train --model_type, torch_gpt2_bench.py --model_type)
 #   CONFIG        [gpt2: ../shared/data/gpt2/config.json; llama: bench/smollm2_135m_config.json]
-#   TORCH_PYTHON  [gpt2: /usr/bin/python3 (Debian's torch 1.13, run with OpenBLAS); llama: required, a Python with
-#                  torch 2.13 and transformers (python/requirements-interop.txt), run with the BLAS its wheel ships]
+#   TORCH_PYTHON  [~/.cache/lazytrain/venv-peers/bin/python (bench/setup_peers.sh: torch 2.13, transformers), run
+#                  with the BLAS its wheel ships; /usr/bin/python3 gives the older figures against Debian's torch 1.13,
+#                  run with OpenBLAS's AVX-512 kernels]
 #   RUN_TIMEOUT   [1200]    seconds before one run is killed (its cells read "timeout")
 #   PEAK_MIN_TIME [1]       seconds per matmul shape in bench_matmul_peak
 #   LOG_DIR       [a new /tmp/lazytrain-gpt2-bench.XXXXXX]   every run's full output
@@ -32,10 +34,10 @@ DTYPES=${DTYPES:-"f32 bf16"}
 THREADS=${THREADS:-2}
 TORCH_THREADS=${TORCH_THREADS:-"1 2"}
 MODEL=${MODEL:-gpt2}
+PYTHON=${TORCH_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/lazytrain/venv-peers/bin/python}
 case $MODEL in
-  gpt2) CONFIG=${CONFIG:-../shared/data/gpt2/config.json}; PYTHON=${TORCH_PYTHON:-/usr/bin/python3} ;;
-  llama) CONFIG=${CONFIG:-bench/smollm2_135m_config.json}
-         PYTHON=${TORCH_PYTHON:?run_gpt2.sh: MODEL=llama needs TORCH_PYTHON, a Python with torch 2.13 and transformers (python/requirements-interop.txt)} ;;
+  gpt2) CONFIG=${CONFIG:-../shared/data/gpt2/config.json} ;;
+  llama) CONFIG=${CONFIG:-bench/smollm2_135m_config.json} ;;
   *) echo "run_gpt2.sh: MODEL must be gpt2 or llama, got '$MODEL'" >&2; exit 2 ;;
 esac
 RUN_TIMEOUT=${RUN_TIMEOUT:-1200}
@@ -82,6 +84,8 @@ if grep -qw avx512f /proc/cpuinfo; then openblas_core=(OPENBLAS_CORETYPE=Skylake
 torch_cmd() {  # torch_cmd THREADS: the PyTorch command line prefix
   if [ "$MODEL" = llama ]; then  # the pip wheel brings its own BLAS and oneDNN
     echo "$PYTHON" bench/torch_gpt2_bench.py --model_type llama --threads "$1" --config "$CONFIG"
+  elif [[ $TORCH_VERSION != 1.* ]]; then
+    echo "$PYTHON" bench/torch_gpt2_bench.py --threads "$1" --config "$CONFIG"
   else
     echo env "${openblas_core[@]}" OPENBLAS_NUM_THREADS="$1" tools/torch_reference/with_openblas.sh "$PYTHON" bench/torch_gpt2_bench.py \
       --threads "$1" --config "$CONFIG"

@@ -9,9 +9,10 @@ decay 0.01 except biases and norm weights), zero_grad, loss.item().
 --dtype f32 runs eager float32; --dtype bf16 runs the forward under
 torch.autocast('cpu', dtype=torch.bfloat16) (backward outside it, as recommended).
 
-GPT-2: run with /usr/bin/python3 (Debian's torch 1.13) under tools/torch_reference/with_openblas.sh
-with OPENBLAS_CORETYPE=SkylakeX for f32 (the system libblas.so.3 is the netlib
-reference BLAS here); the script reports which BLAS it loaded.
+GPT-2: run with torch 2.13 from bench/setup_peers.sh's venv (its wheel's MKL and oneDNN), as
+bench/run_gpt2.sh does; or, for the older figures, with /usr/bin/python3 (Debian's torch 1.13)
+under tools/torch_reference/with_openblas.sh with OPENBLAS_CORETYPE=SkylakeX for f32 (the
+system libblas.so.3 is the netlib reference BLAS there); the script reports which BLAS it loaded.
 
 Prints a human summary, then one line:
   RESULT bench=torch_gpt2_train dtype=f32 batch=4 seq=64 threads=2 ... tokens_per_s=... vmhwm_kb=...

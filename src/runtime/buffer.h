@@ -52,6 +52,10 @@ class Buffer {
   std::shared_ptr<void> storage_;
 };
 
+// Counters (runtime/metrics.h): BufferAllocations, every storage a Buffer
+// made; BufferCacheMisses, those the caching allocator could not serve from a
+// freed block of the same size and took from the system (aligned_alloc).
+
 // Returns the blocks the caching allocator keeps for reuse to the system.
 void release_cached_buffers();
 

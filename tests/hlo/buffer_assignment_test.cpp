@@ -155,11 +155,12 @@ TEST(BufferAssignmentCpu, ATrainingLoopAllocatesItsArenaOnceAndTheSameBuffersEve
   testing::CpuBackendScope cpu;
   nn::Linear fc1(32, 64, 0.5), fc2(64, 8, 0.5);
   optim::AdamW optimizer({{{fc1.weight, fc1.bias, fc2.weight, fc2.bias}, 0.01}}, {1e-3, 0.9, 0.999, 1e-8, 0.0});
-  std::vector<int64_t> allocations_per_step, intermediates_per_step, arenas_after_step;
+  std::vector<int64_t> allocations_per_step, misses_per_step, intermediates_per_step, arenas_after_step;
   for (int step = 0; step < 7; ++step) {
     std::vector<float> v(16 * 32);
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(0.3 * static_cast<double>(i + static_cast<size_t>(step))));
     const int64_t before = runtime::counter_value("BufferAllocations");
+    const int64_t misses_before = runtime::counter_value("BufferCacheMisses");
     const int64_t intermediates_before = runtime::counter_value("IntermediateAllocations");
     Tensor y = fc2.forward(gelu(fc1.forward(from_vector(v, {16, 32}))));
     mean(mul(y, y)).backward();
@@ -168,13 +169,17 @@ TEST(BufferAssignmentCpu, ATrainingLoopAllocatesItsArenaOnceAndTheSameBuffersEve
     lazy::mark_step();
     lazy::GraphExecutor::get().wait_device_ops();
     allocations_per_step.push_back(runtime::counter_value("BufferAllocations") - before);
+    misses_per_step.push_back(runtime::counter_value("BufferCacheMisses") - misses_before);
     intermediates_per_step.push_back(runtime::counter_value("IntermediateAllocations") - intermediates_before);
     arenas_after_step.push_back(runtime::counter_value("ArenaAllocations"));
   }
-  // From step 3 the one cached step graph runs: the same buffers each time and
-  // no new arena.
+  // From step 3 the one cached step graph runs: the same buffers each time,
+  // every one a block the caching allocator kept from an earlier step (none
+  // from the system), and no new arena.
   for (size_t step = 3; step < 7; ++step) {
     EXPECT_EQ(allocations_per_step[step], allocations_per_step[2]) << "step " << step;
+    EXPECT_GT(allocations_per_step[step], 0) << "step " << step;
+    EXPECT_EQ(misses_per_step[step], 0) << "step " << step;
     EXPECT_EQ(arenas_after_step[step], arenas_after_step[2]) << "step " << step;
   }
   // Those are the step's input and the outputs it keeps (y and the
