@@ -11,6 +11,7 @@
 #include "../../support/hlo_pass_test_util.h"
 #include "backend/cpu/cpu_fusion.h"
 #include "hlo/hlo_builder.h"
+#include "hlo/hlo_serialization.h"
 
 namespace lazytrain::hlo {
 namespace {
@@ -70,6 +71,10 @@ TEST(MultiOutputFusion, SiblingsReadingOneArrayBecomeOneFusion) {
   EXPECT_NE(text.find("(f32[16,8]{1,0}, f32[16,8]{1,0}) fusion("), std::string::npos) << text;
   EXPECT_NE(text.find("get-tuple-element((f32[16,8]{1,0}, f32[16,8]{1,0}) %fusion."), std::string::npos) << text;
   EXPECT_NE(text.find(", index=1"), std::string::npos) << text;
+  // The compile cache's serialized form keeps the elements and their indices.
+  const HloModule back = deserialize_module(serialize_module(module));
+  EXPECT_EQ(back.to_string(), text);
+  EXPECT_EQ(output(back, 1).tuple_index, 1);
 }
 
 // a = exp(x) is a step output and read by b = tanh(a) * y: one loop writes
