@@ -28,7 +28,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double bytes_of(const HloInstruction& in) { return static_cast<double>(numel(in.shape) * itemsize(in.dtype)); }
+// A multi-output fusion writes each of its elements.
+double bytes_of(const HloInstruction& in) {
+  if (!hlo::is_multi_output_fusion(in)) return static_cast<double>(numel(in.shape) * itemsize(in.dtype));
+  double bytes = 0;
+  for (const HloInstruction* o : hlo::fusion_outputs(in)) bytes += static_cast<double>(numel(o->shape) * itemsize(o->dtype));
+  return bytes;
+}
 
 // The dot a step instruction runs: itself, or the dot inside a dot epilogue fusion.
 const HloInstruction* dot_of(const HloInstruction& in, const Shape** lhs_shape, const HloModule& module) {
@@ -118,6 +124,7 @@ bool moves_no_bytes(const HloInstruction& in) {
     case HloOpcode::kConstant:
     case HloOpcode::kTuple:
     case HloOpcode::kReshape:
+    case HloOpcode::kGetTupleElement:  // its multi-output fusion wrote it
       return true;
     default:
       return false;

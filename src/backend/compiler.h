@@ -38,8 +38,12 @@ struct CompilerOptions {
   bool profile = false;   // prints each execution's time by instruction kind on stderr (LAZYTRAIN_PROFILE_STDERR)
   std::string cxx;        // the C++ compiler for generated kernels; empty: "c++" on PATH
   std::string kernel_isa; // generated kernels' ISA: "avx2", "avx512"; empty or "auto": this CPU's widest (cpu/kernel_isa.h)
+  // cpu: run the multi-output-fusion pass (hlo/passes/multi_output_fusion.h);
+  // false measures the pipeline without it (LAZYTRAIN_MULTI_OUTPUT_FUSION=0).
+  bool multi_output_fusion = true;
   // The defaults from the environment (core/env_vars.h): LAZYTRAIN_CACHE_DIR,
-  // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE_STDERR, CXX, LAZYTRAIN_KERNEL_ISA.
+  // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE_STDERR, CXX, LAZYTRAIN_KERNEL_ISA,
+  // LAZYTRAIN_MULTI_OUTPUT_FUSION.
   static CompilerOptions from_environment();
 };
 

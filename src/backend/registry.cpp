@@ -45,6 +45,7 @@ CompilerOptions CompilerOptions::from_environment() {
   o.profile = env.profile_stderr;
   o.cxx = env.cxx;
   o.kernel_isa = env.kernel_isa;
+  o.multi_output_fusion = env.multi_output_fusion;
   return o;
 }
 

@@ -20,6 +20,7 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   env.profile_stderr = lookup("LAZYTRAIN_PROFILE_STDERR") != nullptr;
   env.cxx = get("CXX");
   env.kernel_isa = get("LAZYTRAIN_KERNEL_ISA");
+  env.multi_output_fusion = get("LAZYTRAIN_MULTI_OUTPUT_FUSION") != "0";
   if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(n.c_str(), &end, 10);

@@ -26,7 +26,12 @@ class Buffers {
   std::vector<int> parent_;
 };
 
-int64_t bytes_of(const HloInstruction& in) { return numel(in.shape) * itemsize(in.dtype); }
+int64_t bytes_of(const HloInstruction& in) { return is_tuple_shaped(in) ? 0 : numel(in.shape) * itemsize(in.dtype); }
+
+// The instruction that writes `in`'s value: a get-tuple-element's is its multi-output fusion.
+int writer_of(const HloModule& m, const HloInstruction& in) {
+  return in.opcode == HloOpcode::kGetTupleElement && is_multi_output_fusion(m.at(in.operands[0])) ? in.operands[0] : in.id;
+}
 
 }  // namespace
 
@@ -79,15 +84,17 @@ BufferAssignment assign_buffers(const HloModule& module, const BufferAssignmentO
     // An output outlives the execution, so its storage is made at run time
     // anyway; the backend writes it over a donated argument when it can.
     if (in.opcode == HloOpcode::kTuple || external[static_cast<size_t>(in.id)] || live_out[static_cast<size_t>(in.id)]) continue;
+    // A get-tuple-element's value is written by its fusion, over the fusion's operands.
+    const HloInstruction& writer = module.at(writer_of(module, in));
     for (size_t k : options.in_place_candidates(in)) {
-      const int o = in.operands[k];
+      const int o = writer.operands[k];
       const int root = buffers.find(o);
-      if (end[static_cast<size_t>(root)] != in.id) continue;
+      if (end[static_cast<size_t>(root)] != writer.id) continue;
       // No other operand may be read from the same bytes (the same value, or
       // a view of it): the kernel would read what it has already overwritten.
       bool shared = false;
-      for (size_t j = 0; j < in.operands.size(); ++j) {
-        if (j != k && buffers.find(in.operands[j]) == root) shared = true;
+      for (size_t j = 0; j < writer.operands.size(); ++j) {
+        if (j != k && buffers.find(writer.operands[j]) == root) shared = true;
       }
       if (shared) continue;
       if (set_has_external(root)) continue;
@@ -109,14 +116,14 @@ BufferAssignment assign_buffers(const HloModule& module, const BufferAssignmentO
   std::vector<Interval> intervals;
   std::vector<int> interval_of(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    if (module.instructions[i].opcode == HloOpcode::kTuple) continue;
+    if (is_tuple_shaped(module.instructions[i])) continue;  // no bytes of its own
     const int root = buffers.find(static_cast<int>(i));
     if (interval_of[static_cast<size_t>(root)] < 0) {
       interval_of[static_cast<size_t>(root)] = static_cast<int>(intervals.size());
-      intervals.push_back({root, static_cast<int>(i), end[static_cast<size_t>(root)], 0, true, false, -1});
+      intervals.push_back({root, writer_of(module, module.instructions[i]), end[static_cast<size_t>(root)], 0, true, false, -1});
     }
     Interval& v = intervals[static_cast<size_t>(interval_of[static_cast<size_t>(root)])];
-    v.start = std::min(v.start, static_cast<int>(i));
+    v.start = std::min(v.start, writer_of(module, module.instructions[i]));
     v.size = std::max(v.size, bytes_of(module.instructions[i]));
     if (external[i] || live_out[i]) v.in_arena = false;
     if (live_out[i]) v.outlives = true;
@@ -152,7 +159,7 @@ BufferAssignment assign_buffers(const HloModule& module, const BufferAssignmentO
   }
   for (size_t i = 0; i < n; ++i) {
     const int idx = interval_of[static_cast<size_t>(buffers.find(static_cast<int>(i)))];
-    if (idx < 0 || module.instructions[i].opcode == HloOpcode::kTuple) continue;
+    if (idx < 0 || is_tuple_shaped(module.instructions[i])) continue;
     const Interval& v = intervals[static_cast<size_t>(idx)];
     a.outlives[i] = v.outlives;
     if (v.offset >= 0) {

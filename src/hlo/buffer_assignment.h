@@ -15,6 +15,10 @@
 // the arena (its storage is made at run time) when it holds a parameter, a
 // constant, a value the backend allocates itself, or an output of the module
 // (which outlives the execution).
+//
+// A multi-output fusion has no buffer of its own: each of its elements is the
+// buffer of its get-tuple-element, live from the fusion (which writes it) on,
+// and may be computed in place over an operand of the fusion.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +44,8 @@ struct BufferAssignmentOptions {
   // those operands are then one buffer.
   std::function<std::vector<size_t>(const HloInstruction&)> may_alias;
   // Operand positions the output may be computed over in place (each element
-  // read only to write the same element; same bytes).
+  // read only to write the same element; same bytes). For a get-tuple-element:
+  // positions among its multi-output fusion's operands.
   std::function<std::vector<size_t>(const HloInstruction&)> in_place_candidates;
   int64_t alignment = 64;
 };
@@ -49,7 +54,8 @@ struct BufferAssignment {
   // Per instruction: its byte offset in the arena, or -1 when its storage is
   // made at run time.
   std::vector<int64_t> offset;
-  // Per instruction: the operand position it is computed over in place, or -1.
+  // Per instruction: the operand position it is computed over in place, or -1
+  // (for a get-tuple-element: the position among its fusion's operands).
   std::vector<int> in_place_operand;
   // Per instruction: whether its storage outlives the execution (it is an
   // output, or shares a buffer with one).

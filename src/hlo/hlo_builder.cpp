@@ -14,7 +14,7 @@ HloBuilder::HloBuilder(std::string name) { module_.name = std::move(name); }
 int HloBuilder::add(HloInstruction in) {
   in.id = static_cast<int>(module_.instructions.size());
   ShapeAndType st = infer_shape(module_, in);
-  if (in.opcode != HloOpcode::kTuple) {
+  if (!is_tuple_shaped(in)) {
     in.shape = st.shape;
     in.dtype = st.dtype;
   }
@@ -285,6 +285,14 @@ int HloBuilder::fusion(std::shared_ptr<const HloModule> computation, std::vector
   in.fused_computation = std::move(computation);
   in.fusion_kind = kind;
   in.operands = std::move(operands);
+  return add(std::move(in));
+}
+
+int HloBuilder::get_tuple_element(int fusion, int64_t index) {
+  HloInstruction in;
+  in.opcode = HloOpcode::kGetTupleElement;
+  in.tuple_index = index;
+  in.operands = {fusion};
   return add(std::move(in));
 }
 

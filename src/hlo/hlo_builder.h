@@ -69,6 +69,8 @@ class HloBuilder {
 
   // A fusion calling `computation` (whose parameters match `operands`).
   int fusion(std::shared_ptr<const HloModule> computation, std::vector<int> operands, FusionKind kind);
+  // get-tuple-element(fusion), index=`index`: element `index` of a multi-output fusion.
+  int get_tuple_element(int fusion, int64_t index);
   // Appends a copy of `instruction` (from another module) with new operand ids;
   // a parameter keeps its parameter number only if it is the next one.
   int copy(const HloInstruction& instruction, std::vector<int> operands);

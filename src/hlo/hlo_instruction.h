@@ -40,7 +40,10 @@ struct HloInstruction {
   int64_t parameter_number = -1;                             // parameter
   Literal literal;                                           // constant: its value
   // fusion: the fused computation; its parameters are this instruction's
-  // operands, its ROOT tuple holds the one result.
+  // operands, its ROOT tuple holds the result. A ROOT tuple of several values
+  // makes a multi-output fusion (XLA's): a kLoop fusion whose values all have
+  // one element count, tuple-shaped like kTuple (shape and dtype unused), read
+  // only through get-tuple-element.
   std::shared_ptr<const struct HloModule> fused_computation;
   FusionKind fusion_kind = FusionKind::kLoop;
   // all-reduce, all-gather, reduce-scatter (XLA's collectives): the replicas
@@ -54,6 +57,9 @@ struct HloInstruction {
   // program order (1, 2, ...), as XLA's channel ids do.
   std::vector<std::vector<int64_t>> replica_groups;
   int64_t channel_id = 0;
+  // get-tuple-element: which element of its operand (a multi-output fusion) it
+  // reads; XLA's `index=`.
+  int64_t tuple_index = 0;
   // custom-call (XLA's): the host kernel to call and its attributes, as
   // "key=value" pairs separated by commas (hlo/custom_call.h lists the targets,
   // their operands, result shapes and keys). Both enter CSE's comparison, the
@@ -68,6 +74,16 @@ struct HloInstruction {
 
   std::string name() const { return opcode_name(opcode) + "." + std::to_string(id); }
 };
+
+// A fusion whose fused computation returns several values (see fused_computation).
+bool is_multi_output_fusion(const HloInstruction& instruction);
+// kTuple or a multi-output fusion: a value with no array shape of its own.
+inline bool is_tuple_shaped(const HloInstruction& instruction) {
+  return instruction.opcode == HloOpcode::kTuple || is_multi_output_fusion(instruction);
+}
+// The values a fusion returns, in order: the instructions of its fused
+// computation that its ROOT tuple holds (one for a single-output fusion).
+std::vector<const HloInstruction*> fusion_outputs(const HloInstruction& fusion);
 
 struct HloModule {
   std::string name = "SyncTensorsGraph";

@@ -76,6 +76,8 @@ enum HloOpcodeProperty : uint32_t {
   /* opt-barrier(x, after): x, computed no earlier than `after` and never merged (rematerialization) */ \
   V(kOptimizationBarrier, "opt-barrier", 2, kPropertyNeverFold | kPropertyNeverMerge)                  \
   V(kTuple, "tuple", -1, kPropertyNeverFold | kPropertyNeverMerge)                                     \
+  /* get-tuple-element(t), index=k: element k of a multi-output fusion (HloInstruction::tuple_index) */ \
+  V(kGetTupleElement, "get-tuple-element", 1, kPropertyNeverFold)                                      \
   /* cross-replica collectives (HloInstruction::replica_groups): values of other replicas */           \
   V(kAllReduce, "all-reduce", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
   V(kAllGather, "all-gather", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
@@ -94,7 +96,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 44;
+inline constexpr int kHloOpcodeCount = 45;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \

@@ -87,6 +87,7 @@ std::string attributes(const HloInstruction& in) {
     }
     case HloOpcode::kCustomCall:
       return ", custom_call_target=\"" + in.custom_call_target + "\", backend_config=\"" + in.backend_config + "\"";
+    case HloOpcode::kGetTupleElement: return ", index=" + std::to_string(in.tuple_index);
     case HloOpcode::kFusion:
       return ", kind=" + fusion_kind_name(in.fusion_kind) + ", calls=%fused_computation." + std::to_string(in.id);
     case HloOpcode::kScatter:
@@ -99,6 +100,11 @@ std::string attributes(const HloInstruction& in) {
 }  // namespace
 
 std::string shape_text(const HloModule& module, const HloInstruction& in) {
+  if (is_multi_output_fusion(in)) {
+    std::string s = "(";
+    for (const HloInstruction* o : fusion_outputs(in)) s += (s.size() > 1 ? ", " : "") + array_shape_text(o->shape, o->dtype);
+    return s + ")";
+  }
   if (in.opcode != HloOpcode::kTuple) return array_shape_text(in.shape, in.dtype);
   std::string s = "(";
   for (size_t i = 0; i < in.operands.size(); ++i) s += (i ? ", " : "") + shape_text(module, module.at(in.operands[i]));

@@ -8,7 +8,7 @@ namespace lazytrain::hlo {
 
 namespace {
 
-constexpr uint32_t kFormat = 3;  // 2: replica_groups, channel_id; 3: custom_call_target, backend_config
+constexpr uint32_t kFormat = 4;  // 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index
 
 class Writer {
  public:
@@ -96,6 +96,7 @@ void write_module(Writer& w, const HloModule& m) {
     w.i64(in.channel_id);
     w.str(in.custom_call_target);
     w.str(in.backend_config);
+    w.i64(in.tuple_index);
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -148,6 +149,7 @@ HloModule read_module(Reader& r) {
     in.channel_id = r.i64();
     in.custom_call_target = r.str();
     in.backend_config = r.str();
+    in.tuple_index = r.i64();
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

@@ -10,12 +10,16 @@ void verify(const HloModule& module) {
     const HloInstruction& in = module.instructions[i];
     check(in.id == static_cast<int>(i), "hlo verifier", in.name() + ": id does not match its position " + std::to_string(i));
     ShapeAndType expected = infer_shape(module, in);
-    if (in.opcode != HloOpcode::kTuple) {
+    if (!is_tuple_shaped(in)) {
       check(expected.shape == in.shape && expected.dtype == in.dtype, "hlo verifier",
             in.name() + ": has " + xla_name(in.dtype) + shape_str(in.shape) + ", expected " + xla_name(expected.dtype) +
                 shape_str(expected.shape));
     }
     if (in.opcode == HloOpcode::kFusion) verify(*in.fused_computation);
+    for (int o : in.operands) {
+      check(!is_multi_output_fusion(module.at(o)) || in.opcode == HloOpcode::kGetTupleElement, "hlo verifier",
+            in.name() + ": reads multi-output " + module.at(o).name() + " other than through get-tuple-element");
+    }
     if (in.opcode == HloOpcode::kParameter) {
       check(in.parameter_number == parameters++, "hlo verifier", in.name() + ": parameters must be numbered in order");
     }

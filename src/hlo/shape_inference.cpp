@@ -248,15 +248,45 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
         c.require(o.shape == p.shape && o.dtype == p.dtype, "fusion operand " + std::to_string(p.parameter_number) + " does not match its parameter");
       }
       const auto& root = f->at(f->root);
-      c.require(root.operands.size() == 1, "a fused computation returns exactly one value");
-      const auto& result = f->at(root.operands[0]);
-      return {result.shape, result.dtype};
+      c.require(!root.operands.empty(), "a fused computation returns at least one value");
+      if (root.operands.size() == 1) {
+        const auto& result = f->at(root.operands[0]);
+        return {result.shape, result.dtype};
+      }
+      // A multi-output fusion: one loop over the element count its values share.
+      c.require(in.fusion_kind == FusionKind::kLoop, "a multi-output fusion must be a kLoop fusion");
+      for (int o : root.operands) {
+        c.require(numel(f->at(o).shape) == numel(f->at(root.operands[0]).shape), "the values of a multi-output fusion differ in element count");
+      }
+      return {{}, DType::kFloat32};  // tuple-shaped, as kTuple
+    }
+    case HloOpcode::kGetTupleElement: {
+      const auto& t = operand(0);
+      c.require(is_multi_output_fusion(t), "get-tuple-element reads a multi-output fusion only");
+      const std::vector<const HloInstruction*> outputs = fusion_outputs(t);
+      c.require(in.tuple_index >= 0 && in.tuple_index < static_cast<int64_t>(outputs.size()),
+                "get-tuple-element index=" + std::to_string(in.tuple_index) + " out of range for " + std::to_string(outputs.size()) + " elements");
+      const HloInstruction& element = *outputs[static_cast<size_t>(in.tuple_index)];
+      return {element.shape, element.dtype};
     }
     default:
       break;
   }
   c.require(false, "unknown opcode");
   return {};
+}
+
+bool is_multi_output_fusion(const HloInstruction& in) {
+  if (in.opcode != HloOpcode::kFusion || !in.fused_computation) return false;
+  const HloModule& f = *in.fused_computation;
+  return f.root >= 0 && f.at(f.root).operands.size() > 1;
+}
+
+std::vector<const HloInstruction*> fusion_outputs(const HloInstruction& fusion) {
+  const HloModule& f = *fusion.fused_computation;
+  std::vector<const HloInstruction*> out;
+  for (int o : f.at(f.root).operands) out.push_back(&f.at(o));
+  return out;
 }
 
 }  // namespace lazytrain::hlo

@@ -299,10 +299,10 @@ INSTANTIATE_TEST_SUITE_P(Differential, DifferentialRandomHloOnIsa, ::testing::Co
                          });
 
 // Across all modules: every kind of step was taken, both fusion kinds formed,
-// and the loop and input fusions got kernels.
+// multi-output fusions too, and the loop and input fusions got kernels.
 TEST(DifferentialRandomHloCoverage, EveryPatternAndFusionKindOccurs) {
   std::map<std::string, int> steps;
-  int loop = 0, input = 0, loop_kernels = 0, input_kernels = 0, parallel = 0, chunked = 0;
+  int loop = 0, input = 0, loop_kernels = 0, input_kernels = 0, parallel = 0, chunked = 0, multi_output = 0, multi_output_kernels = 0;
   for (int i = 0; i < kModules; ++i) {
     const RandomHloCase c = testing::make_random_hlo_case(seed_of(i), options_for());
     for (const auto& [k, n] : c.step_counts) steps[k] += n;
@@ -311,6 +311,7 @@ TEST(DifferentialRandomHloCoverage, EveryPatternAndFusionKindOccurs) {
       const std::optional<std::string> kernel = backend::cpu::emit_fusion_kernel(in, "k");
       if (in.fusion_kind == hlo::FusionKind::kInput) input += 1, input_kernels += kernel.has_value();
       else loop += 1, loop_kernels += kernel.has_value();
+      if (hlo::is_multi_output_fusion(in)) multi_output += 1, multi_output_kernels += kernel.has_value();
       if (!kernel) continue;
       // Loops over >= 65536 elements run in parallel; inner ranges over 16384 elements are chunked.
       const size_t p = kernel->find("if (");
@@ -320,8 +321,10 @@ TEST(DifferentialRandomHloCoverage, EveryPatternAndFusionKindOccurs) {
   }
   std::ostringstream summary;
   for (const auto& [k, n] : steps) summary << " " << k << "=" << n;
-  std::fprintf(stderr, "[differential] steps:%s\n[differential] fusions: %d kLoop (%d kernels), %d kInput (%d kernels); %d parallel, %d chunked\n",
-               summary.str().c_str(), loop, loop_kernels, input, input_kernels, parallel, chunked);
+  std::fprintf(stderr,
+               "[differential] steps:%s\n[differential] fusions: %d kLoop (%d kernels; %d multi-output, %d kernels), %d kInput (%d kernels); "
+               "%d parallel, %d chunked\n",
+               summary.str().c_str(), loop, loop_kernels, multi_output, multi_output_kernels, input, input_kernels, parallel, chunked);
   for (const char* k : {"exponential", "log", "sqrt", "rsqrt", "tanh", "erf", "negate", "abs", "maximum", "minimum", "power", "compare",
                         "select", "not", "convert-f32-int-f32", "convert-pred-f32", "convert-int-f32", "convert-pred-int", "s64",
                         "broadcast-param", "broadcast-scalar-param", "broadcast-constant", "broadcast-value", "reshape", "iota",
@@ -335,6 +338,7 @@ TEST(DifferentialRandomHloCoverage, EveryPatternAndFusionKindOccurs) {
   EXPECT_GE(input_kernels * 10, input * 7);
   EXPECT_GT(parallel, 0) << "no kernel ran a parallel loop";
   EXPECT_GT(chunked, 0) << "no kernel chunked its inner range";
+  EXPECT_GT(multi_output_kernels, 0) << "no random module made a multi-output fusion with a kernel";
 }
 
 TEST(DifferentialRandomHloCoverage, GeneratorIsReproducible) {

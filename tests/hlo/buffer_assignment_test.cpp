@@ -76,6 +76,50 @@ TEST(BufferAssignment, AViewIsOneBufferWithItsOperandAndAnOutputViewKeepsBothOut
   EXPECT_EQ(a.offset[static_cast<size_t>(r2)], a.offset[static_cast<size_t>(inner)]);
 }
 
+// A multi-output fusion of e1 and e2 (both read here for the last time)
+// writing e1 * e2 and e1 + e2: its elements are the get-tuple-elements'
+// buffers, alive from the fusion on, so they never take the bytes of an
+// operand the kernel is still reading, unless computed in place over it.
+HloModule multi_output_module() {
+  HloBuilder f("fused_computation");
+  const int p0 = f.parameter({256}, DType::kFloat32);
+  const int p1 = f.parameter({256}, DType::kFloat32);
+  auto computation = std::make_shared<HloModule>(f.build({f.binary(HloOpcode::kMultiply, p0, p1), f.binary(HloOpcode::kAdd, p0, p1)}));
+  HloBuilder b("multi_output");
+  const int x = b.parameter({256}, DType::kFloat32);
+  const int e1 = b.unary(HloOpcode::kExp, x);
+  const int e2 = b.unary(HloOpcode::kNegate, x);
+  const int fusion = b.fusion(computation, {e1, e2}, FusionKind::kLoop);
+  const int g0 = b.get_tuple_element(fusion, 0);
+  const int g1 = b.get_tuple_element(fusion, 1);
+  return b.build({b.binary(HloOpcode::kAdd, g0, g1)});  // ids: x 0, e1 1, e2 2, fusion 3, g0 4, g1 5
+}
+
+TEST(BufferAssignment, MultiOutputFusionElementsNeverOverlapOperandsItStillReads) {
+  const HloModule m = multi_output_module();
+  ASSERT_TRUE(is_multi_output_fusion(m.at(3)));
+  const BufferAssignment a = assign_buffers(m, plain_options());
+  const auto at = [&](int id) { return a.offset[static_cast<size_t>(id)]; };
+  for (int id : {1, 2, 4, 5}) ASSERT_GE(at(id), 0) << id;
+  for (int element : {4, 5}) {
+    for (int operand : {1, 2}) EXPECT_FALSE(overlap(at(element), 1024, at(operand), 1024)) << element << " over " << operand;
+  }
+  EXPECT_FALSE(overlap(at(4), 1024, at(5), 1024));
+  EXPECT_EQ(a.arena_bytes, 4 * 1024);
+
+  // Each element in place over the operand of its position: no new bytes.
+  BufferAssignmentOptions in_place = plain_options();
+  in_place.in_place_candidates = [](const HloInstruction& in) {
+    return in.opcode == HloOpcode::kGetTupleElement ? std::vector<size_t>{static_cast<size_t>(in.tuple_index)} : std::vector<size_t>{};
+  };
+  const BufferAssignment b = assign_buffers(m, in_place);
+  EXPECT_EQ(b.in_place_operand[4], 0);
+  EXPECT_EQ(b.in_place_operand[5], 1);
+  EXPECT_EQ(b.offset[4], b.offset[1]);
+  EXPECT_EQ(b.offset[5], b.offset[2]);
+  EXPECT_EQ(b.arena_bytes, 2 * 1024);
+}
+
 TEST(BufferAssignment, InPlaceOnlyOverAnOperandReadHereForTheLastTime) {
   HloBuilder b("in_place");
   const int x = b.parameter({64}, DType::kFloat32);

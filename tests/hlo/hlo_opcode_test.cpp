@@ -33,6 +33,7 @@ TEST(HloOpcode, NamesAreXlasAndUnique) {
   EXPECT_EQ(opcode_name(HloOpcode::kRngBitGenerator), "rng-bit-generator");
   EXPECT_EQ(opcode_name(HloOpcode::kShiftRightLogical), "shift-right-logical");
   EXPECT_EQ(opcode_name(HloOpcode::kFusion), "fusion");
+  EXPECT_EQ(opcode_name(HloOpcode::kGetTupleElement), "get-tuple-element");
   EXPECT_EQ(static_cast<int>(HloOpcode::kFusion), kHloOpcodeCount - 1);
 }
 
@@ -47,7 +48,7 @@ TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
             (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kSine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
   EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple,
-                                                                     O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
+                                                                     O::kGetTupleElement, O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
   EXPECT_EQ(with([](O o) { return never_merged(o); }),
             (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter,
                          O::kOptimizationBarrier}));
@@ -66,6 +67,7 @@ TEST(HloOpcode, AritiesMatchTheOperationSemantics) {
   EXPECT_EQ(opcode_arity(O::kOptimizationBarrier), 2);
   EXPECT_EQ(opcode_arity(O::kConcatenate), -1);
   EXPECT_EQ(opcode_arity(O::kFusion), -1);
+  EXPECT_EQ(opcode_arity(O::kGetTupleElement), 1);
 }
 
 }  // namespace

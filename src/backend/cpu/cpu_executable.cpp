@@ -59,7 +59,19 @@ class CpuExecutable : public Executable {
     for (const auto& in : module_.instructions) {
       for (int o : in.operands) last_use_[o] = in.id;
     }
-    for (const auto& [id, fn] : kernels_) in_place_operands_[id] = in_place_candidates(module_.at(id));
+    for (const auto& in : module_.instructions) {
+      if (in.opcode == HloOpcode::kGetTupleElement) elements_[in.operands[0]].push_back(in.id);
+    }
+    for (const auto& [id, fn] : kernels_) {
+      const hlo::HloInstruction& fusion = module_.at(id);
+      if (!hlo::is_multi_output_fusion(fusion)) {
+        in_place_operands_[id] = in_place_candidates(fusion, fusion);
+        continue;
+      }
+      // Each element of a multi-output fusion may be written over an operand of its own.
+      const std::vector<const hlo::HloInstruction*> outputs = hlo::fusion_outputs(fusion);
+      for (int gte : elements_[id]) in_place_operands_[gte] = in_place_candidates(fusion, *outputs[static_cast<size_t>(module_.at(gte).tuple_index)]);
+    }
     // A scatter-add adds its updates into a copy of operand 0; it may add into
     // operand 0 itself once nothing else reads it (the embedding gradient: the
     // decoder's weight gradient plus the looked-up rows, without a copy of the
@@ -97,6 +109,7 @@ class CpuExecutable : public Executable {
     check(donated.empty() || donated.size() == arguments.size(), "cpu backend",
           "expects one donation flag per argument, got " + std::to_string(donated.size()));
     std::vector<Buffer> values(module_.instructions.size());
+    std::vector<std::vector<Buffer>> tuples(module_.instructions.size());  // multi-output fusions' elements
     std::vector<Buffer> outputs;
     std::vector<const void*> pointers;
     std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE_STDERR: milliseconds per kind of instruction
@@ -113,6 +126,10 @@ class CpuExecutable : public Executable {
       auto matmul = matmuls_.find(in.id);
       if (in.opcode == HloOpcode::kConstant) {
         values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
+      } else if (hlo::is_multi_output_fusion(in)) {
+        tuples[in.id] = run_multi_output_fusion(in, values, donated, arena.buffer);
+      } else if (in.opcode == HloOpcode::kGetTupleElement) {
+        values[in.id] = tuples[in.operands[0]].at(static_cast<size_t>(in.tuple_index));
       } else if (matmul != matmuls_.end()) {
         Buffer out = output_storage(in, values, donated, arena.buffer);
         const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
@@ -139,7 +156,9 @@ class CpuExecutable : public Executable {
       if (tracing) trace_instruction(in, t0);
       if (profile_) note_profile(in, kernel != kernels_.end(), matmul != matmuls_.end(), runtime::now_ns() - t0, totals);
       for (int o : in.operands) {
-        if (last_use_[o] == in.id) values[o] = Buffer();
+        if (last_use_[o] != in.id) continue;
+        values[o] = Buffer();
+        tuples[o].clear();
       }
     }
     if (profile_) print_totals(totals);
@@ -162,7 +181,10 @@ class CpuExecutable : public Executable {
       case HloOpcode::kTuple:
         return false;
       case HloOpcode::kFusion:
-        return kernels_.count(in.id) > 0 || matmuls_.count(in.id) > 0;
+        // A multi-output fusion writes its elements into its get-tuple-elements' storage.
+        return !hlo::is_multi_output_fusion(in) && (kernels_.count(in.id) > 0 || matmuls_.count(in.id) > 0);
+      case HloOpcode::kGetTupleElement:
+        return kernels_.count(in.operands[0]) > 0;
       default:
         return true;
     }
@@ -181,8 +203,10 @@ class CpuExecutable : public Executable {
       std::vector<size_t> operands;
       // A reshape is a view; a collective of one replica, or an interpreted
       // fusion, may hand back an operand's storage.
+      const bool interpreted_fusion = in.opcode == HloOpcode::kFusion && !kernels_.count(in.id) && !matmuls_.count(in.id);
       const bool views = in.opcode == HloOpcode::kReshape || in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather ||
-                         in.opcode == HloOpcode::kReduceScatter || (in.opcode == HloOpcode::kFusion && !writes_into_storage(in));
+                         in.opcode == HloOpcode::kReduceScatter || interpreted_fusion ||
+                         (in.opcode == HloOpcode::kGetTupleElement && !writes_into_storage(in));
       if (views) {
         for (size_t k = 0; k < in.operands.size(); ++k) operands.push_back(k);
       }
@@ -228,14 +252,63 @@ class CpuExecutable : public Executable {
     const auto id = static_cast<size_t>(in.id);
     if (const int k = assignment_.in_place_operand[id]; k >= 0) return values[in.operands[static_cast<size_t>(k)]].reshaped(in.shape);
     if (const int64_t offset = assignment_.offset[id]; offset >= 0) return arena.view(offset, in.shape, in.dtype);
-    if (in_place_operands_.count(in.id)) {
-      if (Buffer out = reusable_operand(in, values, donated); out.defined()) return out;
+    if (const auto candidates = in_place_operands_.find(in.id); candidates != in_place_operands_.end()) {
+      std::vector<int> taken;
+      if (Buffer out = reusable_operand(in, in, candidates->second, values, donated, taken); out.defined()) return out;
     }
-    if (!assignment_.outlives[id]) {
+    return new_storage(in);
+  }
+
+  Buffer new_storage(const hlo::HloInstruction& in) const {
+    if (!assignment_.outlives[static_cast<size_t>(in.id)]) {
       static runtime::Counter& intermediates = runtime::counter("IntermediateAllocations");
       intermediates.add(1);
     }
     return Buffer(in.shape, in.dtype);
+  }
+
+  // Runs multi-output `fusion`: its kernel writes every element in one loop,
+  // each into its get-tuple-element's storage (over the operand buffer
+  // assignment chose, its arena slot, a reusable operand no other element
+  // took, or new storage); without a kernel, the interpreter evaluates it.
+  std::vector<Buffer> run_multi_output_fusion(const hlo::HloInstruction& fusion, const std::vector<Buffer>& values,
+                                              const std::vector<bool>& donated, const Buffer& arena) const {
+    if (!kernels_.count(fusion.id)) {
+      interpreter::Operands args;
+      for (int o : fusion.operands) args.push_back(&values[o]);
+      return interpreter::evaluate_fusion(fusion, args);
+    }
+    const std::vector<const hlo::HloInstruction*> outputs = hlo::fusion_outputs(fusion);
+    std::vector<Buffer> tuple(outputs.size());
+    std::vector<int> taken;  // operand positions an element is written over
+    const auto elements = elements_.find(fusion.id);
+    const std::vector<int> no_elements;
+    const std::vector<int>& gtes = elements == elements_.end() ? no_elements : elements->second;
+    for (int gte : gtes) {
+      if (const int k = assignment_.in_place_operand[static_cast<size_t>(gte)]; k >= 0) taken.push_back(k);
+    }
+    for (int gte : gtes) {
+      const hlo::HloInstruction& in = module_.at(gte);
+      Buffer& out = tuple[static_cast<size_t>(in.tuple_index)];
+      if (out.defined()) continue;  // another get-tuple-element of the same element
+      if (const int k = assignment_.in_place_operand[static_cast<size_t>(gte)]; k >= 0) {
+        out = values[fusion.operands[static_cast<size_t>(k)]].reshaped(in.shape);
+      } else if (const int64_t offset = assignment_.offset[static_cast<size_t>(gte)]; offset >= 0) {
+        out = arena.view(offset, in.shape, in.dtype);
+      } else if (const auto candidates = in_place_operands_.find(gte); candidates != in_place_operands_.end()) {
+        out = reusable_operand(fusion, in, candidates->second, values, donated, taken);
+      }
+      if (!out.defined()) out = new_storage(in);
+    }
+    std::vector<void*> pointers_out;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!tuple[k].defined()) tuple[k] = Buffer(outputs[k]->shape, outputs[k]->dtype);  // an element nothing reads
+      pointers_out.push_back(tuple[k].raw());
+    }
+    std::vector<const void*> pointers;
+    for (int o : fusion.operands) pointers.push_back(values[o].raw());
+    kernels_.at(fusion.id)(pointers.data(), pointers_out.data());
+    return tuple;
   }
 
   // What a trace records of an instruction: category nullptr for none.
@@ -285,6 +358,7 @@ class CpuExecutable : public Executable {
         case HloOpcode::kParameter:
         case HloOpcode::kConstant:
         case HloOpcode::kTuple:
+        case HloOpcode::kGetTupleElement:
         case HloOpcode::kReshape: continue;  // no work
         default: break;
       }
@@ -321,8 +395,9 @@ class CpuExecutable : public Executable {
   // linear index (element i of the operand feeds element i of the output, never
   // through a broadcast) with the output's shape and dtype: the kernel may write
   // its output over such an operand once nothing else needs it (XLA's
-  // CanShareOperandBufferWithUser for elementwise fusions).
-  static std::vector<size_t> in_place_candidates(const hlo::HloInstruction& fusion) {
+  // CanShareOperandBufferWithUser for elementwise fusions). `output` is the
+  // fusion itself, or the value of one element of a multi-output fusion.
+  static std::vector<size_t> in_place_candidates(const hlo::HloInstruction& fusion, const hlo::HloInstruction& output) {
     std::vector<size_t> out;
     if (fusion.opcode != HloOpcode::kFusion || fusion.fusion_kind != hlo::FusionKind::kLoop) return out;
     const hlo::HloModule& body = *fusion.fused_computation;
@@ -332,16 +407,20 @@ class CpuExecutable : public Executable {
     }
     for (const auto& in : body.instructions) {
       if (in.opcode != HloOpcode::kParameter || broadcast_read[in.id]) continue;
-      if (in.dtype == fusion.dtype && numel(in.shape) == numel(fusion.shape)) out.push_back(static_cast<size_t>(in.parameter_number));
+      if (in.dtype == output.dtype && numel(in.shape) == numel(output.shape)) out.push_back(static_cast<size_t>(in.parameter_number));
     }
     return out;
   }
 
-  // Storage the kernel (or in-place scatter) of `in` may write its output into: an in-place candidate
-  // operand read for the last time here, owned by nobody else (an intermediate)
-  // or donated by the caller (an argument). Undefined when there is none.
-  Buffer reusable_operand(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated) const {
-    for (size_t k : in_place_operands_.at(in.id)) {
+  // Storage the kernel (or in-place scatter) `in` may write `output` into (its
+  // own value, or an element's get-tuple-element): a candidate operand of `in`
+  // read for the last time here, not in `taken`, owned by nobody else (an
+  // intermediate) or donated by the caller (an argument). Undefined when there
+  // is none; a position it returns is added to `taken`.
+  Buffer reusable_operand(const hlo::HloInstruction& in, const hlo::HloInstruction& output, const std::vector<size_t>& candidates,
+                          const std::vector<Buffer>& values, const std::vector<bool>& donated, std::vector<int>& taken) const {
+    for (size_t k : candidates) {
+      if (std::count(taken.begin(), taken.end(), static_cast<int>(k))) continue;
       const int o = in.operands[k];
       if (last_use_[o] != in.id || !values[o].defined()) continue;
       const hlo::HloInstruction& producer = module_.at(o);
@@ -350,7 +429,8 @@ class CpuExecutable : public Executable {
       if (!donated_argument && (producer.opcode == HloOpcode::kParameter || !values[o].unique())) continue;
       // The same value read through two operands must not be overwritten under the other.
       if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
-      return values[o].reshaped(in.shape);
+      taken.push_back(static_cast<int>(k));
+      return values[o].reshaped(output.shape);
     }
     return Buffer();
   }
@@ -386,7 +466,8 @@ class CpuExecutable : public Executable {
   std::shared_ptr<SharedLibrary> library_;  // keeps the kernels loaded
   std::map<int, KernelFn> kernels_;
   std::vector<int> last_use_;
-  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel or scatter instruction -> operand indices
+  std::map<int, std::vector<size_t>> in_place_operands_;  // kernel, scatter or get-tuple-element -> operand indices (of the fusion, for an element)
+  std::map<int, std::vector<int>> elements_;               // multi-output fusion -> its get-tuple-elements
   std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
   std::map<int, Buffer> constants_;                       // each constant's value, copied once
   std::map<int, std::string> fallback_reasons_;           // fusions run on the interpreter, and why

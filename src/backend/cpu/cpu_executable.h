@@ -29,7 +29,8 @@
 
 namespace lazytrain::backend::cpu {
 
-// A generated kernel: args[i] is fusion operand i, out the result buffer.
+// A generated kernel: args[i] is fusion operand i, out the result buffer (for a
+// multi-output fusion, a `void* const*` array: out[k] is element k's buffer).
 using KernelFn = void (*)(const void* const* args, void* out);
 
 // `kernels` maps fusion instruction ids to their symbols in `library` (which

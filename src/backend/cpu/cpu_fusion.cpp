@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_fusion.h"
 
+#include "backend/cpu/kernel_emitter.h"
+
 namespace lazytrain::backend::cpu {
 
 namespace {
@@ -21,6 +23,10 @@ bool CpuInstructionFusion::ShouldFuse(const hlo::HloModule& module, const hlo::H
 bool CpuInstructionFusion::ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const {
   if (!fusible_dtype(reduce.dtype) || reduce.dtype == DType::kBool || reduce.dtype == DType::kBFloat16) return false;
   return module.at(reduce.operands[0]).dtype != DType::kBFloat16;
+}
+
+bool CpuMultiOutputFusion::ShouldFuse(const hlo::HloModule&, const hlo::HloInstruction& a, const hlo::HloInstruction& b) const {
+  return a.shape == b.shape && emit_fusion_kernel(a, "a").has_value() && emit_fusion_kernel(b, "b").has_value();
 }
 
 }  // namespace lazytrain::backend::cpu

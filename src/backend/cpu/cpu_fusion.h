@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hlo/passes/fusion.h"
+#include "hlo/passes/multi_output_fusion.h"
 
 namespace lazytrain::backend::cpu {
 
@@ -17,6 +18,17 @@ class CpuInstructionFusion : public hlo::InstructionFusion {
   // reductions stay unfused (the interpreter's kernel runs them); pred
   // reductions stay unfused too.
   bool ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const override;
+};
+
+// CpuMultiOutputFusion: MultiOutputFusion (hlo/passes/multi_output_fusion.h)
+// with what the kernel emitter can write in one loop, as XLA's
+// CpuMultiOutputFusion subclasses MultiOutputFusion.
+class CpuMultiOutputFusion : public hlo::MultiOutputFusion {
+ public:
+  // True when `a` and `b` have one shape (the loop's rows and inner block
+  // serve both) and the emitter generates a kernel for each (then it does for
+  // the two in one loop: the same instructions, one iteration space).
+  bool ShouldFuse(const hlo::HloModule& module, const hlo::HloInstruction& a, const hlo::HloInstruction& b) const override;
 };
 
 }  // namespace lazytrain::backend::cpu

@@ -10,7 +10,7 @@
 
 namespace lazytrain::backend::cpu {
 
-std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline() {
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline(bool multi_output_fusion) {
   std::vector<std::unique_ptr<hlo::HloPass>> passes;
   // Simplification first: it exposes constants to fold and duplicates to merge;
   // DCE then drops what the others left unused. Fusion comes after DCE.
@@ -20,6 +20,7 @@ std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline() {
   passes.push_back(std::make_unique<hlo::Dce>());
   passes.push_back(std::make_unique<DotEpilogueFusion>());     // before loop fusion takes the bias adds
   passes.push_back(std::make_unique<CpuInstructionFusion>());  // it consumes the simplified graph
+  if (multi_output_fusion) passes.push_back(std::make_unique<CpuMultiOutputFusion>());  // merges the loop fusions that fusion made
   passes.push_back(std::make_unique<hlo::MemoryScheduler>());  // last: orders what will run
   return passes;
 }

@@ -263,11 +263,12 @@ class Emitter {
     return true;
   }
 
-  std::string params(const std::string& indent) const {
+  // `no_alias`: no output is written over an argument that a later statement of the iteration reads (__restrict__).
+  std::string params(const std::string& indent, bool no_alias = true) const {
     std::ostringstream os;
     for (const auto& in : f_.instructions) {
       if (in.opcode != HloOpcode::kParameter) continue;
-      os << indent << "const " << storage_type(in.dtype) << "* __restrict__ p" << in.parameter_number << " = static_cast<const "
+      os << indent << "const " << storage_type(in.dtype) << (no_alias ? "* __restrict__ p" : "* p") << in.parameter_number << " = static_cast<const "
          << storage_type(in.dtype) << "*>(args[" << in.parameter_number << "]);\n";
     }
     return os.str();
@@ -305,7 +306,11 @@ std::nullopt_t refuse(std::string* why_not, const std::string& why) {
 
 const char* kNotAffine = "a broadcast reads its operand at an index that is not affine in the loop's inner block";
 
-std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& root, const std::string& name, std::string* why_not) {
+// `roots`: the values the loop stores (a multi-output fusion's several), of one
+// element count; the first one's shape is the iteration space.
+std::optional<std::string> emit_loop(const HloModule& f, const std::vector<const HloInstruction*>& roots, const std::string& name,
+                                     std::string* why_not) {
+  const HloInstruction& root = *roots[0];
   const int64_t n = numel(root.shape);
   Emitter e(f, root.shape);
   // The largest inner block (product of trailing dims) every broadcast reads affinely.
@@ -323,11 +328,24 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
   const int64_t chunks = chunk == 0 ? 0 : (inner + chunk - 1) / chunk;
   std::ostringstream body;
   if (!e.body(body, inner)) return refuse(why_not, e.unsupported());
-  std::string t = storage_type(root.dtype);
-  const std::string stored = root.dtype == DType::kBFloat16 ? "bf16_bits(" + e.name_of(root.id) + ")" : e.name_of(root.id);
+  // One output pointer per root: `out`, or out0, out1, ... from the array of a multi-output fusion.
+  // A multi-output kernel's pointers are not __restrict__: an element may be
+  // written over an argument (in place) that the iteration reads for a later
+  // element, so the compiler must keep each load before the stores that may
+  // alias it. One output's store comes after every load of its iteration.
+  const bool no_alias = roots.size() == 1;
+  std::ostringstream outs, stores;
+  for (size_t k = 0; k < roots.size(); ++k) {
+    const HloInstruction& r = *roots[k];
+    const std::string t = storage_type(r.dtype);
+    const std::string out = roots.size() == 1 ? "out" : "out" + std::to_string(k);
+    const std::string raw = roots.size() == 1 ? "out_raw" : "static_cast<void* const*>(out_raw)[" + std::to_string(k) + "]";
+    outs << "  " << t << (no_alias ? "* __restrict__ " : "* ") << out << " = static_cast<" << t << "*>(" << raw << ");\n";
+    stores << "        " << out << "[i] = " << (r.dtype == DType::kBFloat16 ? "bf16_bits(" + e.name_of(r.id) + ")" : e.name_of(r.id)) << ";\n";
+  }
   std::ostringstream os;
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
-     << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n"
+     << e.params("  ", no_alias) << outs.str()
      << "#pragma omp parallel for collapse(2) schedule(static) if (" << n << "LL >= " << kParallelElements << "LL)\n"
      << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
      << "    for (int64_t c = 0; c < " << chunks << "LL; ++c) {\n"
@@ -337,7 +355,7 @@ std::optional<std::string> emit_loop(const HloModule& f, const HloInstruction& r
      << "#pragma omp simd\n"
      << "      for (int64_t j = c * " << chunk << "LL; j < j_end; ++j) {\n"
      << "        const int64_t i = r * " << inner << "LL + j;\n"
-     << body.str() << "        out[i] = " << stored << ";\n"
+     << body.str() << stores.str()
      << "      }\n    }\n  }\n}\n";
   return os.str();
 }
@@ -469,7 +487,7 @@ std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion,
   if (fusion.fusion_kind != hlo::FusionKind::kLoop) {
     return refuse(why_not, "a " + hlo::fusion_kind_name(fusion.fusion_kind) + " fusion (only loop and input fusions are emitted)");
   }
-  return emit_loop(f, root, name, why_not);
+  return emit_loop(f, hlo::fusion_outputs(fusion), name, why_not);
 }
 
 }  // namespace lazytrain::backend::cpu

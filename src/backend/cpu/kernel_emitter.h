@@ -3,7 +3,9 @@
 //
 // A kernel has the signature
 //   extern "C" void <name>(const void* const* args, void* out);
-// where args[i] is fusion operand i and out the result buffer (row-major).
+// where args[i] is fusion operand i and out the result buffer (row-major); a
+// multi-output fusion's kernel gets `out` as a `void* const*` array, out[k]
+// the buffer of element k, and writes every element in its one loop.
 // Loops are split into rows and an inner contiguous range so that the inner
 // loop is a vectorizable `#pragma omp simd` loop; rows run in parallel.
 // Every elementwise op is a call of its functor from core/scalar_ops.h (the

@@ -54,11 +54,10 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
     case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
     case HloOpcode::kReduceScatter:
       return runtime::reduce_scatter(*args[0], reduce_op(in.reduce_kind), in.dimensions[0], in.replica_groups);
-    case HloOpcode::kFusion: {
-      std::vector<Buffer> fused_args;
-      for (const Buffer* a : args) fused_args.push_back(*a);
-      return evaluate_module(*in.fused_computation, fused_args, false, false)[0];
-    }
+    case HloOpcode::kFusion:
+      check(!hlo::is_multi_output_fusion(in), "interpreter", in.name() + " is a multi-output fusion (evaluate_fusion gives its elements)");
+      return evaluate_fusion(in, args)[0];
+    case HloOpcode::kGetTupleElement: throw Error("[interpreter] " + in.name() + " reads a multi-output fusion's element: evaluate_fusion gives them");
     default: {
       std::vector<hlo::ArrayRef> refs;
       for (const Buffer* a : args) refs.emplace_back(a->raw(), a->shape(), a->dtype());
@@ -69,7 +68,25 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
   }
 }
 
+std::vector<Buffer> interpreter::evaluate_fusion(const hlo::HloInstruction& fusion, const Operands& args) {
+  std::vector<Buffer> fused_args;
+  for (const Buffer* a : args) fused_args.push_back(*a);
+  return evaluate_module(*fusion.fused_computation, fused_args, false, false);
+}
+
 namespace {
+
+// One instruction's value into `values`, a multi-output fusion's into `tuples`.
+void evaluate_into_values(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments,
+                          std::vector<Buffer>& values, std::vector<std::vector<Buffer>>& tuples) {
+  if (hlo::is_multi_output_fusion(in)) {
+    tuples[static_cast<size_t>(in.id)] = interpreter::evaluate_fusion(in, args);
+  } else if (in.opcode == HloOpcode::kGetTupleElement) {
+    values[static_cast<size_t>(in.id)] = tuples[static_cast<size_t>(in.operands[0])].at(static_cast<size_t>(in.tuple_index));
+  } else {
+    values[static_cast<size_t>(in.id)] = interpreter::evaluate_instruction(in, args, arguments);
+  }
+}
 
 std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile, bool trace) {
   check(static_cast<int>(arguments.size()) == module.num_parameters, "interpreter",
@@ -79,6 +96,7 @@ std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vec
     for (int o : in.operands) last_use[o] = in.id;
   }
   std::vector<Buffer> values(module.instructions.size());
+  std::vector<std::vector<Buffer>> tuples(module.instructions.size());
   std::vector<Buffer> outputs;
   for (const auto& in : module.instructions) {
     interpreter::Operands args;
@@ -89,17 +107,19 @@ std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vec
     }
     if (profile || trace) {
       const int64_t t0 = runtime::now_ns();
-      values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+      evaluate_into_values(in, args, arguments, values, tuples);
       const int64_t t1 = runtime::now_ns();
       const double ms = static_cast<double>(t1 - t0) * 1e-6;
       if (profile && ms > 5) std::fprintf(stderr, "[profile] %8.1f ms  %s %s\n", ms, in.name().c_str(), shape_text(module, in).c_str());
       const bool work = in.opcode != HloOpcode::kParameter && in.opcode != HloOpcode::kConstant && in.opcode != HloOpcode::kReshape;
       if (trace && work) runtime::record_span("interpreter", in.name(), t0, t1, {{"shape", shape_text(module, in)}});
     } else {
-      values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+      evaluate_into_values(in, args, arguments, values, tuples);
     }
     for (int o : in.operands) {
-      if (last_use[o] == in.id) values[o] = Buffer();
+      if (last_use[o] != in.id) continue;
+      values[o] = Buffer();
+      tuples[static_cast<size_t>(o)].clear();
     }
   }
   return outputs;

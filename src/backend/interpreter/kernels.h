@@ -19,6 +19,11 @@ Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args);  // oneDNN
 // a reshape shares its operand's storage; collectives go to the replicas
 // (runtime/collectives.h, run on the replica's execution thread); everything else but dot runs the HLO
 // evaluator's kernels (hlo::evaluate_into) into a new buffer.
+// A multi-output fusion or a get-tuple-element raises Error: they go through evaluate_fusion.
 Buffer evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments);
+
+// Every value a fusion returns (one per element of its fused computation's
+// ROOT tuple), evaluated on its operand buffers.
+std::vector<Buffer> evaluate_fusion(const hlo::HloInstruction& fusion, const Operands& args);
 
 }  // namespace lazytrain::backend::interpreter

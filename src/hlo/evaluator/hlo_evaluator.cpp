@@ -11,6 +11,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
   switch (in.opcode) {
     case HloOpcode::kParameter:
     case HloOpcode::kFusion:
+    case HloOpcode::kGetTupleElement:
     case HloOpcode::kTuple: throw Error("[hlo evaluator] " + in.name() + " has no value of its own to evaluate");
     case HloOpcode::kAllReduce:
     case HloOpcode::kAllGather:
@@ -38,7 +39,9 @@ Literal HloEvaluator::evaluate_instruction(const HloInstruction& in, const std::
   switch (in.opcode) {
     case HloOpcode::kConstant: return in.literal;
     case HloOpcode::kReshape: return operands.at(0).reshaped(in.shape);
-    case HloOpcode::kFusion: return evaluate(*in.fused_computation, operands).at(0);
+    case HloOpcode::kFusion:
+      check(!is_multi_output_fusion(in), "hlo evaluator", in.name() + " is a multi-output fusion: evaluate its module to read its elements");
+      return evaluate(*in.fused_computation, operands).at(0);
     default: break;
   }
   std::vector<ArrayRef> refs;
@@ -52,6 +55,7 @@ std::vector<Literal> HloEvaluator::evaluate(const HloModule& module, const std::
   check(static_cast<int>(arguments.size()) == module.num_parameters, "hlo evaluator",
         module.name + " expects " + std::to_string(module.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
   std::vector<Literal> values(module.instructions.size());
+  std::vector<std::vector<Literal>> tuples(module.instructions.size());  // multi-output fusions' elements
   for (const HloInstruction& in : module.instructions) {
     if (in.opcode == HloOpcode::kParameter) {
       const Literal& a = arguments[static_cast<size_t>(in.parameter_number)];
@@ -64,6 +68,14 @@ std::vector<Literal> HloEvaluator::evaluate(const HloModule& module, const std::
     std::vector<Literal> operands;
     for (int o : in.operands) operands.push_back(values[static_cast<size_t>(o)]);
     if (in.opcode == HloOpcode::kTuple) return operands;
+    if (is_multi_output_fusion(in)) {
+      tuples[static_cast<size_t>(in.id)] = evaluate(*in.fused_computation, operands);
+      continue;
+    }
+    if (in.opcode == HloOpcode::kGetTupleElement) {
+      values[static_cast<size_t>(in.id)] = tuples[static_cast<size_t>(in.operands[0])].at(static_cast<size_t>(in.tuple_index));
+      continue;
+    }
     values[static_cast<size_t>(in.id)] = evaluate_instruction(in, operands);
   }
   throw Error("[hlo evaluator] " + module.name + " has no ROOT tuple");

@@ -26,7 +26,8 @@ class HloEvaluator {
 
   // Evaluates one instruction on its operands' values (`operands[k]` is operand
   // k). A constant gives its literal, a fusion runs its fused computation; a
-  // parameter or tuple raises Error (they have no value of their own here).
+  // parameter, tuple, multi-output fusion or get-tuple-element raises Error
+  // (they have no array value of their own here: evaluate() reads them).
   Literal evaluate_instruction(const HloInstruction& instruction, const std::vector<Literal>& operands) const;
 };
 

@@ -36,6 +36,7 @@ size_t hash_instruction(const HloInstruction& in) {
   }
   h = mix(h, std::hash<std::string>()(in.custom_call_target));
   h = mix(h, std::hash<std::string>()(in.backend_config));
+  h = mix(h, static_cast<size_t>(in.tuple_index));
   return mix(h, std::hash<const void*>()(in.fused_computation.get()));
 }
 
@@ -52,7 +53,7 @@ bool same_value(const HloInstruction& a, const HloInstruction& b) {
          a.slice_strides == b.slice_strides && a.direction == b.direction && a.reduce_kind == b.reduce_kind &&
          same_dot(a.dot, b.dot) && a.parameter_number == b.parameter_number &&
          a.fused_computation == b.fused_computation && a.fusion_kind == b.fusion_kind &&
-         a.custom_call_target == b.custom_call_target && a.backend_config == b.backend_config &&
+         a.custom_call_target == b.custom_call_target && a.backend_config == b.backend_config && a.tuple_index == b.tuple_index &&
          (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
 }
 

@@ -1,6 +1,7 @@
 #include "hlo/passes/memory_scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 #include "hlo/hlo_builder.h"
@@ -9,8 +10,9 @@ namespace lazytrain::hlo {
 
 namespace {
 
+// A multi-output fusion's bytes are counted at its get-tuple-elements, which run right after it.
 int64_t bytes_of(const HloInstruction& in) {
-  if (in.opcode == HloOpcode::kParameter || in.opcode == HloOpcode::kTuple) return 0;
+  if (in.opcode == HloOpcode::kParameter || is_tuple_shaped(in)) return 0;
   return numel(in.shape) * itemsize(in.dtype);
 }
 
@@ -60,6 +62,8 @@ bool MemoryScheduler::run(HloModule& module) {
   for (int o : module.at(root).operands) remaining_uses[static_cast<size_t>(o)] += 1;
 
   auto priority = [&](int id) {
+    // A multi-output fusion's elements are read at once: its values are made there.
+    if (module.at(id).opcode == HloOpcode::kGetTupleElement) return std::numeric_limits<int64_t>::max();
     int64_t freed = 0;
     for (int o : operands[static_cast<size_t>(id)]) {
       if (remaining_uses[static_cast<size_t>(o)] == 1) freed += bytes_of(module.at(o));

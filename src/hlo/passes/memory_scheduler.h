@@ -11,7 +11,8 @@
 // (an operand is freed when this is its last remaining user); ties keep the
 // original order. The result computes the same values (only independent
 // instructions change places); parameters keep their numbers and come first,
-// the ROOT tuple stays last. Deterministic, so replicas that compile the same
+// the ROOT tuple stays last; a multi-output fusion's get-tuple-elements
+// follow it at once (its kernel writes their values). Deterministic, so replicas that compile the same
 // module run their collectives in the same order.
 #pragma once
 
