@@ -7,14 +7,17 @@
 // out = attention(q, k, v), backward of sum(out * r) with r fixed, mark_step and
 // waits for dq, dk, dv. Both implementations in one run, interleaved step by
 // step so that load on a shared machine hits both alike; prints the median step
-// time of each and their ratio:
+// time of each (wall clock, and the process's CPU time, which other jobs on a
+// shared machine disturb less) and their ratios:
 //   RESULT bench=attention batch=1 heads=12 seq=1024 head_dim=64 dtype=f32 eager_ms=... sdpa_ms=... speedup=...
+//          eager_cpu_ms=... sdpa_cpu_ms=... cpu_speedup=...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_support.h"
@@ -79,25 +82,32 @@ int run(const Options& o) {
     kg.requires_grad_();
     vg.requires_grad_();
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = bench::process_cpu_seconds();
     Tensor out = sdpa ? scaled_dot_product_attention(qg, kg, vg, Tensor(), 0.0, true) : eager_attention(qg, kg, vg);
     sum(mul(out.to(DType::kFloat32), r.to(DType::kFloat32))).backward();
     lazy::mark_step();
     qg.grad().to_vector<float>();  // waits for the step
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::pair{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), bench::process_cpu_seconds() - cpu_start};
   };
   for (int i = 0; i < o.warmup; ++i) step(false), step(true);
-  std::vector<double> eager, sdpa;
-  for (int i = 0; i < o.steps; ++i) eager.push_back(step(false)), sdpa.push_back(step(true));
+  std::vector<double> eager, sdpa, eager_cpu, sdpa_cpu;
+  for (int i = 0; i < o.steps; ++i) {
+    const auto [e, ec] = step(false);
+    const auto [s, sc] = step(true);
+    eager.push_back(e), eager_cpu.push_back(ec), sdpa.push_back(s), sdpa_cpu.push_back(sc);
+  }
   auto median = [](std::vector<double> x) {
     std::sort(x.begin(), x.end());
     return x[x.size() / 2];
   };
-  const double e = median(eager) * 1e3, s = median(sdpa) * 1e3;
+  const double e = median(eager) * 1e3, s = median(sdpa) * 1e3, ec = median(eager_cpu) * 1e3, sc = median(sdpa_cpu) * 1e3;
   std::printf("eager: median %.1f ms (min %.1f), sdpa: median %.1f ms (min %.1f)\n", e, *std::min_element(eager.begin(), eager.end()) * 1e3, s,
               *std::min_element(sdpa.begin(), sdpa.end()) * 1e3);
-  std::printf("RESULT bench=attention batch=%lld heads=%lld seq=%lld head_dim=%lld dtype=%s eager_ms=%.1f sdpa_ms=%.1f speedup=%.2f\n",
+  std::printf("process CPU time: eager median %.1f ms, sdpa median %.1f ms\n", ec, sc);
+  std::printf("RESULT bench=attention batch=%lld heads=%lld seq=%lld head_dim=%lld dtype=%s eager_ms=%.1f sdpa_ms=%.1f speedup=%.2f "
+              "eager_cpu_ms=%.1f sdpa_cpu_ms=%.1f cpu_speedup=%.2f\n",
               static_cast<long long>(o.batch_size), static_cast<long long>(o.heads), static_cast<long long>(o.seq_len),
-              static_cast<long long>(o.head_dim), o.bf16 ? "bf16" : "f32", e, s, e / s);
+              static_cast<long long>(o.head_dim), o.bf16 ? "bf16" : "f32", e, s, e / s, ec, sc, ec / sc);
   return 0;
 }
 

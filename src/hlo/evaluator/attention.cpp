@@ -161,12 +161,12 @@ void block_scores(const Problem& p, int64_t b, int64_t i0, int64_t rows, int64_t
 
 // Per-thread scratch of one block task, reused across tasks.
 struct Scratch {
-  std::vector<float> q, dout, kT, k, vT, v, s, dp, pT, dsT, acc, dk, dv, dq;
+  std::vector<float> q, dout, kT, k, vT, v, s, dp, acc, dk, dv, dq;
   void size(const Problem& p, int64_t rows_needed) {
     auto need = [](std::vector<float>& x, int64_t n) { x.resize(static_cast<size_t>(n)); };
     need(q, rows_needed * p.E), need(dout, rows_needed * p.Ev), need(kT, p.E * kBlockCols), need(k, kBlockCols * p.E);
     need(vT, p.Ev * kBlockCols), need(v, kBlockCols * p.Ev), need(s, kBlockRows * kBlockCols), need(dp, kBlockRows * kBlockCols);
-    need(pT, kBlockCols * kBlockRows), need(dsT, kBlockCols * kBlockRows), need(acc, kBlockRows * p.Ev);
+    need(acc, kBlockRows * p.Ev);
     need(dk, kBlockCols * p.E), need(dv, kBlockCols * p.Ev);
   }
 };
@@ -200,6 +200,7 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = w.s.data() + r * kBlockCols;
           float row_max = kNegInf;
+#pragma omp simd reduction(max : row_max)
           for (int64_t c = 0; c < cols; ++c) row_max = std::max(row_max, sr[c]);
           const float m_new = std::max(m[r], row_max);
           if (m_new == kNegInf) {  // every key so far masked: this block adds nothing
@@ -210,6 +211,7 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
           for (int64_t c = 0; c < cols; ++c) sr[c] -= m_new;
           exp_inplace(sr, cols);
           float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < cols; ++c) sum += sr[c];
           if (p.dropout_p > 0) {
             for (int64_t c = 0; c < cols; ++c) sr[c] *= dropout_factor(p, b, i0 + r, j0 + c);
@@ -273,20 +275,23 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
       float* dp = w.dp.data();
       std::fill(dp, dp + rows * kBlockCols, 0.0f);
       gemm_accumulate(rows, cols, Ev, w.dout.data(), Ev, w.vT.data(), kBlockCols, dp, kBlockCols);
+      // s becomes P * drop (row-major, for dv), dp becomes dS (for dk and dq).
       for (int64_t r = 0; r < rows; ++r) {
         const float d = D[b * L + i0 + r];
         float* sr = s + r * kBlockCols;
         float* dpr = dp + r * kBlockCols;
-        for (int64_t c = 0; c < cols; ++c) {
-          const float drop = p.dropout_p > 0 ? dropout_factor(p, b, i0 + r, j0 + c) : 1.0f;
-          const float P = sr[c], ds = P * (dpr[c] * drop - d);
-          w.pT[static_cast<size_t>(c * kBlockRows + r)] = P * drop;
-          w.dsT[static_cast<size_t>(c * kBlockRows + r)] = ds;
-          dpr[c] = ds;  // dS, row-major, for dq
+        if (p.dropout_p > 0) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const float drop = dropout_factor(p, b, i0 + r, j0 + c);
+            dpr[c] = sr[c] * (dpr[c] * drop - d);
+            sr[c] *= drop;
+          }
+        } else {
+          for (int64_t c = 0; c < cols; ++c) dpr[c] = sr[c] * (dpr[c] - d);
         }
       }
-      gemm_accumulate(cols, Ev, rows, w.pT.data(), kBlockRows, w.dout.data(), Ev, dv, Ev);
-      gemm_accumulate(cols, E, rows, w.dsT.data(), kBlockRows, w.q.data(), E, dk, E);
+      gemm_accumulate<true>(cols, Ev, rows, s, kBlockCols, w.dout.data(), Ev, dv, Ev);
+      gemm_accumulate<true>(cols, E, rows, dp, kBlockCols, w.q.data(), E, dk, E);
       gemm_accumulate(rows, E, cols, dp, kBlockCols, w.k.data(), E, dq + i0 * E, E);
     }
     std::copy(dk, dk + cols * E, base + L * E + j0 * E);
