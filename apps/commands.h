@@ -17,6 +17,7 @@ struct RunMlmOptions {
   std::string train_tfrecords, validation_tfrecords;  // globs of TFRecord shards (make_tfrecords)
   std::string model_type = "bert";
   std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
+  std::string attn_implementation;  // empty: the config class's default
   std::optional<int64_t> max_seq_length;  // unset: min(512, max_position_embeddings)
   bool pad_to_max_length = false;
   bool line_by_line = false;
@@ -42,6 +43,7 @@ struct RunClmOptions {
   std::string train_tfrecords, validation_tfrecords;  // globs of TFRecord shards (make_tfrecords with a GPT-2 tokenizer)
   std::string model_type = "gpt2";
   std::string model_name_or_path, config_name, config_overrides, tokenizer_name;
+  std::string attn_implementation;  // empty: the config class's default
   std::optional<int64_t> block_size;  // unset: min(1024, n_positions)
   bool no_keep_linebreaks = false;
   std::optional<int64_t> max_train_samples, max_eval_samples;

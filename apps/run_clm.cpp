@@ -42,6 +42,10 @@ void add_run_clm_command(CLI::App& app, RunClmOptions& o) {
   c->add_option("--model_name_or_path", o.model_name_or_path, "A Hugging Face GPT-2 or Llama directory (config.json, model.safetensors) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: the defaults of --model_type's config (GPT-2 124M's, Llama-7B's)");
   c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"n_embd=128,n_layer=2,n_head=2\" (Llama: \"hidden_size=128,num_key_value_heads=2\")");
+  c->add_option("--attn_implementation", o.attn_implementation,
+                "GPT-2's attention: sdpa (one fused scaled_dot_product_attention; the default) or eager (matmul, softmax, matmul), "
+                "as from_pretrained(..., attn_implementation=...); not written to config.json. Llama's is sdpa only")
+      ->check(CLI::IsMember({"eager", "sdpa"}));
   c->add_option("--tokenizer_name", o.tokenizer_name, "A tokenizer: GPT-2's (a directory of vocab.json and merges.txt); for Llama also a SentencePiece model (spm.model or a .model file)");
   c->add_option("--block_size", o.block_size, "Tokens per training example (default: min(1024, the model's positions))");
   c->add_flag("--no_keep_linebreaks", o.no_keep_linebreaks, "Drop the line breaks of the text files (run_clm.py keeps them)");
@@ -117,7 +121,14 @@ int run_clm(const RunClmOptions& options) {
     throw Error("[run_clm] --model_name_or_path '" + o.model_name_or_path + "' holds no model.safetensors");
   }
   const std::string resume_from = check_output_dir("run_clm", t);
-  const models::CausalLMConfig config = load_config(o);
+  models::CausalLMConfig config = load_config(o);
+  if (!o.attn_implementation.empty()) {
+    if (config.json.at("model_type") == "llama" && o.attn_implementation != "sdpa") {
+      throw Error("[run_clm] --attn_implementation " + o.attn_implementation + ": Llama's attention is sdpa only");
+    }
+    // The model reads it as a config.json key; to_json (what is saved) leaves it out.
+    if (config.json.at("model_type") == "gpt2") config.json["attn_implementation"] = o.attn_implementation;
+  }
   const int64_t positions = config.limits.max_positions;
   const std::string positions_field = config.limits.max_positions_field;
   const bool gpt2 = config.json.at("model_type") == "gpt2";

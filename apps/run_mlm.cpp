@@ -40,6 +40,10 @@ void add_run_mlm_command(CLI::App& app, RunMlmOptions& o) {
                 "A Hugging Face BERT or RoBERTa directory (config.json, model.safetensors; a run_mlm output or checkpoint) to start from");
   c->add_option("--config_name", o.config_name, "A config.json (or a directory holding one); default: BERT's defaults");
   c->add_option("--config_overrides", o.config_overrides, "Overrides of config fields: \"hidden_size=128,num_hidden_layers=2\"");
+  c->add_option("--attn_implementation", o.attn_implementation,
+                "Attention: eager (matmul, softmax, matmul; the default) or sdpa (one fused scaled_dot_product_attention), "
+                "as from_pretrained(..., attn_implementation=...); not written to config.json")
+      ->check(CLI::IsMember({"eager", "sdpa"}));
   c->add_option("--tokenizer_name", o.tokenizer_name,
                 "bert: a vocab.txt or a directory holding one; roberta: a SentencePiece model directory (default: --model_name_or_path)");
   c->add_option("--max_seq_length", o.max_seq_length, "Sequence length after tokenization (default: min(512, max_position_embeddings))");
@@ -73,6 +77,7 @@ models::BertConfig load_config(const RunMlmOptions& o) {
     config = models::BertConfig::from_json_file(path);
   }
   if (!o.config_overrides.empty()) config.update_from_string(o.config_overrides);
+  if (!o.attn_implementation.empty()) config.attn_implementation = o.attn_implementation;
   config.validate(o.config_overrides.empty() ? "'" + source + "'" : "the config after --config_overrides");
   if (config.model_type != "bert" && config.model_type != "roberta") {
     throw Error("[run_mlm] model_type '" + config.model_type + "' is not supported; expected 'bert' or 'roberta'");

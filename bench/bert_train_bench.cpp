@@ -40,6 +40,7 @@ struct Options : bench::StepFlags {
   // labelled: the LM head on the labelled rows only (MaskedLMModel::forward_labelled,
   // as run_mlm trains); all: on every token, as Hugging Face's BertForMaskedLM.
   std::string lm_head = "labelled";
+  std::string attn_implementation = "eager";  // BertConfig's default
   Options() {
     seq_len = 128;
     warmup = 3;
@@ -51,7 +52,7 @@ const char* kUsage =
     "usage: bench_bert_train [--model bert-tiny|bert-mini|bert-base|bert-large] [--config_overrides k=v,...]\n"
     "                        [--backend interpreter|cpu] [--batch_size B] [--seq_len S]\n"
     "                        [--warmup N] [--steps M] [--bf16] [--seed N] [--lm_head labelled|all]\n"
-    "                        [--gradient_checkpointing] [--no_roofline]\n";
+    "                        [--gradient_checkpointing] [--no_roofline] [--attn_implementation eager|sdpa]\n";
 
 [[noreturn]] void usage_error(const std::string& message) { bench::usage_error("bench_bert_train", kUsage, message); }
 
@@ -60,6 +61,7 @@ Options parse(int argc, char** argv) {
   bench::parse_step_flags(argc, argv, "bench_bert_train", kUsage, o, [&](const std::string& flag, const std::string& value) {
     if (flag == "--model") o.model = value;
     else if (flag == "--lm_head") o.lm_head = value;
+    else if (flag == "--attn_implementation") o.attn_implementation = value;
     else return false;
     return true;
   });
@@ -80,6 +82,7 @@ models::BertConfig make_config(const Options& o) {
     usage_error("--model must be bert-tiny, bert-mini, bert-base or bert-large, got '" + o.model + "'");
   }
   if (!o.config_overrides.empty()) c.update_from_string(o.config_overrides);
+  c.attn_implementation = o.attn_implementation;
   c.validate("bench_bert_train");
   return c;
 }
@@ -137,7 +140,7 @@ int run(const Options& o) {
               o.backend.c_str(), o.bf16 ? "bf16" : "f32", o.warmup, o.steps);
   std::printf("compute threads: %d (%s), OpenMP waiting %s\n", runtime::threads_per_execution(),
               runtime::default_thread_budget().reason.c_str(), runtime::omp_wait_policy().c_str());
-  const std::string common = "bench=bert_train model=" + o.model + " backend=" + o.backend + " batch=" + std::to_string(batch) +
+  const std::string common = "bench=bert_train model=" + o.model + " attn=" + o.attn_implementation + " backend=" + o.backend + " batch=" + std::to_string(batch) +
                              " seq=" + std::to_string(o.seq_len) + " lm_head=" + o.lm_head +
                              " gradient_checkpointing=" + (o.gradient_checkpointing ? "1" : "0");
 

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "models/auto_model.h"
+#include "models/gpt2_config.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "tensor/autocast.h"
@@ -35,6 +36,7 @@ namespace {
 struct Options : bench::StepFlags {
   std::string config = "../shared/data/gpt2/config.json";
   std::string model_type = "gpt2";
+  std::string attn_implementation;  // empty: the config's default (GPT2Config: sdpa; Llama: always sdpa)
   Options() {
     batch_size = 4;
     seq_len = 64;
@@ -46,6 +48,7 @@ struct Options : bench::StepFlags {
 const char* kUsage =
     "usage: bench_gpt2_train [--model_type gpt2|llama] [--config CONFIG_JSON] [--config_overrides k=v,...] [--backend interpreter|cpu]\n"
     "                        [--batch_size B] [--seq_len S] [--warmup N] [--steps M] [--bf16] [--seed N] [--gradient_checkpointing] [--no_roofline]\n"
+    "                        [--attn_implementation eager|sdpa]\n"
     "  --config defaults to ../shared/data/gpt2/config.json (GPT-2 124M), relative to the repository root;\n"
     "  --model_type llama takes a Llama config.json (bench/smollm2_135m_config.json: SmolLM2-135M's shape)\n";
 
@@ -59,6 +62,8 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--model_type") {
       if (value != "gpt2" && value != "llama") usage_error("--model_type must be gpt2 or llama, got '" + value + "'");
       o.model_type = value;
+    } else if (flag == "--attn_implementation") {
+      o.attn_implementation = value;
     } else {
       return false;
     }
@@ -96,7 +101,13 @@ int run(const Options& o) {
   if (file.at("model_type") != o.model_type) {
     usage_error("--config " + o.config + " is a " + file.at("model_type").get<std::string>() + " config, not --model_type " + o.model_type);
   }
-  const models::CausalLMConfig config = models::AutoModelForCausalLM::config_from_json(file, o.model_type, o.config_overrides, "bench_gpt2_train");
+  if (!o.attn_implementation.empty()) {
+    if (o.model_type == "llama" && o.attn_implementation != "sdpa") usage_error("Llama's attention is sdpa only");
+    file["attn_implementation"] = o.attn_implementation;  // as from_pretrained(..., attn_implementation=...)
+  }
+  models::CausalLMConfig config = models::AutoModelForCausalLM::config_from_json(file, o.model_type, o.config_overrides, "bench_gpt2_train");
+  // to_json leaves attn_implementation out (transformers never saves it): carry it to the model.
+  if (!o.attn_implementation.empty() && o.model_type == "gpt2") config.json["attn_implementation"] = o.attn_implementation;
   const int64_t positions = config.limits.max_positions;
   if (o.seq_len > positions) usage_error("--seq_len is larger than " + config.limits.max_positions_field + " " + std::to_string(positions));
   const bool llama = o.model_type == "llama";
@@ -142,7 +153,8 @@ int run(const Options& o) {
     return bench::finish_training_step(loss, params, optimizer);
   };
 
-  const std::string prefix = "bench=gpt2_train model=" + o.model_type + " backend=" + o.backend + " batch=" + std::to_string(o.batch_size) +
+  const std::string attn = o.model_type == "gpt2" ? config.json.value("attn_implementation", models::GPT2Config().attn_implementation) : "sdpa";
+  const std::string prefix = "bench=gpt2_train model=" + o.model_type + " attn=" + attn + " backend=" + o.backend + " batch=" + std::to_string(o.batch_size) +
                              " seq=" + std::to_string(o.seq_len) + " dtype=" + (o.bf16 ? "bf16" : "f32");
   bench::TrainingRun run{prefix, o.batch_size * o.seq_len, flops_per_token, o.warmup, o.steps};
   run.roofline = o.roofline;

@@ -83,12 +83,19 @@ NativeModel make_model(const std::string& kind, const std::string& config_json, 
               "' (BertModel, BertForMaskedLM, RobertaForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM)");
 }
 
-// config.json with every field of `model_type`'s config class at its default.
+// config.json with every field of `model_type`'s config class at its default,
+// plus "attn_implementation" (the model's default attention, which config.json
+// never holds: PretrainedConfig takes it out as config._attn_implementation).
 nlohmann::json config_defaults(const std::string& model_type) {
-  if (model_type == "bert") return models::BertConfig().to_json();
-  if (model_type == "roberta") return models::roberta_config().to_json();
-  if (model_type == "gpt2") return models::GPT2Config().to_json();
-  if (model_type == "llama") return models::LlamaConfig().to_json();
+  auto with_attention = [](const auto& config) {
+    nlohmann::json j = config.to_json();
+    j["attn_implementation"] = config.attn_implementation;
+    return j;
+  };
+  if (model_type == "bert") return with_attention(models::BertConfig());
+  if (model_type == "roberta") return with_attention(models::roberta_config());
+  if (model_type == "gpt2") return with_attention(models::GPT2Config());
+  if (model_type == "llama") return with_attention(models::LlamaConfig());
   throw Error("no config class for model_type '" + model_type + "' (bert, roberta, gpt2, llama)");
 }
 

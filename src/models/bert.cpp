@@ -31,7 +31,10 @@ Tensor BertEmbeddings::forward(const Tensor& input_ids) const {
 }
 
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
-    : heads(c.num_attention_heads), head_dim(c.hidden_size / c.num_attention_heads) {
+    : heads(c.num_attention_heads),
+      head_dim(c.hidden_size / c.num_attention_heads),
+      sdpa(c.attn_implementation == "sdpa"),
+      attention_probs_dropout_prob(c.attention_probs_dropout_prob) {
   query = register_module("query", std::make_shared<Linear>(c.hidden_size, c.hidden_size, c.initializer_range));
   key = register_module("key", std::make_shared<Linear>(c.hidden_size, c.hidden_size, c.initializer_range));
   value = register_module("value", std::make_shared<Linear>(c.hidden_size, c.hidden_size, c.initializer_range));
@@ -44,6 +47,11 @@ Tensor BertSelfAttention::forward(const Tensor& hidden, const Tensor& mask) cons
   Tensor q = split_heads(query->forward(hidden));
   Tensor k = split_heads(key->forward(hidden));
   Tensor v = split_heads(value->forward(hidden));
+  if (sdpa) {
+    // The additive mask is sdpa's float attn_mask (added to the scaled scores, as eager adds it).
+    const Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_probs_dropout_prob : 0.0);
+    return context.permute({0, 2, 1, 3}).reshape({b, s, heads * head_dim});
+  }
   Tensor scores = matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
   Tensor probs = dropout->forward(softmax(scores + mask, -1));
   Tensor context = matmul(probs, v).permute({0, 2, 1, 3});

@@ -25,11 +25,17 @@ class BertEmbeddings : public nn::Module {
 class BertSelfAttention : public nn::Module {
  public:
   explicit BertSelfAttention(const BertConfig& c);
-  // hidden [B, S, H], additive mask [B, 1, 1, S] → context [B, S, H].
+  // hidden [B, S, H], additive f32 mask [B, 1, 1, S] → context [B, S, H].
+  // config.attn_implementation "eager": matmul, + mask, softmax, dropout,
+  // matmul (modeling_bert.py's eager_attention_forward); "sdpa": one
+  // scaled_dot_product_attention op with the mask as its float attn_mask (its
+  // own dropout stream); with dropout off the two agree to f32 rounding.
   Tensor forward(const Tensor& hidden, const Tensor& mask) const;
   std::shared_ptr<nn::Linear> query, key, value;
   std::shared_ptr<nn::Dropout> dropout;
   int64_t heads, head_dim;
+  bool sdpa;                            // config.attn_implementation == "sdpa"
+  double attention_probs_dropout_prob;  // sdpa's dropout_p in training
 };
 
 // dense → dropout → LayerNorm(x + residual); BertSelfOutput and BertOutput.

@@ -35,6 +35,7 @@ void for_each_field(BertConfig& c, F&& f) {
 BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& source) {
   BertConfig c;
   c.extra = read_config_fields(c, j, "BertConfig", source, [](BertConfig& config, auto&& visit) { for_each_field(config, visit); });
+  read_attn_implementation(c.extra, c.attn_implementation, "BertConfig", source);
   return c;
 }
 
@@ -66,6 +67,7 @@ void BertConfig::validate(const std::string& source) const {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw Error("[BertConfig] " + source + ": " + what);
   };
+  check_attn_implementation(attn_implementation, "BertConfig", source);
   // Sizes: positive, and small enough that the parameters fit in memory.
   const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", vocab_size}, {"hidden_size", hidden_size},
                                                    {"num_hidden_layers", num_hidden_layers}, {"num_attention_heads", num_attention_heads},

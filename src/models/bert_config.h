@@ -25,6 +25,12 @@ struct BertConfig {
   int64_t pad_token_id = 0;
   std::string position_embedding_type = "absolute";
   std::string model_type = "bert";
+  // config._attn_implementation: "eager" (matmul, mask, softmax, dropout,
+  // matmul as modeling_bert.py's eager_attention_forward; the default here, so
+  // the README's main-job losses stay as printed) or "sdpa" (one fused
+  // scaled_dot_product_attention op). Read from a config.json key
+  // "attn_implementation", never written (config_fields.h).
+  std::string attn_implementation = "eager";
 
   // Reads a config.json. Unknown fields are kept (extra) and written back.
   // Throws Error naming the file for a missing/unreadable file, invalid JSON or a
@@ -40,7 +46,7 @@ struct BertConfig {
   // the wrong type.
   void update_from_string(const std::string& overrides);
 
-  // hidden_size divisible by num_attention_heads, positive sizes (each at most
+  // attn_implementation eager or sdpa, hidden_size divisible by num_attention_heads, positive sizes (each at most
   // 2^24, about 4e9 parameters in all), hidden_act gelu, probabilities in [0, 1);
   // throws Error naming the field otherwise.
   void validate(const std::string& source) const;

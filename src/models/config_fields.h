@@ -90,6 +90,31 @@ void apply_config_overrides(Config& config, const std::string& overrides, ForEac
   }
 }
 
+// Hugging Face's attn_implementation ("eager" | "sdpa"): how a model computes
+// attention. transformers takes it as a keyword argument (from_pretrained /
+// from_config / the config's constructor, which reads it from a config.json
+// too) and keeps it as config._attn_implementation, never writing it back; so
+// here a config.json key "attn_implementation" is read by from_json, moved out
+// of `extra`, and to_json leaves it out. Error naming `kind`, `source` and the
+// accepted values for anything but a string of those two.
+inline void read_attn_implementation(nlohmann::json& extra, std::string& field, const std::string& kind, const std::string& source) {
+  if (!extra.contains("attn_implementation")) return;
+  const nlohmann::json v = extra["attn_implementation"];
+  extra.erase("attn_implementation");
+  if (v.is_null()) return;  // transformers' None: the model's default
+  if (!v.is_string()) throw Error("[" + kind + "] " + source + ": field 'attn_implementation' has the wrong type (" + v.dump() + ")");
+  field = v.get<std::string>();
+}
+
+// Error unless `value` is "eager" or "sdpa" (transformers' message names the possible values too).
+inline void check_attn_implementation(const std::string& value, const std::string& kind, const std::string& source) {
+  if (value != "eager" && value != "sdpa") {
+    throw Error("[" + kind + "] " + source + ": attn_implementation '" + value +
+                "' is not supported; the possible values are 'eager' (matmul, softmax, matmul) and 'sdpa' (one fused "
+                "scaled_dot_product_attention)");
+  }
+}
+
 // A field's value as config.json holds it (an empty optional is null).
 template <typename T>
 nlohmann::json config_field_json(const T& field) {

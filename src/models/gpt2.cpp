@@ -20,7 +20,7 @@ Tensor Conv1D::forward(const Tensor& x) const { return linear(x, weight.t(), bia
 Tensor gelu_new(const Tensor& x) { return gelu(x, "tanh"); }
 
 GPT2Attention::GPT2Attention(const GPT2Config& c)
-    : heads(c.n_head), head_dim(c.n_embd / c.n_head), scale(c.scale_attn_weights) {
+    : heads(c.n_head), head_dim(c.n_embd / c.n_head), scale(c.scale_attn_weights), sdpa(c.attn_implementation == "sdpa"), attn_pdrop(c.attn_pdrop) {
   c_attn = register_module("c_attn", std::make_shared<Conv1D>(c.n_embd, 3 * c.n_embd, c.initializer_range));
   c_proj = register_module("c_proj", std::make_shared<Conv1D>(c.n_embd, c.n_embd, c.initializer_range / std::sqrt(2.0 * c.n_layer)));
   attn_dropout = register_module("attn_dropout", std::make_shared<nn::Dropout>(c.attn_pdrop));
@@ -32,6 +32,13 @@ Tensor GPT2Attention::forward(const Tensor& hidden, const Tensor& mask) const {
   Tensor qkv = c_attn->forward(hidden);
   auto split_heads = [&](int64_t part) { return qkv.slice(2, part * e, (part + 1) * e).view({b, s, heads, head_dim}).permute({0, 2, 1, 3}); };
   Tensor q = split_heads(0), k = split_heads(1), v = split_heads(2);
+  if (sdpa) {
+    // torch.autocast runs scaled_dot_product_attention in the lower dtype; q, k, v
+    // already are (c_attn ran under it), so no cast. Undefined mask: is_causal.
+    const Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attn_pdrop : 0.0, !mask.defined(),
+                                                        scale ? std::nullopt : std::optional<double>(1.0));
+    return resid_dropout->forward(c_proj->forward(context.permute({0, 2, 1, 3}).reshape({b, s, e})));
+  }
   Tensor scores = matmul(q, k.transpose(-1, -2));
   if (scale) scores = scores / std::sqrt(static_cast<double>(head_dim));
   // Causal: position i attends to j <= i; the rest get finfo(float32).min (HF's mask_value).
@@ -83,7 +90,7 @@ Tensor GPT2Block::forward_cached(const Tensor& hidden, const Tensor& bias, Layer
   return x + mlp->forward(ln_2->forward(x));
 }
 
-GPT2Model::GPT2Model(const GPT2Config& c) {
+GPT2Model::GPT2Model(const GPT2Config& c) : sdpa(c.attn_implementation == "sdpa") {
   wte = register_module("wte", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd, c.initializer_range));
   wpe = register_module("wpe", std::make_shared<nn::Embedding>(c.n_positions, c.n_embd, c.initializer_range));
   drop = register_module("drop", std::make_shared<nn::Dropout>(c.embd_pdrop));
@@ -94,8 +101,17 @@ GPT2Model::GPT2Model(const GPT2Config& c) {
 
 Tensor GPT2Model::forward(const Tensor& input_ids, const Tensor& attention_mask) const {
   const int64_t s = input_ids.shape()[1];
-  Tensor mask = attention_mask.defined() ? get_extended_attention_mask(attention_mask) : Tensor();
   runtime::DeviceGuard on_input_device(input_ids.device());
+  Tensor mask;
+  if (attention_mask.defined() && sdpa) {
+    // One bool [B, 1, S, S] mask, key j <= query i and not padding (sdpa takes no
+    // is_causal with a mask); the kernel skips the blocks it masks whole.
+    const Tensor positions = arange(s);
+    const Tensor causal = ge(positions.view({s, 1}), positions.view({1, s}));
+    mask = logical_and(causal.view({1, 1, s, s}), ne(attention_mask, 0.0).view({input_ids.shape()[0], 1, 1, s}));
+  } else if (attention_mask.defined()) {
+    mask = get_extended_attention_mask(attention_mask);
+  }
   Tensor x = drop->forward(wte->forward(input_ids) + wpe->forward(arange(s)).unsqueeze(0));
   for (const auto& block : h) {
     if (gradient_checkpointing && is_training()) {

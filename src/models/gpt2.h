@@ -1,12 +1,16 @@
-// GPT2LMHeadModel as Hugging Face defines it (modeling_gpt2.py, eager
-// attention), with its parameter names, so its safetensors load as they are:
+// GPT2LMHeadModel as Hugging Face defines it (modeling_gpt2.py), with its parameter names, so its safetensors load as they are:
 //   transformer.wte.weight [vocab, n_embd], transformer.wpe.weight [n_positions, n_embd]
 //   transformer.h.N.ln_1.{weight,bias}, .attn.c_attn.{weight [n_embd, 3 n_embd], bias}
 //   transformer.h.N.attn.c_proj.*, .ln_2.*, .mlp.c_fc.* ([n_embd, inner]), .mlp.c_proj.*
 //   transformer.ln_f.*; lm_head.weight is transformer.wte.weight (tied, listed once).
 // Pre-LayerNorm blocks; causal self-attention (scores / sqrt(head_dim), masked
 // with finfo(float32).min above the diagonal and where attention_mask is 0);
-// gelu_new (the tanh approximation). Initialisation as HF's _init_weights:
+// gelu_new (the tanh approximation). config.attn_implementation picks the
+// attention: "sdpa", one scaled_dot_product_attention op (is_causal, or a bool
+// causal-and-padding mask; its own dropout stream), or "eager", matmul / mask /
+// softmax / dropout / matmul; with dropout off they agree to f32 rounding except
+// on a query row whose every key is padding (sdpa: 0, eager: uniform weights),
+// a row whose loss is ignored. Initialisation as HF's _init_weights:
 // N(0, initializer_range), c_proj weights N(0, initializer_range / sqrt(2 n_layer)).
 #pragma once
 
@@ -35,7 +39,9 @@ Tensor gelu_new(const Tensor& x);
 class GPT2Attention : public nn::Module {
  public:
   explicit GPT2Attention(const GPT2Config& config);
-  // hidden [B, S, n_embd]; mask: the additive [B, 1, 1, S] padding mask or undefined.
+  // hidden [B, S, n_embd] -> [B, S, n_embd]. mask: undefined (causal only), or
+  // with eager attention the additive f32 [B, 1, 1, S] padding mask, with sdpa
+  // the bool [B, 1, S, S] causal-and-padding mask (true = attend); GPT2Model makes it.
   Tensor forward(const Tensor& hidden, const Tensor& mask) const;
   // Attention with a KV cache. A prefill attends over its own S tokens, a decode
   // step over the whole cache; `bias` is the additive f32 mask of the keys it
@@ -47,6 +53,8 @@ class GPT2Attention : public nn::Module {
   std::shared_ptr<nn::Dropout> attn_dropout, resid_dropout;
   int64_t heads, head_dim;
   bool scale;
+  bool sdpa;          // config.attn_implementation == "sdpa"
+  double attn_pdrop;  // sdpa's dropout_p in training
 };
 
 class GPT2MLP : public nn::Module {
@@ -80,6 +88,7 @@ class GPT2Model : public nn::Module {
   // Hugging Face's transformer.gradient_checkpointing: in training, each
   // block's activations are recomputed during backward (nn/checkpoint.h).
   bool gradient_checkpointing = false;
+  bool sdpa;  // config.attn_implementation == "sdpa": the blocks take a bool mask
 };
 
 class GPT2LMHeadModel : public CausalLMModel {

@@ -32,6 +32,7 @@ auto fields = [](GPT2Config& config, auto&& visit) { for_each_field(config, visi
 GPT2Config GPT2Config::from_json(const nlohmann::json& j, const std::string& source) {
   GPT2Config c;
   c.extra = read_config_fields(c, j, "GPT2Config", source, fields);
+  read_attn_implementation(c.extra, c.attn_implementation, "GPT2Config", source);
   if (c.extra.contains("n_inner")) {  // null or a width
     const nlohmann::json& v = c.extra["n_inner"];
     if (!v.is_null() && !v.is_number_integer()) throw Error("[GPT2Config] " + source + ": field 'n_inner' has the wrong type (" + v.dump() + ")");
@@ -69,6 +70,7 @@ void GPT2Config::validate(const std::string& source) const {
     if (!ok) throw Error("[GPT2Config] " + source + ": " + what);
   };
   require(model_type == "gpt2", "model_type is '" + model_type + "', expected 'gpt2' (a GPT-2 config.json)");
+  check_attn_implementation(attn_implementation, "GPT2Config", source);
   const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", vocab_size}, {"n_positions", n_positions}, {"n_embd", n_embd},
                                                    {"n_layer", n_layer}, {"n_head", n_head}};
   for (const auto& [name, value] : sizes) {

@@ -26,6 +26,11 @@ struct GPT2Config {
   int64_t bos_token_id = 50256;
   int64_t eos_token_id = 50256;
   std::string model_type = "gpt2";
+  // config._attn_implementation: "sdpa" (one fused scaled_dot_product_attention
+  // op, the default as transformers') or "eager" (matmul, mask, softmax,
+  // dropout, matmul as modeling_gpt2.py's eager_attention_forward). Read from a
+  // config.json key "attn_implementation", never written (config_fields.h).
+  std::string attn_implementation = "sdpa";
 
   // The MLP's width: n_inner, or 4 * n_embd when it is null.
   int64_t inner_size() const { return n_inner > 0 ? n_inner : 4 * n_embd; }
@@ -39,7 +44,7 @@ struct GPT2Config {
   // "n_embd=128,n_layer=2" (PretrainedConfig.update_from_string); Error for an
   // unknown key or a value of the wrong type.
   void update_from_string(const std::string& overrides);
-  // model_type "gpt2", positive sizes (at most 2^24), n_embd divisible by n_head, activation
+  // model_type "gpt2", attn_implementation eager or sdpa, positive sizes (at most 2^24), n_embd divisible by n_head, activation
   // gelu_new (or its other names gelu_pytorch_tanh), dropouts in [0, 1);
   // throws Error naming the field otherwise.
   void validate(const std::string& source) const;

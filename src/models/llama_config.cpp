@@ -42,6 +42,7 @@ LlamaConfig LlamaConfig::from_json(const nlohmann::json& j, const std::string& s
   }
   LlamaConfig c;
   c.extra = read_config_fields(c, j, kKind, source, fields);
+  read_attn_implementation(c.extra, c.attn_implementation, kKind, source);
   if (c.extra.contains("rope_scaling")) {
     if (!c.extra["rope_scaling"].is_null()) {
       fail("rope_scaling " + c.extra["rope_scaling"].dump() + " is not supported; only null (the default RoPE of rope_theta) is");
@@ -93,6 +94,7 @@ void LlamaConfig::validate(const std::string& source) const {
     if (!ok) throw Error(std::string("[") + kKind + "] " + source + ": " + what);
   };
   require(model_type == "llama", "model_type is '" + model_type + "', expected 'llama' (a Llama config.json)");
+  require(attn_implementation == "sdpa", "attn_implementation '" + attn_implementation + "' is not supported; Llama's attention is 'sdpa' only");
   const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", vocab_size},
                                                    {"hidden_size", hidden_size},
                                                    {"intermediate_size", intermediate_size},

@@ -34,6 +34,10 @@ struct LlamaConfig {
   std::optional<int64_t> eos_token_id = 2;
   std::optional<int64_t> pad_token_id;  // also embed_tokens' padding_idx
   std::string model_type = "llama";
+  // config._attn_implementation: "sdpa" only (one scaled_dot_product_attention
+  // op). Read from a config.json key "attn_implementation", never written
+  // (config_fields.h); validate() rejects "eager".
+  std::string attn_implementation = "sdpa";
 
   int64_t key_value_heads() const { return num_key_value_heads.value_or(num_attention_heads); }
   int64_t attention_head_dim() const { return head_dim.value_or(hidden_size / num_attention_heads); }

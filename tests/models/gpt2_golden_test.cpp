@@ -20,9 +20,12 @@ using testing::relative_l2;
 class GPT2Golden : public ::testing::Test {
  protected:
   void SetUp() override { load("gpt2_tiny_clm.safetensors"); }
-  void load(const std::string& file) {
+  // attn_implementation: the golden is PyTorch's eager attention; "sdpa" must
+  // match it too (dropout is off).
+  void load(const std::string& file, const std::string& attn_implementation = "eager") {
     golden = std::make_unique<GoldenFile>(file);
     config = models::GPT2Config::from_json(nlohmann::json::parse(golden->metadata().at("config")), "golden config");
+    config.attn_implementation = attn_implementation;
     model = std::make_unique<models::GPT2LMHeadModel>(config);
     for (const auto& [name, p] : model->named_parameters()) {
       ASSERT_TRUE(golden->has(name)) << name;
@@ -46,15 +49,25 @@ TEST_F(GPT2Golden, ParameterNamesAreHuggingFaces) {
   EXPECT_EQ(tied[0], (std::pair<std::string, std::string>{"lm_head.weight", "transformer.wte.weight"}));
 }
 
-TEST_F(GPT2Golden, LogitsLossAndEveryGradientMatchPyTorch) {
-  models::CausalLMOutput out = model->forward(golden->tensor("input_ids"), golden->tensor("attention_mask"), golden->tensor("labels"));
+void expect_golden_logits_loss_and_gradients(models::GPT2LMHeadModel& model, const GoldenFile& golden) {
+  models::CausalLMOutput out = model.forward(golden.tensor("input_ids"), golden.tensor("attention_mask"), golden.tensor("labels"));
   out.loss.backward();
-  expect_close(out.logits, golden->floats("logits"), 1e-4, 1e-5, "logits");
-  expect_close(out.loss, golden->floats("loss"), 1e-5, 0, "loss");
-  for (const auto& [name, p] : model->named_parameters()) {
+  expect_close(out.logits, golden.floats("logits"), 1e-4, 1e-5, "logits");
+  expect_close(out.loss, golden.floats("loss"), 1e-5, 0, "loss");
+  for (const auto& [name, p] : model.named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
-    expect_close(p.grad(), golden->floats("grad." + name), 1e-4, 1e-7, "grad." + name);
+    expect_close(p.grad(), golden.floats("grad." + name), 1e-4, 1e-7, "grad." + name);
   }
+}
+
+TEST_F(GPT2Golden, LogitsLossAndEveryGradientMatchPyTorch) {
+  ASSERT_EQ(config.attn_implementation, "eager");
+  expect_golden_logits_loss_and_gradients(*model, *golden);
+}
+
+TEST_F(GPT2Golden, SdpaAttentionMatchesPyTorchsEager) {
+  load("gpt2_tiny_clm.safetensors", "sdpa");
+  expect_golden_logits_loss_and_gradients(*model, *golden);
 }
 
 TEST_F(GPT2Golden, WrongShapesAreOneErrorNamingTheModel) {
@@ -70,24 +83,33 @@ class GPT2GoldenBf16 : public GPT2Golden {
   void SetUp() override { load("gpt2_tiny_clm_bf16.safetensors"); }
 };
 
-TEST_F(GPT2GoldenBf16, AutocastMatchesPyTorchAutocast) {
+void expect_autocast_matches(models::GPT2LMHeadModel& model, const GoldenFile& golden) {
   models::CausalLMOutput out;
   {
     AutocastGuard autocast(true, DType::kBFloat16);
-    out = model->forward(golden->tensor("input_ids"), golden->tensor("attention_mask"), golden->tensor("labels"));
+    out = model.forward(golden.tensor("input_ids"), golden.tensor("attention_mask"), golden.tensor("labels"));
   }
   out.loss.backward();
   EXPECT_EQ(out.logits.dtype(), DType::kBFloat16);
   EXPECT_EQ(out.loss.dtype(), DType::kFloat32);
   GoldenFile f32("gpt2_tiny_clm.safetensors");
-  EXPECT_LT(relative_l2(out.logits, golden->floats("logits")), 1e-2);
+  EXPECT_LT(relative_l2(out.logits, golden.floats("logits")), 1e-2);
   EXPECT_GT(relative_l2(out.logits, f32.floats("logits")), 1e-3) << "the logits are f32-exact: autocast did not engage";
-  expect_close(out.loss, golden->floats("loss"), 2e-3, 0, "loss");
-  for (const auto& [name, p] : model->named_parameters()) {
+  expect_close(out.loss, golden.floats("loss"), 2e-3, 0, "loss");
+  for (const auto& [name, p] : model.named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     EXPECT_EQ(p.grad().dtype(), DType::kFloat32) << name;
-    EXPECT_LT(relative_l2(p.grad(), golden->floats("grad." + name)), 3e-2) << "grad." << name;
+    EXPECT_LT(relative_l2(p.grad(), golden.floats("grad." + name)), 3e-2) << "grad." << name;
   }
+}
+
+TEST_F(GPT2GoldenBf16, AutocastMatchesPyTorchAutocast) { expect_autocast_matches(*model, *golden); }
+
+// sdpa under autocast takes bf16 q, k, v and accumulates in f32 (PyTorch's
+// golden ran eager attention: bf16 matmuls, an f32 softmax): the same bounds.
+TEST_F(GPT2GoldenBf16, SdpaAutocastMatchesPyTorchAutocast) {
+  load("gpt2_tiny_clm_bf16.safetensors", "sdpa");
+  expect_autocast_matches(*model, *golden);
 }
 
 }  // namespace

@@ -25,21 +25,24 @@ def golden(name):
     return {k: v.numpy() for k, v in lt.load(path).items()}, json.loads(header)["__metadata__"]
 
 
-def model_from_golden(cls, config_cls, name):
+def model_from_golden(cls, config_cls, name, attn_implementation=None):
     values, meta = golden(name)
-    config = config_cls.from_dict(json.loads(meta["config"]))
+    config = config_cls.from_dict(dict(json.loads(meta["config"]), attn_implementation=attn_implementation))
     model = cls(config)
     model.load_state_dict({n: lt.tensor(values[n]) for n, _ in model.named_parameters()}, strict=False)
     return model, values, meta
 
 
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 @pytest.mark.parametrize("cls,config_cls,name", [
     (lt.BertForMaskedLM, lt.BertConfig, "bert_tiny_mlm.safetensors"),
     (lt.RobertaForMaskedLM, lt.RobertaConfig, "roberta_tiny_mlm.safetensors"),
     (lt.GPT2LMHeadModel, lt.GPT2Config, "gpt2_tiny_clm.safetensors"),
 ])
-def test_forward_and_gradients_match_transformers(cls, config_cls, name):
-    model, g, _ = model_from_golden(cls, config_cls, name)
+def test_forward_and_gradients_match_transformers(cls, config_cls, name, attn_implementation):
+    # The goldens ran eager attention; the fused sdpa path must give the same.
+    model, g, _ = model_from_golden(cls, config_cls, name, attn_implementation)
+    assert model.config._attn_implementation == attn_implementation
     model.eval()  # the goldens are made without dropout
     out = model(lt.tensor(g["input_ids"]), attention_mask=lt.tensor(g["attention_mask"]), labels=lt.tensor(g["labels"]))
     out.loss.backward()
@@ -166,6 +169,33 @@ def test_generate_pads_left_and_returns_sequences_per_prompt():
     again = model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=True, top_k=5,
                            num_return_sequences=2, eos_token_id=-1, seed=7)
     np.testing.assert_array_equal(again.numpy(), sampled.numpy())
+
+
+def test_attn_implementation_is_a_keyword_never_saved(tmp_path):
+    assert lt.GPT2Config()._attn_implementation == "sdpa"
+    assert lt.BertConfig()._attn_implementation == "eager" and lt.LlamaConfig()._attn_implementation == "sdpa"
+    assert "attn_implementation" not in lt.GPT2Config(attn_implementation="eager").to_dict()
+    config = lt.GPT2Config(vocab_size=50, n_positions=80, n_embd=16, n_layer=2, n_head=2, attn_pdrop=0.0)
+    sdpa = lt.AutoModelForCausalLM.from_config(config)
+    sdpa.save_pretrained(tmp_path)
+    assert "attn_implementation" not in json.loads((tmp_path / "config.json").read_text())
+    eager = lt.AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager")
+    assert eager.config._attn_implementation == "eager" and sdpa.config._attn_implementation == "sdpa"
+    assert lt.AutoModelForCausalLM.from_config(config, attn_implementation="eager").config._attn_implementation == "eager"
+    assert config._attn_implementation == "sdpa"  # the caller's config is left as it was
+    sdpa.eval()
+    ids = lt.tensor(np.arange(140).reshape(2, 70) % 50)
+    mask = np.ones((2, 70), dtype=np.int64)
+    mask[1, 60:] = 0
+    np.testing.assert_allclose(eager(ids, attention_mask=lt.tensor(mask)).logits.numpy(),
+                               sdpa(ids, attention_mask=lt.tensor(mask)).logits.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(lt.LazytrainError, match="attn_implementation 'flash_attention_2' is not supported"):
+        lt.AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="flash_attention_2")
+    with pytest.raises(lt.LazytrainError, match="Llama's attention is 'sdpa' only"):
+        lt.LlamaForCausalLM(lt.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, attn_implementation="eager"))
+    with pytest.raises(ValueError, match="key attn_implementation isn't in the original config dict"):
+        config.update_from_string("attn_implementation=eager")
 
 
 def test_bad_configs_and_files_are_one_clear_error(tmp_path):

@@ -89,3 +89,33 @@ def test_lazytrain_loads_a_llama_transformers_saves(tmp_path):
     ours = model(lt.tensor(ids), attention_mask=lt.tensor(mask)).logits.numpy()
     real = mask.astype(bool)
     np.testing.assert_allclose(ours[real], theirs[real], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+@pytest.mark.parametrize("case", ["gpt2", "bert"])
+def test_attn_implementation_matches_transformers_in_loss_and_gradients(case, attn_implementation, tmp_path):
+    """The same checkpoint, both sides told the same attn_implementation: the
+    loss and every parameter's gradient agree (dropout off: eval mode)."""
+    make, auto_class = CASES[case]
+    lt.manual_seed(0)
+    made = make()
+    perturb(made)
+    made.save_pretrained(tmp_path)
+    lt_auto = lt.AutoModelForCausalLM if case == "gpt2" else lt.AutoModelForMaskedLM
+    model = lt_auto.from_pretrained(tmp_path, attn_implementation=attn_implementation)
+    theirs_model = auto_class.from_pretrained(tmp_path, attn_implementation=attn_implementation)
+    assert model.config._attn_implementation == theirs_model.config._attn_implementation == attn_implementation
+    ids, mask = inputs()
+    labels = np.where(mask.astype(bool), ids, -100)
+    out = model(lt.tensor(ids), attention_mask=lt.tensor(mask), labels=lt.tensor(labels))
+    out.loss.backward()
+    theirs = theirs_model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), labels=torch.tensor(labels))
+    theirs.loss.backward()
+    np.testing.assert_allclose(out.loss.numpy(), theirs.loss.detach().numpy(), rtol=1e-5)
+    grads = dict(theirs_model.named_parameters())
+    assert sum(name in grads for name, _ in model.named_parameters()) >= len(grads) - 1  # all but at most a tied one
+    for name, p in model.named_parameters():
+        if name not in grads:  # a tied weight transformers lists under its other name
+            continue
+        expected = grads[name].grad.numpy()
+        np.testing.assert_allclose(p.grad.numpy(), expected, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(expected).max()), err_msg=name)

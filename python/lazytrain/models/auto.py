@@ -60,9 +60,10 @@ class _AutoModel:
         return cls._mapping[config.model_type]
 
     @classmethod
-    def from_config(cls, config):
-        """A newly initialised model of config.model_type."""
-        return cls._model_class(config)._from_config(config)
+    def from_config(cls, config, attn_implementation=None):
+        """A newly initialised model of config.model_type; attn_implementation
+        ("eager" or "sdpa") instead of config._attn_implementation."""
+        return cls._model_class(config)._from_config(config, attn_implementation=attn_implementation)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, config=None, **kwargs):

@@ -5,7 +5,13 @@ of that name: every field an attribute, ``to_dict``/``to_json_string``,
 The fields, their defaults and their checks are the C++ config classes'
 (src/models/*_config.h), which read the same config.json the CLI writes:
 a subclass names its ``model_type`` and the defaults come from C++. Fields the
-model does not use are kept and written back, as transformers does."""
+model does not use are kept and written back, as transformers does.
+
+``attn_implementation`` ("eager" or "sdpa") is transformers' keyword argument,
+not a field: the constructor (so also a config.json that holds it) takes it
+out as ``config._attn_implementation``, which to_dict and config.json leave
+out; unset, it is the model's default (GPT-2 and Llama "sdpa", BERT and
+RoBERTa "eager")."""
 import json
 import os
 
@@ -26,9 +32,12 @@ class PretrainedConfig:
 
     def __init__(self, **kwargs):
         fields = json.loads(_C._config_defaults(self.model_type))
+        default_attention = fields.pop("attn_implementation")
+        attention = kwargs.pop("attn_implementation", None)
         fields.update(kwargs)
         fields["model_type"] = self.model_type
         self.__dict__.update(fields)
+        self._attn_implementation = default_attention if attention is None else attention
 
     # ---- dict and JSON ----
     def to_dict(self):
@@ -42,6 +51,13 @@ class PretrainedConfig:
         """The fields read and checked by the C++ config class: LazytrainError
         naming `source` and the field for a bad value."""
         return _C._check_config(self.model_type, json.dumps(self.to_dict()), source)
+
+    def _native_json(self, source):
+        """What the C++ model is built from: the checked fields and attn_implementation
+        (LazytrainError naming `source` for a value other than "eager" or "sdpa")."""
+        fields = json.loads(self._checked_json(source))
+        fields["attn_implementation"] = self._attn_implementation
+        return json.dumps(fields)
 
     @classmethod
     def from_dict(cls, fields):
@@ -71,6 +87,8 @@ class PretrainedConfig:
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         config = cls.from_json_file(path)
+        if "attn_implementation" in kwargs:
+            config._attn_implementation = kwargs.pop("attn_implementation")
         config.__dict__.update(kwargs)
         return config
 

@@ -31,9 +31,14 @@ def _as_tensor(x, name):
 def _apply_loading_kwargs(cls_name, config, kwargs):
     """from_pretrained's kwargs: config fields to override (ones config.json
     or the defaults have, as transformers only sets attributes the config has),
-    and torch_dtype/dtype, which must be f32 (a C++ model's parameters stay f32).
+    attn_implementation ("eager" or "sdpa": config._attn_implementation), and
+    torch_dtype/dtype, which must be f32 (a C++ model's parameters stay f32).
     TypeError naming the others: transformers' model __init__ rejects them too."""
     kwargs = dict(kwargs)
+    attention = kwargs.pop("attn_implementation", None)
+    if attention is not None:
+        config = copy.deepcopy(config)  # a config the caller passed stays as it was
+        config._attn_implementation = attention
     for name in ("torch_dtype", "dtype"):
         dtype = kwargs.pop(name, None)
         if dtype is not None and str(dtype).rsplit(".", 1)[-1] not in ("auto", "float32"):  # also torch.float32
@@ -73,7 +78,7 @@ class PreTrainedModel(nn.Module):
         object.__setattr__(self, "config", config)
         if _native is None:
             source = type(self).__name__
-            _native = _C._native_model(self._native_kind, config._checked_json(source), source)
+            _native = _C._native_model(self._native_kind, config._native_json(source), source)
         object.__setattr__(self, "_native", _native)
         object.__setattr__(self, "_native_training", True)
         self._register_native_parameters()
@@ -132,7 +137,10 @@ class PreTrainedModel(nn.Module):
         self._native.save_pretrained(save_directory, json.dumps(config))
 
     @classmethod
-    def _from_config(cls, config):
+    def _from_config(cls, config, attn_implementation=None):
+        if attn_implementation is not None:
+            config = copy.deepcopy(config)
+            config._attn_implementation = attn_implementation
         return cls(config)
 
     @classmethod

@@ -1,5 +1,8 @@
 #include "hlo/evaluator/attention.h"
 
+#include <immintrin.h>
+#include <sleef.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,6 +10,7 @@
 
 #include "core/error.h"
 #include "hlo/custom_call.h"
+#include "hlo/evaluator/block_gemm.h"
 
 namespace lazytrain::hlo::evaluator {
 
@@ -87,133 +91,218 @@ void load(const T* src, int64_t n, float* dst, float factor = 1.0f) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * factor;
 }
 
-// s[r * kBlockCols + c] = the masked score of query i0 + r (q pre-scaled, rows
-// [i0, i1)) against key j0 + c (keys [j0, j1)) of batch b; -inf where masked.
-void scores(const Problem& p, int64_t b, const float* q, const float* k, int64_t i0, int64_t i1, int64_t j0, int64_t j1, float* s) {
-  const int64_t E = p.E;
-  for (int64_t r = 0; r < i1 - i0; ++r) {
-    const int64_t i = i0 + r;
-    for (int64_t c = 0; c < j1 - j0; ++c) {
-      const int64_t j = j0 + c;
-      float acc = 0.0f;
-      const float* qr = q + r * E;
-      const float* kc = k + c * E;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t e = 0; e < E; ++e) acc += qr[e] * kc[e];
-      if (p.causal && j > i) {
-        acc = kNegInf;
-      } else if (p.mask) {
-        const int64_t at = p.mask_batch_offset[static_cast<size_t>(b)] + i * p.mask_row_stride + j * p.mask_col_stride;
-        if (p.mask_is_pred) {
-          if (!static_cast<const uint8_t*>(p.mask)[at]) acc = kNegInf;
-        } else {
-          acc += static_cast<const float*>(p.mask)[at];
-        }
-      }
-      s[r * kBlockCols + c] = acc;
+// dst[e * ld + c] = src[c * n + e] for c < rows, e < n: a block of keys (or
+// values) transposed, so that q k^T (dout v^T) is a product of row-major blocks.
+template <typename T>
+void load_transposed(const T* src, int64_t rows, int64_t n, float* dst, int64_t ld) {
+  for (int64_t c = 0; c < rows; ++c) {
+    for (int64_t e = 0; e < n; ++e) dst[e * ld + c] = static_cast<float>(src[c * n + e]);
+  }
+}
+
+// x[i] = exp(x[i]) for i < n, 8 lanes at a time (SLEEF, 1.0 ULP; exp(-inf) = 0).
+void exp_inplace(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, Sleef_expf8_u10avx2(_mm256_loadu_ps(x + i)));
+  if (i == n) return;
+  alignas(32) float tail[8];
+  for (int64_t t = 0; t < 8; ++t) tail[t] = i + t < n ? x[i + t] : 0.0f;
+  _mm256_store_ps(tail, Sleef_expf8_u10avx2(_mm256_load_ps(tail)));
+  for (int64_t t = 0; i + t < n; ++t) x[i + t] = tail[t];
+}
+
+int64_t blocks(int64_t n, int64_t size) { return (n + size - 1) / size; }
+
+// True when every (query, key) pair of the block is masked, so its weights are
+// all 0: keys above the causal diagonal, or a bool mask false throughout.
+bool block_masked(const Problem& p, int64_t b, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  if (p.causal && j0 > i1 - 1) return true;
+  if (!p.mask || !p.mask_is_pred) return false;
+  const uint8_t* m = static_cast<const uint8_t*>(p.mask) + p.mask_batch_offset[static_cast<size_t>(b)];
+  for (int64_t i = i0; i < i1; ++i) {
+    for (int64_t j = j0; j < j1; ++j) {
+      if (m[i * p.mask_row_stride + j * p.mask_col_stride]) return false;
+    }
+  }
+  return true;
+}
+
+// s[r * ld + c] (scores of query i0 + r against key j0 + c) set to -inf where
+// masked, or the f32 mask added.
+void apply_mask(const Problem& p, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* s, int64_t ld) {
+  if (p.causal && j0 + cols - 1 > i0) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = std::max<int64_t>(0, i0 + r - j0 + 1); c < cols; ++c) s[r * ld + c] = kNegInf;
+    }
+  }
+  if (!p.mask) return;
+  const int64_t cs = p.mask_col_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = p.mask_batch_offset[static_cast<size_t>(b)] + (i0 + r) * p.mask_row_stride + j0 * cs;
+    float* sr = s + r * ld;
+    if (p.mask_is_pred) {
+      const uint8_t* m = static_cast<const uint8_t*>(p.mask) + at;
+      for (int64_t c = 0; c < cols; ++c) sr[c] = m[c * cs] ? sr[c] : kNegInf;
+    } else {
+      const float* m = static_cast<const float*>(p.mask) + at;
+      for (int64_t c = 0; c < cols; ++c) sr[c] += m[c * cs];
     }
   }
 }
 
-int64_t blocks(int64_t n, int64_t size) { return (n + size - 1) / size; }
+// s = (q * scale) k^T for a block: q [rows x E] row-major, kT [E x ld] (keys
+// transposed), s [rows x ld]; then masked.
+void block_scores(const Problem& p, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float* q, const float* kT,
+                  float* s) {
+  std::fill(s, s + rows * kBlockCols, 0.0f);
+  gemm_accumulate(rows, cols, p.E, q, p.E, kT, kBlockCols, s, kBlockCols);
+  apply_mask(p, b, i0, rows, j0, cols, s, kBlockCols);
+}
+
+// Per-thread scratch of one block task, reused across tasks.
+struct Scratch {
+  std::vector<float> q, dout, kT, k, vT, v, s, dp, acc, dk, dv, dq;
+  void size(const Problem& p, int64_t rows_needed) {
+    auto need = [](std::vector<float>& x, int64_t n) { x.resize(static_cast<size_t>(n)); };
+    need(q, rows_needed * p.E), need(dout, rows_needed * p.Ev), need(kT, p.E * kBlockCols), need(k, kBlockCols * p.E);
+    need(vT, p.Ev * kBlockCols), need(v, kBlockCols * p.Ev), need(s, kBlockRows * kBlockCols), need(dp, kBlockRows * kBlockCols);
+    need(acc, kBlockRows * p.Ev);
+    need(dk, kBlockCols * p.E), need(dv, kBlockCols * p.Ev);
+  }
+};
 
 template <typename T>
 void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
   const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev;
   const int64_t row_blocks = blocks(L, kBlockRows);
   const int64_t tasks = p.batch * row_blocks;
-#pragma omp parallel for schedule(dynamic) if (tasks > 1 && p.batch * L * S * (E + Ev) > (1 << 18))
-  for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t b = task / row_blocks, i0 = (task % row_blocks) * kBlockRows, i1 = std::min(L, i0 + kBlockRows);
-    const int64_t rows = i1 - i0;
-    std::vector<float> qb(static_cast<size_t>(rows * E)), kb(static_cast<size_t>(kBlockCols * E)), vb(static_cast<size_t>(kBlockCols * Ev));
-    std::vector<float> s(static_cast<size_t>(kBlockRows * kBlockCols)), acc(static_cast<size_t>(rows * Ev), 0.0f);
-    std::vector<float> m(static_cast<size_t>(rows), kNegInf), l(static_cast<size_t>(rows), 0.0f);
-    load(q + (b * L + i0) * E, rows * E, qb.data(), p.scale);
-    const int64_t j_end = p.causal ? std::min(S, i1) : S;
-    for (int64_t j0 = 0; j0 < j_end; j0 += kBlockCols) {
-      const int64_t j1 = std::min(j_end, j0 + kBlockCols), cols = j1 - j0;
-      load(k + (b * S + j0) * E, cols * E, kb.data());
-      load(v + (b * S + j0) * Ev, cols * Ev, vb.data());
-      scores(p, b, qb.data(), kb.data(), i0, i1, j0, j1, s.data());
+#pragma omp parallel if (tasks > 1 && p.batch * L * S * (E + Ev) > (1 << 18))
+  {
+    Scratch w;
+    w.size(p, kBlockRows);
+    std::vector<float> m(kBlockRows), l(kBlockRows);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / row_blocks, i0 = (task % row_blocks) * kBlockRows, i1 = std::min(L, i0 + kBlockRows);
+      const int64_t rows = i1 - i0;
+      float* acc = w.acc.data();
+      std::fill(acc, acc + rows * Ev, 0.0f);
+      std::fill(m.begin(), m.end(), kNegInf);
+      std::fill(l.begin(), l.end(), 0.0f);
+      load(q + (b * L + i0) * E, rows * E, w.q.data(), p.scale);
+      const int64_t j_end = p.causal ? std::min(S, i1) : S;
+      for (int64_t j0 = 0; j0 < j_end; j0 += kBlockCols) {
+        const int64_t j1 = std::min(j_end, j0 + kBlockCols), cols = j1 - j0;
+        if (block_masked(p, b, i0, i1, j0, j1)) continue;
+        load_transposed(k + (b * S + j0) * E, cols, E, w.kT.data(), kBlockCols);
+        load(v + (b * S + j0) * Ev, cols * Ev, w.v.data());
+        block_scores(p, b, i0, rows, j0, cols, w.q.data(), w.kT.data(), w.s.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          float* sr = w.s.data() + r * kBlockCols;
+          float row_max = kNegInf;
+#pragma omp simd reduction(max : row_max)
+          for (int64_t c = 0; c < cols; ++c) row_max = std::max(row_max, sr[c]);
+          const float m_new = std::max(m[r], row_max);
+          if (m_new == kNegInf) {  // every key so far masked: this block adds nothing
+            std::fill(sr, sr + cols, 0.0f);
+            continue;
+          }
+          const float alpha = std::exp(m[r] - m_new);
+          for (int64_t c = 0; c < cols; ++c) sr[c] -= m_new;
+          exp_inplace(sr, cols);
+          float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t c = 0; c < cols; ++c) sum += sr[c];
+          if (p.dropout_p > 0) {
+            for (int64_t c = 0; c < cols; ++c) sr[c] *= dropout_factor(p, b, i0 + r, j0 + c);
+          }
+          l[r] = l[r] * alpha + sum;
+          m[r] = m_new;
+          float* ar = acc + r * Ev;
+          for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
+        }
+        gemm_accumulate(rows, Ev, cols, w.s.data(), kBlockCols, w.v.data(), Ev, acc, Ev);
+      }
       for (int64_t r = 0; r < rows; ++r) {
-        float* sr = s.data() + r * kBlockCols;
-        float row_max = kNegInf;
-        for (int64_t c = 0; c < cols; ++c) row_max = std::max(row_max, sr[c]);
-        const float m_new = std::max(m[r], row_max);
-        if (m_new == kNegInf) continue;  // every key so far masked
-        const float alpha = std::exp(m[r] - m_new);
-        float sum = 0.0f;
-        for (int64_t c = 0; c < cols; ++c) {
-          float w = std::exp(sr[c] - m_new);
-          sum += w;
-          if (p.dropout_p > 0) w *= dropout_factor(p, b, i0 + r, j0 + c);
-          sr[c] = w;
-        }
-        l[r] = l[r] * alpha + sum;
-        m[r] = m_new;
-        float* ar = acc.data() + r * Ev;
-        for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
-        for (int64_t c = 0; c < cols; ++c) {
-          const float w = sr[c];
-          if (w == 0.0f) continue;
-          const float* vc = vb.data() + c * Ev;
-#pragma omp simd
-          for (int64_t e = 0; e < Ev; ++e) ar[e] += w * vc[e];
-        }
+        float* o = out + (b * L + i0 + r) * (Ev + 1);
+        const bool any = l[r] > 0.0f;
+        for (int64_t e = 0; e < Ev; ++e) o[e] = any ? acc[r * Ev + e] / l[r] : 0.0f;
+        o[Ev] = any ? m[r] + std::log(l[r]) : kNegInf;
       }
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      float* o = out + (b * L + i0 + r) * (Ev + 1);
-      const bool any = l[r] > 0.0f;
-      for (int64_t e = 0; e < Ev; ++e) o[e] = any ? acc[r * Ev + e] / l[r] : 0.0f;
-      o[Ev] = any ? m[r] + std::log(l[r]) : kNegInf;
     }
   }
 }
 
-// The recomputed weights of a block: s holds scores on entry, P = exp(s - lse) on exit.
-void weights(const Problem& p, const float* lse, int64_t rows, int64_t cols, float* s) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* sr = s + r * kBlockCols;
-    for (int64_t c = 0; c < cols; ++c) sr[c] = lse[r] == kNegInf ? 0.0f : std::exp(sr[c] - lse[r]);
-  }
-  (void)p;
-}
-
-// ds = P (dP - D), dP = dout v^T (times the dropout factor); returns ds in `ds`
-// and, when dv is given, adds (P * dropout)^T dout into it.
-void grad_scores(const Problem& p, int64_t b, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* P, const float* dob,
-                 const float* vb, const float* D, float* ds, float* dv) {
-  const int64_t Ev = p.Ev;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const float w = P[r * kBlockCols + c];
-      if (w == 0.0f) {
-        ds[r * kBlockCols + c] = 0.0f;
-        continue;
+// FlashAttention-2's backward for one batch index (one head): key blocks
+// outer, query blocks inner; dk, dv of a key block complete when its inner
+// loop ends, dq accumulates over key blocks in `dq` [L x E] (this task's own).
+template <typename T>
+void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* D,
+                  Scratch& w, float* out) {
+  const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev;
+  const int64_t per_batch = L * E + S * E + S * Ev;
+  float* dq = w.dq.data();
+  std::fill(dq, dq + L * E, 0.0f);
+  float* base = out + b * per_batch;
+  for (int64_t j0 = 0; j0 < S; j0 += kBlockCols) {
+    const int64_t j1 = std::min(S, j0 + kBlockCols), cols = j1 - j0;
+    load_transposed(k + (b * S + j0) * E, cols, E, w.kT.data(), kBlockCols);
+    load(k + (b * S + j0) * E, cols * E, w.k.data());
+    load_transposed(v + (b * S + j0) * Ev, cols, Ev, w.vT.data(), kBlockCols);
+    float* dk = w.dk.data();
+    float* dv = w.dv.data();
+    std::fill(dk, dk + cols * E, 0.0f);
+    std::fill(dv, dv + cols * Ev, 0.0f);
+    for (int64_t i0 = p.causal ? j0 / kBlockRows * kBlockRows : 0; i0 < L; i0 += kBlockRows) {
+      const int64_t i1 = std::min(L, i0 + kBlockRows), rows = i1 - i0;
+      if (block_masked(p, b, i0, i1, j0, j1)) continue;
+      load(q + (b * L + i0) * E, rows * E, w.q.data(), p.scale);
+      load(dout + (b * L + i0) * Ev, rows * Ev, w.dout.data());
+      float* s = w.s.data();
+      block_scores(p, b, i0, rows, j0, cols, w.q.data(), w.kT.data(), s);
+      // P = exp(s - lse): the forward's weights, recomputed.
+      for (int64_t r = 0; r < rows; ++r) {
+        float* sr = s + r * kBlockCols;
+        const float row_lse = lse[b * L + i0 + r];
+        if (row_lse == kNegInf) {
+          std::fill(sr, sr + cols, 0.0f);
+          continue;
+        }
+        for (int64_t c = 0; c < cols; ++c) sr[c] -= row_lse;
+        exp_inplace(sr, cols);
       }
-      const float drop = p.dropout_p > 0 ? dropout_factor(p, b, i0 + r, j0 + c) : 1.0f;
-      const float* dor = dob + r * Ev;
-      const float* vc = vb + c * Ev;
-      float dp = 0.0f;
-#pragma omp simd reduction(+ : dp)
-      for (int64_t e = 0; e < Ev; ++e) dp += dor[e] * vc[e];
-      ds[r * kBlockCols + c] = w * (dp * drop - D[r]);
-      if (dv && drop != 0.0f) {
-        const float wd = w * drop;
-        float* dvc = dv + c * Ev;
-#pragma omp simd
-        for (int64_t e = 0; e < Ev; ++e) dvc[e] += wd * dor[e];
+      // dP = dout v^T; dS = P (dP drop - D); dv += (P drop)^T dout, dk += dS^T (q scale), dq += dS k.
+      float* dp = w.dp.data();
+      std::fill(dp, dp + rows * kBlockCols, 0.0f);
+      gemm_accumulate(rows, cols, Ev, w.dout.data(), Ev, w.vT.data(), kBlockCols, dp, kBlockCols);
+      // s becomes P * drop (row-major, for dv), dp becomes dS (for dk and dq).
+      for (int64_t r = 0; r < rows; ++r) {
+        const float d = D[b * L + i0 + r];
+        float* sr = s + r * kBlockCols;
+        float* dpr = dp + r * kBlockCols;
+        if (p.dropout_p > 0) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const float drop = dropout_factor(p, b, i0 + r, j0 + c);
+            dpr[c] = sr[c] * (dpr[c] * drop - d);
+            sr[c] *= drop;
+          }
+        } else {
+          for (int64_t c = 0; c < cols; ++c) dpr[c] = sr[c] * (dpr[c] - d);
+        }
       }
+      gemm_accumulate<true>(cols, Ev, rows, s, kBlockCols, w.dout.data(), Ev, dv, Ev);
+      gemm_accumulate<true>(cols, E, rows, dp, kBlockCols, w.q.data(), E, dk, E);
+      gemm_accumulate(rows, E, cols, dp, kBlockCols, w.k.data(), E, dq + i0 * E, E);
     }
+    std::copy(dk, dk + cols * E, base + L * E + j0 * E);
+    std::copy(dv, dv + cols * Ev, base + L * E + S * E + j0 * Ev);
   }
+  for (int64_t i = 0; i < L * E; ++i) base[i] = dq[i] * p.scale;
 }
 
 template <typename T>
 void backward(const Problem& p, const T* q, const T* k, const T* v, const float* fwd, const T* dout, float* out) {
   const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev;
-  const int64_t per_batch = L * E + S * E + S * Ev;
   // D_i = rowsum(dout * out) and the forward's lse, per row.
   std::vector<float> D(static_cast<size_t>(p.batch * L)), lse(static_cast<size_t>(p.batch * L));
   for (int64_t row = 0; row < p.batch * L; ++row) {
@@ -223,70 +312,15 @@ void backward(const Problem& p, const T* q, const T* k, const T* v, const float*
     D[static_cast<size_t>(row)] = d;
     lse[static_cast<size_t>(row)] = o[Ev];
   }
-  const bool parallel = p.batch * L * S * (E + Ev) > (1 << 18);
-  // Pass 1: dk, dv, one block of keys per task.
-  const int64_t col_blocks = blocks(S, kBlockCols);
-#pragma omp parallel for schedule(dynamic) if (parallel)
-  for (int64_t task = 0; task < p.batch * col_blocks; ++task) {
-    const int64_t b = task / col_blocks, j0 = (task % col_blocks) * kBlockCols, j1 = std::min(S, j0 + kBlockCols), cols = j1 - j0;
-    std::vector<float> kb(static_cast<size_t>(cols * E)), vb(static_cast<size_t>(cols * Ev)), dk(static_cast<size_t>(cols * E), 0.0f),
-        dv(static_cast<size_t>(cols * Ev), 0.0f);
-    std::vector<float> qb(static_cast<size_t>(kBlockRows * E)), dob(static_cast<size_t>(kBlockRows * Ev));
-    std::vector<float> s(static_cast<size_t>(kBlockRows * kBlockCols)), ds(static_cast<size_t>(kBlockRows * kBlockCols));
-    load(k + (b * S + j0) * E, cols * E, kb.data());
-    load(v + (b * S + j0) * Ev, cols * Ev, vb.data());
-    for (int64_t i0 = p.causal ? j0 : 0; i0 < L; i0 += kBlockRows) {
-      const int64_t i1 = std::min(L, i0 + kBlockRows), rows = i1 - i0;
-      load(q + (b * L + i0) * E, rows * E, qb.data(), p.scale);
-      load(dout + (b * L + i0) * Ev, rows * Ev, dob.data());
-      scores(p, b, qb.data(), kb.data(), i0, i1, j0, j1, s.data());
-      weights(p, lse.data() + b * L + i0, rows, cols, s.data());
-      grad_scores(p, b, i0, j0, rows, cols, s.data(), dob.data(), vb.data(), D.data() + b * L + i0, ds.data(), dv.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* qr = qb.data() + r * E;  // q * scale
-        for (int64_t c = 0; c < cols; ++c) {
-          const float g = ds[static_cast<size_t>(r * kBlockCols + c)];
-          if (g == 0.0f) continue;
-          float* dkc = dk.data() + c * E;
-#pragma omp simd
-          for (int64_t e = 0; e < E; ++e) dkc[e] += g * qr[e];
-        }
-      }
-    }
-    float* base = out + b * per_batch;
-    std::copy(dk.begin(), dk.end(), base + L * E + j0 * E);
-    std::copy(dv.begin(), dv.end(), base + L * E + S * E + j0 * Ev);
-  }
-  // Pass 2: dq, one block of query rows per task.
-  const int64_t row_blocks = blocks(L, kBlockRows);
-#pragma omp parallel for schedule(dynamic) if (parallel)
-  for (int64_t task = 0; task < p.batch * row_blocks; ++task) {
-    const int64_t b = task / row_blocks, i0 = (task % row_blocks) * kBlockRows, i1 = std::min(L, i0 + kBlockRows), rows = i1 - i0;
-    std::vector<float> qb(static_cast<size_t>(rows * E)), dob(static_cast<size_t>(rows * Ev)), dq(static_cast<size_t>(rows * E), 0.0f);
-    std::vector<float> kb(static_cast<size_t>(kBlockCols * E)), vb(static_cast<size_t>(kBlockCols * Ev));
-    std::vector<float> s(static_cast<size_t>(kBlockRows * kBlockCols)), ds(static_cast<size_t>(kBlockRows * kBlockCols));
-    load(q + (b * L + i0) * E, rows * E, qb.data(), p.scale);
-    load(dout + (b * L + i0) * Ev, rows * Ev, dob.data());
-    const int64_t j_end = p.causal ? std::min(S, i1) : S;
-    for (int64_t j0 = 0; j0 < j_end; j0 += kBlockCols) {
-      const int64_t j1 = std::min(j_end, j0 + kBlockCols), cols = j1 - j0;
-      load(k + (b * S + j0) * E, cols * E, kb.data());
-      load(v + (b * S + j0) * Ev, cols * Ev, vb.data());
-      scores(p, b, qb.data(), kb.data(), i0, i1, j0, j1, s.data());
-      weights(p, lse.data() + b * L + i0, rows, cols, s.data());
-      grad_scores(p, b, i0, j0, rows, cols, s.data(), dob.data(), vb.data(), D.data() + b * L + i0, ds.data(), nullptr);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* dqr = dq.data() + r * E;
-        for (int64_t c = 0; c < cols; ++c) {
-          const float g = ds[static_cast<size_t>(r * kBlockCols + c)] * p.scale;
-          if (g == 0.0f) continue;
-          const float* kc = kb.data() + c * E;
-#pragma omp simd
-          for (int64_t e = 0; e < E; ++e) dqr[e] += g * kc[e];
-        }
-      }
-    }
-    std::copy(dq.begin(), dq.end(), out + b * per_batch + i0 * E);
+  // One task per batch index: no two tasks write one gradient row, so the
+  // result is the same for any thread count.
+#pragma omp parallel if (p.batch > 1 && p.batch * L * S * (E + Ev) > (1 << 18))
+  {
+    Scratch w;
+    w.size(p, kBlockRows);
+    w.dq.resize(static_cast<size_t>(L * E));
+#pragma omp for schedule(dynamic)
+    for (int64_t b = 0; b < p.batch; ++b) backward_one(p, b, q, k, v, dout, lse.data(), D.data(), w, out);
   }
 }
 

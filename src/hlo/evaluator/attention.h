@@ -6,15 +6,18 @@
 //
 // Algorithm: FlashAttention-2 (Dao 2023, "FlashAttention-2: Faster Attention
 // with Better Parallelism and Work Partitioning", Algorithms 1 and 2) on the
-// host. The forward takes blocks of query rows; for each block of keys it
-// computes the scaled, masked scores, keeps a running row maximum m and sum l
-// (online softmax), rescales the output accumulator and adds P V; it writes
-// out = acc / l and lse = m + log(l). The backward recomputes P = exp(S - lse)
-// block by block, with D = rowsum(dout * out): dv += P^T dout, dp = dout v^T,
-// ds = P (dp - D), dk += ds^T q scale, dq += ds k scale; one pass over key
-// blocks writes dk, dv, a second over query blocks writes dq (no two threads
-// write one row: deterministic for any thread count). Everything accumulates
-// in f32 whatever the input dtype (f32, bf16, f16).
+// host. The forward takes blocks of 32 query rows (one task each, over every
+// batch index); for each block of 64 keys it computes the scaled, masked scores,
+// keeps a running row maximum m and sum l (online softmax), rescales the output
+// accumulator and adds P V; it writes out = acc / l and lse = m + log(l). The
+// backward, one task per batch index (head), takes key blocks outer and query
+// blocks inner, recomputing P = exp(S - lse) with D = rowsum(dout * out):
+// dv += P^T dout, dp = dout v^T, ds = P (dp - D), dk += ds^T q scale, and dq +=
+// ds k scale into the task's own [L, E] buffer (no two threads write one row:
+// deterministic for any thread count). The block products are register-tiled
+// AVX2 loops (block_gemm.h), exp is SLEEF's vector expf; blocks that the causal
+// mask or a bool mask hides whole are skipped. Everything accumulates in f32
+// whatever the input dtype (f32, bf16, f16).
 //
 // Masks: is_causal keeps key j <= query row i (torch's tril(ones(L, S))); a
 // pred mask keeps true; an f32 mask is added to the scores. A row whose every
