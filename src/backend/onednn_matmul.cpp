@@ -16,6 +16,7 @@
 #include "core/env_vars.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "runtime/metrics.h"
 
 namespace lazytrain::backend {
 
@@ -114,6 +115,33 @@ auto with_one_thread(F&& f) {
   } catch (...) {
     omp_set_num_threads(threads);
     throw;
+  }
+}
+
+// The primitive of `pd`, made under one OpenMP thread as `pd` was: oneDNN
+// sizes a brgemm kernel's work split by the thread count it sees, and a
+// primitive made under another count than its descriptor now and then threw
+// std::bad_array_new_length out of the JIT generation (a [64, 16] x [16, 16]
+// f32 matmul with bias and residual post-ops, in about half the runs of the
+// Python suite), after which oneDNN's primitive cache answered every request
+// for that primitive with a broken promise. Should oneDNN still let a C++
+// exception out, the cache is emptied and the creation tried again (counter
+// OneDnnCreateRetries); a third failure is an Error naming what it said.
+dnnl::matmul create_primitive(const dnnl::matmul::primitive_desc& pd) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return with_one_thread([&] { return dnnl::matmul(pd); });
+    } catch (const dnnl::error&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (attempt == 2) throw Error(std::string("[oneDNN] creating a matmul primitive failed three times: ") + e.what());
+      runtime::counter("OneDnnCreateRetries").add(1);
+      static std::mutex flush_mutex;
+      std::lock_guard<std::mutex> lock(flush_mutex);
+      const int capacity = dnnl::get_primitive_cache_capacity();
+      dnnl::set_primitive_cache_capacity(0);  // drops every entry, the broken one with them
+      dnnl::set_primitive_cache_capacity(capacity);
+    }
   }
 }
 
@@ -226,7 +254,7 @@ Variant OneDnnMatmul::Impl::make_variant(TileShape s, const dnnl::memory::desc* 
   v.b_md = pd.weights_desc();
   v.scratchpad_md = pd.scratchpad_desc();
   v.implementation = pd.impl_info_str();
-  v.primitive = dnnl::matmul(pd);
+  v.primitive = create_primitive(pd);
   return v;
 }
 
