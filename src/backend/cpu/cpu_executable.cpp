@@ -249,14 +249,23 @@ class CpuExecutable : public Executable {
   // (reusable_operand), or new storage.
   Buffer output_storage(const hlo::HloInstruction& in, const std::vector<Buffer>& values, const std::vector<bool>& donated,
                         const Buffer& arena) const {
-    const auto id = static_cast<size_t>(in.id);
-    if (const int k = assignment_.in_place_operand[id]; k >= 0) return values[in.operands[static_cast<size_t>(k)]].reshaped(in.shape);
-    if (const int64_t offset = assignment_.offset[id]; offset >= 0) return arena.view(offset, in.shape, in.dtype);
-    if (const auto candidates = in_place_operands_.find(in.id); candidates != in_place_operands_.end()) {
-      std::vector<int> taken;
-      if (Buffer out = reusable_operand(in, in, candidates->second, values, donated, taken); out.defined()) return out;
+    std::vector<int> taken;
+    return storage_for(in, in, values, donated, arena, taken);
+  }
+
+  // Where `output` (the value of `writer`, or one element's get-tuple-element
+  // of multi-output `writer`) is written, chosen as output_storage says; an
+  // operand position of `writer` in `taken` is not reused, and one reused is
+  // added to it.
+  Buffer storage_for(const hlo::HloInstruction& writer, const hlo::HloInstruction& output, const std::vector<Buffer>& values,
+                     const std::vector<bool>& donated, const Buffer& arena, std::vector<int>& taken) const {
+    const auto id = static_cast<size_t>(output.id);
+    if (const int k = assignment_.in_place_operand[id]; k >= 0) return values[writer.operands[static_cast<size_t>(k)]].reshaped(output.shape);
+    if (const int64_t offset = assignment_.offset[id]; offset >= 0) return arena.view(offset, output.shape, output.dtype);
+    if (const auto candidates = in_place_operands_.find(output.id); candidates != in_place_operands_.end()) {
+      if (Buffer out = reusable_operand(writer, output, candidates->second, values, donated, taken); out.defined()) return out;
     }
-    return new_storage(in);
+    return new_storage(output);
   }
 
   Buffer new_storage(const hlo::HloInstruction& in) const {
@@ -268,9 +277,8 @@ class CpuExecutable : public Executable {
   }
 
   // Runs multi-output `fusion`: its kernel writes every element in one loop,
-  // each into its get-tuple-element's storage (over the operand buffer
-  // assignment chose, its arena slot, a reusable operand no other element
-  // took, or new storage); without a kernel, the interpreter evaluates it.
+  // each into its get-tuple-element's storage (storage_for; an operand is
+  // reused for one element at most); without a kernel, the interpreter evaluates it.
   std::vector<Buffer> run_multi_output_fusion(const hlo::HloInstruction& fusion, const std::vector<Buffer>& values,
                                               const std::vector<bool>& donated, const Buffer& arena) const {
     if (!kernels_.count(fusion.id)) {
@@ -290,15 +298,7 @@ class CpuExecutable : public Executable {
     for (int gte : gtes) {
       const hlo::HloInstruction& in = module_.at(gte);
       Buffer& out = tuple[static_cast<size_t>(in.tuple_index)];
-      if (out.defined()) continue;  // another get-tuple-element of the same element
-      if (const int k = assignment_.in_place_operand[static_cast<size_t>(gte)]; k >= 0) {
-        out = values[fusion.operands[static_cast<size_t>(k)]].reshaped(in.shape);
-      } else if (const int64_t offset = assignment_.offset[static_cast<size_t>(gte)]; offset >= 0) {
-        out = arena.view(offset, in.shape, in.dtype);
-      } else if (const auto candidates = in_place_operands_.find(gte); candidates != in_place_operands_.end()) {
-        out = reusable_operand(fusion, in, candidates->second, values, donated, taken);
-      }
-      if (!out.defined()) out = new_storage(in);
+      if (!out.defined()) out = storage_for(fusion, in, values, donated, arena, taken);  // once per element
     }
     std::vector<void*> pointers_out;
     for (size_t k = 0; k < outputs.size(); ++k) {
