@@ -194,7 +194,27 @@ struct Variant {
   dnnl::memory::desc a_md, b_md, c_md, bias_md, residual_md, scratchpad_md;
   dnnl::matmul primitive;
   std::string implementation;  // oneDNN's impl_info_str
+  // The tile's lhs window is copied into a dense block first, and its output
+  // is computed into a dense block and copied out (see make_variant).
+  bool dense_a = false, dense_c = false;
 };
+
+// A block of this thread's memory of at least `bytes`, 64-byte aligned, kept
+// for the thread's next tiles (slot 0: a dense lhs, slot 1: a dense output):
+// no allocation, hence no page faults, per tile once it has grown.
+uint8_t* thread_scratch(int slot, size_t bytes) {
+  struct Block {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  thread_local Block blocks[2];
+  Block& b = blocks[slot];
+  if (b.size < bytes) {
+    b.data.reset(new (std::align_val_t(64)) uint8_t[bytes]);
+    b.size = bytes;
+  }
+  return b.data.get();
+}
 
 struct OneDnnMatmul::Impl {
   MatmulEpilogue epilogue;
@@ -247,10 +267,38 @@ Variant OneDnnMatmul::Impl::make_variant(TileShape s, const dnnl::memory::desc* 
   }
   if (epilogue.bias) v.bias_md = batched() ? dnnl::memory::desc({1, 1, cols}, dt, dims{cols, cols, 1}) : dnnl::memory::desc({1, cols}, dt, dims{n, 1});
   const dnnl::memory::desc& w = weights ? *weights : v.b_md;
-  dnnl::matmul::primitive_desc pd = with_one_thread([&] {
-    return epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.bias_md, v.c_md), attr, cpu_engine())
-                         : dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.c_md), attr, cpu_engine());
-  });
+  auto describe = [&] {
+    return with_one_thread([&] {
+      return epilogue.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.bias_md, v.c_md), attr, cpu_engine())
+                           : dnnl::matmul::primitive_desc(dnnl::matmul::desc(v.a_md, w, v.c_md), attr, cpu_engine());
+    });
+  };
+  dnnl::matmul::primitive_desc pd = describe();
+  // oneDNN's brgemm kernels (AMX for bf16) take no window with a leading
+  // dimension other than the tile's own in a transposed lhs or in the output,
+  // and the window then goes to its older gemm (bf16: 1.6x slower on AMX for
+  // the 128x128x2048 tiles of a vocabulary head; f32 about 1.1x, more in a
+  // step where the operand is cold: bench_bert_train's trace). Such a tile
+  // copies its lhs window into a dense block, or writes a dense block that is
+  // copied into the output, when brgemm takes the dense form. A rule on the
+  // shape and oneDNN's choice, never a timing: every run forms the same sums.
+  const bool a_window = !batched() && lhs_t && rows < m;
+  const bool c_window = !batched() && cols < n && !epilogue.residual && dt != dnnl::memory::data_type::f32;
+  auto is_brgemm = [](const dnnl::matmul::primitive_desc& d) { return std::string(d.impl_info_str()).rfind("brg", 0) == 0; };
+  if ((a_window || c_window) && !is_brgemm(pd)) {
+    const dnnl::memory::desc window_a = v.a_md, window_c = v.c_md;
+    if (a_window) v.a_md = desc(rows, k, dims{1, rows});
+    if (c_window) v.c_md = desc(rows, cols, dims{cols, 1});
+    dnnl::matmul::primitive_desc dense_pd = describe();
+    if (is_brgemm(dense_pd)) {
+      pd = dense_pd;
+      v.dense_a = a_window;
+      v.dense_c = c_window;
+    } else {
+      v.a_md = window_a;
+      v.c_md = window_c;
+    }
+  }
   v.b_md = pd.weights_desc();
   v.scratchpad_md = pd.scratchpad_desc();
   v.implementation = pd.impl_info_str();
@@ -362,9 +410,17 @@ void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b
   const int64_t c_off = batched() ? o * m * n : o * n + col;
   auto ptr = [e](const char* base, int64_t offset) { return const_cast<char*>(base) + static_cast<size_t>(offset) * e; };
   const dnnl::engine& engine = cpu_engine();
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, dnnl::memory(v.a_md, engine, ptr(a, a_off))},
+  const int64_t rows = v.shape.outer, cols = v.shape.cols;  // dense tiles are unbatched: rows of the output
+  const char* a_tile = ptr(a, a_off);
+  if (v.dense_a) {  // lhs stored [k, m]: k rows of the tile's `rows` columns, packed
+    uint8_t* dense = thread_scratch(0, static_cast<size_t>(rows * k) * e);
+    for (int64_t kk = 0; kk < k; ++kk) std::memcpy(dense + static_cast<size_t>(kk * rows) * e, a_tile + static_cast<size_t>(kk * m) * e, static_cast<size_t>(rows) * e);
+    a_tile = reinterpret_cast<const char*>(dense);
+  }
+  char* c_tile = v.dense_c ? reinterpret_cast<char*>(thread_scratch(1, static_cast<size_t>(rows * cols) * e)) : ptr(c, c_off);
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, dnnl::memory(v.a_md, engine, const_cast<char*>(a_tile))},
                                                 {DNNL_ARG_WEIGHTS, dnnl::memory(v.b_md, engine, ptr(b, b_off))},
-                                                {DNNL_ARG_DST, dnnl::memory(v.c_md, engine, ptr(c, c_off))}};
+                                                {DNNL_ARG_DST, dnnl::memory(v.c_md, engine, c_tile)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(v.bias_md, engine, ptr(bias, col)));
   if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(v.residual_md, engine, ptr(residual, c_off)));
   std::unique_ptr<uint8_t[]> scratchpad;
@@ -379,6 +435,10 @@ void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b
     stream.wait();
     return 0;
   });
+  if (v.dense_c) {
+    char* window = ptr(c, c_off);
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(window + static_cast<size_t>(r * n) * e, c_tile + static_cast<size_t>(r * cols) * e, static_cast<size_t>(cols) * e);
+  }
 }
 
 void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,

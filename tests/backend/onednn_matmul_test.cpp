@@ -50,6 +50,7 @@ struct Case {
   int64_t m, k, n;
   bool lhs_t, rhs_t, epilogue;
   DType dtype = DType::kFloat32;
+  bool residual = true;  // with `epilogue`: the residual as well as the bias
 };
 
 void check_case(const Case& c) {
@@ -60,7 +61,8 @@ void check_case(const Case& c) {
   int y = b.parameter(rhs_shape, c.dtype);
   hlo::HloModule module = b.build({b.dot(x, y, {{}, {}, {c.lhs_t ? 0 : 1}, {c.rhs_t ? 1 : 0}})});
   const hlo::HloInstruction& dot = module.at(module.at(module.root).operands[0]);
-  OneDnnMatmul matmul(lhs_shape, dot, MatmulEpilogue{c.epilogue, c.epilogue});
+  const bool residual_too = c.epilogue && c.residual;
+  OneDnnMatmul matmul(lhs_shape, dot, MatmulEpilogue{c.epilogue, residual_too});
   // Only the f32 rule's shapes are repacked, and all of them where oneDNN's kernels want their own layout.
   const bool rule = !c.rhs_t && c.n > 1024 && (c.dtype == DType::kFloat32 || matmul.widened());
   if (!rule || onednn_avx512()) {
@@ -74,10 +76,10 @@ void check_case(const Case& c) {
   const Buffer lhs = small_integers(lhs_shape, 1, c.dtype), rhs = small_integers(rhs_shape, 2, c.dtype);
   const Buffer bias = small_integers({c.n}, 3, c.dtype), residual = small_integers({c.m, c.n}, 4, c.dtype);
   Buffer out({c.m, c.n}, c.dtype);
-  matmul.run(lhs, rhs, c.epilogue ? &bias : nullptr, c.epilogue ? &residual : nullptr, out);
+  matmul.run(lhs, rhs, c.epilogue ? &bias : nullptr, residual_too ? &residual : nullptr, out);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
-      float want = c.epilogue ? value_at(bias, j) + value_at(residual, i * c.n + j) : 0.0f;
+      float want = (c.epilogue ? value_at(bias, j) : 0.0f) + (residual_too ? value_at(residual, i * c.n + j) : 0.0f);
       for (int64_t p = 0; p < c.k; ++p) {
         const float a = value_at(lhs, c.lhs_t ? p * c.m + i : i * c.k + p);
         const float w = value_at(rhs, c.rhs_t ? j * c.k + p : p * c.n + j);
@@ -98,6 +100,22 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
   }
 }
 
+// Tiles that are windows of a larger operand: row blocks of a transposed lhs
+// (a weight gradient x^T g over 600 rows: 3 tiles), and column blocks of a wide
+// output (a vocabulary head: n = 5000 in 2048-column tiles). Where oneDNN's
+// brgemm takes only dense blocks, the tile copies its lhs window into one, or
+// writes a dense block copied into the output (onednn_matmul.cpp); exact either way.
+TEST(OneDnnMatmul, WindowTilesAreExact) {
+  for (bool epilogue : {false, true}) {
+    check_case({600, 512, 128, true, false, epilogue});
+    for (bool lhs_t : {false, true}) {
+      // bf16 sums stay exact: |sum| <= 16 * 9 + 6 < 256.
+      check_case({600, 16, 5000, lhs_t, true, epilogue, DType::kBFloat16, /*residual=*/false});
+      check_case({40, 16, 5000, lhs_t, true, epilogue, DType::kBFloat16});
+    }
+  }
+}
+
 // The thread count never changes a result (issue 30): the thread governor runs
 // executions on fewer threads under load, and oneDNN's AVX2 gemm split the sums
 // of a small, deep dot (a weight gradient: 32 x 37 over 512 tokens) between
@@ -112,7 +130,8 @@ TEST(OneDnnMatmul, ResultsAreTheSameAtOneAndTwoThreads) {
   const std::vector<Shape3> shapes = {{1, 32, 512, 37, true, false, DType::kFloat32},   {1, 512, 32, 37, false, false, DType::kFloat32},
                                       {1, 300, 64, 1500, false, false, DType::kFloat32}, {1, 40, 128, 5000, false, true, DType::kFloat32},
                                       {16, 64, 32, 64, false, true, DType::kFloat32},   {1, 32, 512, 37, true, false, DType::kBFloat16},
-                                      {8, 64, 32, 64, false, false, DType::kBFloat16}};
+                                      {8, 64, 32, 64, false, false, DType::kBFloat16},  {1, 600, 512, 128, true, false, DType::kFloat32},
+                                      {1, 600, 16, 5000, true, true, DType::kBFloat16}};
   const int threads = omp_get_max_threads();
   for (const Shape3& s : shapes) {
     const bool batched = s.batch > 1;

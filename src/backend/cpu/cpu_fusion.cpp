@@ -25,6 +25,10 @@ bool CpuInstructionFusion::ShouldFuseReduce(const hlo::HloModule& module, const 
   return module.at(reduce.operands[0]).dtype != DType::kBFloat16;
 }
 
+bool CpuInstructionFusion::ShouldFuseAlone(const hlo::HloModule& module, const hlo::HloInstruction& in) const {
+  return ShouldFuse(module, in) && numel(in.shape) >= 65536;
+}
+
 bool CpuMultiOutputFusion::ShouldFuse(const hlo::HloModule&, const hlo::HloInstruction& a, const hlo::HloInstruction& b) const {
   return a.shape == b.shape && emit_fusion_kernel(a, "a").has_value() && emit_fusion_kernel(b, "b").has_value();
 }

@@ -94,7 +94,7 @@ class GroupBuilder {
       owner_[id] = index;
       grow(g, index, id);
       if (count_compute(g) >= 1) attach_reduce(g);
-      if (count_compute(g) >= 1 && (g.members.size() >= 2 || g.reduce >= 0)) {
+      if (count_compute(g) >= 1 && (g.members.size() >= 2 || g.reduce >= 0 || rules_.ShouldFuseAlone(m_, in))) {
         groups_.push_back(std::move(g));
       } else {
         for (int mem : g.members) if (owner_[mem] == index) owner_[mem] = -1;

@@ -39,6 +39,14 @@ class InstructionFusion : public HloPass {
   // Whether `reduce` (over leading or trailing dims, a scalar constant init)
   // may be a kInput fusion: with the loop fusion that produces its operand, or alone.
   virtual bool ShouldFuseReduce(const HloModule& module, const HloInstruction& reduce) const = 0;
+  // Whether an elementwise op that fuses with nothing (a convert feeding a
+  // dot, say) is worth a loop fusion of its own, i.e. a generated kernel,
+  // rather than running by itself. Default: no.
+  virtual bool ShouldFuseAlone(const HloModule& module, const HloInstruction& instruction) const {
+    (void)module;
+    (void)instruction;
+    return false;
+  }
 };
 
 }  // namespace lazytrain::hlo

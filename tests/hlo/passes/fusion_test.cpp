@@ -166,6 +166,26 @@ TEST(Fusion, LeavesDotsAlone) {
   EXPECT_EQ(count(m, HloOpcode::kDot), 1);
 }
 
+// A lone elementwise op feeding a dot (autocast's convert of an f32 weight to
+// bf16): from 65536 elements it is a loop fusion of its own, so that it runs
+// as a generated, threaded kernel; a small one stays as it is.
+TEST(Fusion, ALargeLoneOpIsAFusionOfItsOwn) {
+  for (int64_t rows : {int64_t{8}, int64_t{512}}) {
+    HloBuilder b("lone_convert");
+    int x = b.parameter({4, 128}, DType::kBFloat16);
+    int w = b.parameter({128, rows * 16}, DType::kFloat32);  // 1024 or 65536 elements
+    HloModule m = b.build({b.matmul(x, b.convert(w, DType::kBFloat16))});
+    const bool large = rows * 16 * 128 >= 65536;
+    run_and_compare(m, /*expect_changed=*/large);
+    auto f = fusions(m);
+    ASSERT_EQ(f.size(), large ? 1u : 0u) << m.to_string();
+    EXPECT_EQ(count(m, HloOpcode::kConvert), large ? 0 : 1) << m.to_string();
+    if (large) {
+      EXPECT_EQ(count(*f[0]->fused_computation, HloOpcode::kConvert), 1);
+    }
+  }
+}
+
 // Autocast's bf16 activations: elementwise chains fuse (the kernels round every
 // bf16 value as the interpreter does); a reduction into bf16 stays outside.
 TEST(Fusion, Bf16ChainsFuseBf16ReductionsDoNot) {
