@@ -7,7 +7,7 @@
 #   compile  torch.compile (Inductor, default mode); its compile time is printed apart
 #   jax      JAX jax.jit (XLA:CPU), the same models in plain JAX, parameters and optimizer state donated
 #   xla      PyTorch/XLA 2.9 on its CPU device (PJRT_DEVICE=CPU), in its own venv
-# Every run is pinned to the same cores (taskset). Prints markdown tables: per model, dtype and thread
+# Each run is pinned to as many cores as it has threads (taskset). Prints markdown tables: per model, dtype and thread
 # count, lazytrain, the best peer (named) and the ratio, then every peer's figure.
 # bench/setup_peers.sh makes the venvs first.
 #
@@ -18,8 +18,8 @@
 #   BUILD_DIR     [build]  CMake build directory holding the bench targets (configured with Ninja if absent)
 #   MODELS        ["bert-tiny bert-mini bert-base bert-large gpt2-64 gpt2-1024"]   gpt2-S: GPT-2 124M at seq S, batch 4
 #   DTYPES        ["f32 bf16"]
-#   THREAD_COUNTS ["1 2"]  thread counts: lazytrain's OMP_NUM_THREADS and the peers' --threads; every run is
-#                          pinned to the first max(THREAD_COUNTS) cores
+#   THREAD_COUNTS ["1 2"]  thread counts: lazytrain's OMP_NUM_THREADS and the peers' --threads; each run is
+#                          pinned to its first t cores (taskset -c 0-(t-1))
 #   PEERS         ["eager compile jax xla"]
 #   EAGER_MALLOCS ["glibc jemalloc tcmalloc"]   allocators tried under PyTorch eager (Debian's libjemalloc2,
 #                          libtcmalloc-minimal4 preloaded); the best counts, every one is printed
@@ -91,10 +91,11 @@ if want xla && ! "$XLA_PYTHON" -c "import torch_xla, transformers" 2>/dev/null; 
   PEERS=${PEERS//xla/}
 fi
 
-# Every run on the same cores: the first max(THREAD_COUNTS) of this machine.
-MAX_THREADS=$(printf "%s\n" $THREAD_COUNTS | sort -n | tail -1)
+# Each run on as many cores as it has threads, the first ones of this machine: a 1-thread row is
+# one core for every side (XLA:CPU, told to use one thread, still runs independent ops on a second
+# core when it may: 2 CPU-seconds per bert-base step of 1.9 s).
 PIN=()
-if command -v taskset >/dev/null; then PIN=(taskset -c "0-$((MAX_THREADS - 1))"); fi
+pin_to() { PIN=(); if command -v taskset >/dev/null; then PIN=(taskset -c "0-$(($1 - 1))"); fi; }
 
 START_UPTIME=$(uptime)
 echo "run_all.sh: logs in $LOG_DIR; start: $START_UPTIME" >&2
@@ -131,6 +132,7 @@ for model in $MODELS; do
   for dtype in $DTYPES; do
     bf=(); [ "$dtype" = bf16 ] && bf=(--bf16)
     for t in $THREAD_COUNTS; do
+      pin_to "$t"
       for backend in $BACKENDS; do
         skip_backend "$model" "$backend" && continue
         # shellcheck disable=SC2046
@@ -195,6 +197,7 @@ for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
   for dtype in $DTYPES; do
     for t in $THREAD_COUNTS; do
+      pin_to "$t"
       for backend in $BACKENDS; do
         skip_backend "$model" "$backend" && continue
         lt="lt-${backend}_${model}_${dtype}_t$t"
@@ -268,7 +271,7 @@ echo "Versions: $("$PEERS_PYTHON" -c "import torch, transformers, jax; print(f't
   want xla && "$XLA_PYTHON" -c "import torch, torch_xla; print(f'; PyTorch/XLA {torch_xla.__version__} on torch {torch.__version__}')" 2>/dev/null)"
 echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, ISA:" \
      "$(grep -m1 -o -w -E 'avx512f|avx512_bf16|amx_bf16|amx_tile|avx512_vnni|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')(from /proc/cpuinfo);" \
-     "every run pinned with: ${PIN[*]:-(no taskset)}"
+     "each run pinned to its thread count's cores: $(command -v taskset >/dev/null && echo "taskset -c 0-(threads - 1)" || echo "(no taskset)")"
 echo
 echo "command: BUILD_DIR=$BUILD_DIR MODELS=\"$MODELS\" DTYPES=\"$DTYPES\" THREAD_COUNTS=\"$THREAD_COUNTS\" PEERS=\"$PEERS\"" \
      "EAGER_MALLOCS=\"$EAGER_MALLOCS\" BACKENDS=\"$BACKENDS\" bash bench/run_all.sh"

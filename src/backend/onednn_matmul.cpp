@@ -317,7 +317,13 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
   const int64_t cols = !batched() && !repack && n > kSplitColumnsAbove ? kTileColumns : n;
   const int64_t work_per_outer = (batched() ? m : 1) * cols * k;
   int64_t outer_block = std::clamp<int64_t>(kTileWork / std::max<int64_t>(1, work_per_outer), 1, outer);
-  if (!batched()) outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
+  if (!batched()) {
+    outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
+    // As many tiles, of rows as even as multiples of 16 allow: 224 rows are 112 + 112, not 128 + 96
+    // (a vocabulary head's input gradient, K = 30522: 2 threads would wait on the larger tile).
+    const int64_t blocks = (outer + outer_block - 1) / outer_block;
+    outer_block = std::min(outer, ((outer + blocks - 1) / blocks + 15) / 16 * 16);
+  }
   std::vector<TileShape> shapes;
   auto variant_of = [&](TileShape s) {
     for (size_t i = 0; i < shapes.size(); ++i) {

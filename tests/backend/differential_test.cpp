@@ -531,6 +531,34 @@ TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(mismatch(got[i], want[i], exact), "") << "output " << i;
 }
 
+// bf16 reductions (a bias gradient's column sum under autocast) are generated
+// kernels too, and reduce as the interpreter does: bf16 values summed in
+// double and rounded to bf16 once, bit for bit, over rows and columns; max as well.
+TEST(DifferentialLongSums, Bf16ReductionsRoundOnceLikeTheInterpreter) {
+  using hlo::HloOpcode;
+  hlo::HloBuilder b("bf16_sums");
+  const Shape s = {300, 257};
+  // (i + j) / 8 - 16, rounded to bf16 by the convert (the same rounding in both backends).
+  const int ij = b.binary(HloOpcode::kAdd, b.iota(s, DType::kFloat32, 0), b.iota(s, DType::kFloat32, 1));
+  const int f = b.binary(HloOpcode::kSubtract, b.binary(HloOpcode::kMultiply, ij, b.full(0.125, s, DType::kFloat32)), b.full(16.0, s, DType::kFloat32));
+  const int v = b.convert(f, DType::kBFloat16);
+  auto as_f32 = [&](int x) { return b.convert(x, DType::kFloat32); };  // exact; compared as f32
+  hlo::HloModule module = b.build({as_f32(b.reduce(v, {1}, hlo::ReduceKind::kAdd)), as_f32(b.reduce(v, {0}, hlo::ReduceKind::kAdd)),
+                                   as_f32(b.reduce(v, {1}, hlo::ReduceKind::kMax))});
+  auto cpu = backend::make_compiler("cpu")->compile(module);
+  int kernels = 0;
+  for (const auto& in : cpu->module().instructions) {
+    kernels += in.opcode == hlo::HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kInput && backend::cpu::emit_fusion_kernel(in, "k");
+  }
+  EXPECT_EQ(kernels, 3) << cpu->module().to_string();
+  auto want = backend::make_compiler("interpreter")->compile(module)->execute({});
+  auto got = cpu->execute({});
+  ASSERT_EQ(got.size(), 3u);
+  RandomOutput exact;
+  exact.exact = true;
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(mismatch(got[i], want[i], exact), "") << "output " << i;
+}
+
 // ---- size-1 dims ----
 
 // Broadcasts whose inner block holds size-1 dims (mapped or not) read their

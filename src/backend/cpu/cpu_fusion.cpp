@@ -21,8 +21,11 @@ bool CpuInstructionFusion::ShouldFuse(const hlo::HloModule& module, const hlo::H
 }
 
 bool CpuInstructionFusion::ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const {
-  if (!fusible_dtype(reduce.dtype) || reduce.dtype == DType::kBool || reduce.dtype == DType::kBFloat16) return false;
-  return module.at(reduce.operands[0]).dtype != DType::kBFloat16;
+  if (!fusible_dtype(reduce.dtype) || reduce.dtype == DType::kBool) return false;
+  // bf16: reduced as the interpreter does (kernel_emitter.cpp), except logaddexp and mixed types.
+  const bool bf16 = reduce.dtype == DType::kBFloat16;
+  if (bf16 && reduce.reduce_kind == hlo::ReduceKind::kLogAddExp) return false;
+  return bf16 == (module.at(reduce.operands[0]).dtype == DType::kBFloat16);
 }
 
 bool CpuInstructionFusion::ShouldFuseAlone(const hlo::HloModule& module, const hlo::HloInstruction& in) const {

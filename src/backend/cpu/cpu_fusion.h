@@ -13,10 +13,11 @@ class CpuInstructionFusion : public hlo::InstructionFusion {
   // True when `instruction` and all its operands are f32, bf16, s32, s64 or
   // pred: the types the emitter computes in (no f16).
   bool ShouldFuse(const hlo::HloModule& module, const hlo::HloInstruction& instruction) const override;
-  // True for f32, s32 and s64 reductions of an operand that is not bf16: the
-  // emitter accumulates f32 in double and has no bf16 accumulator, so bf16
-  // reductions stay unfused (the interpreter's kernel runs them); pred
-  // reductions stay unfused too.
+  // True for f32, s32 and s64 reductions, and for bf16 reductions of bf16
+  // values other than logaddexp: the emitter accumulates f32 and bf16 values
+  // in double (sums, products) or float (max, min) and rounds a bf16 result
+  // once, as the interpreter's kernel does. Mixed-type and pred reductions
+  // stay unfused (the interpreter runs them).
   bool ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const override;
   // A lone elementwise op of at least 65536 elements (the size from which
   // generated kernels use every thread): a kernel of its own, vectorized and

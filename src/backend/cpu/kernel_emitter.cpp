@@ -397,10 +397,11 @@ std::string online_logsumexp_kernel(const Emitter& e, const std::string& params,
 
 std::optional<std::string> emit_reduction(const HloModule& f, const HloInstruction& reduce, const std::string& name, std::string* why_not) {
   const HloInstruction& operand = f.at(reduce.operands[0]);
-  // bf16 accumulators round like the interpreter's float ones only in float: not emitted.
-  if (reduce.dtype == DType::kBFloat16 || operand.dtype == DType::kBFloat16) {
-    return refuse(why_not, reduce.name() + " reduces bf16 values (its float accumulator would round differently from the interpreter's)");
-  }
+  // bf16 values are reduced as the interpreter reduces them: read as floats,
+  // accumulated as f32 values are (sums and products in double), the result
+  // rounded to float and then to bf16 once. A mixed reduce is not emitted.
+  const bool bf16 = reduce.dtype == DType::kBFloat16;
+  if (bf16 != (operand.dtype == DType::kBFloat16)) return refuse(why_not, reduce.name() + " reduces between bf16 and another type");
   const Shape& s = operand.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   const auto& dims = reduce.dimensions;
@@ -416,11 +417,15 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   if (!e.supports_inner(inner)) return refuse(why_not, kNotAffine);
   std::ostringstream body;
   if (!e.body(body, inner, reduce.id)) return refuse(why_not, e.unsupported());
-  const std::string t = *ctype(reduce.dtype);
+  const std::string t = *ctype(reduce.dtype), stored = storage_type(reduce.dtype);
+  // The accumulator `v` as the output's storage.
+  auto store = [&](const std::string& v) { return bf16 ? "float_to_bf16_bits(float(" + v + "))" : t + "(" + v + ")"; };
   const std::string init = literal(f.at(reduce.operands[1]).literal);
   const std::string value = e.name_of(operand.id);
   if (reduce.reduce_kind == hlo::ReduceKind::kLogAddExp) {
-    if (!suffix || t != "float") return refuse(why_not, reduce.name() + " is a logaddexp reduction over leading dims or of integers (only f32 rows are emitted)");
+    if (!suffix || t != "float" || bf16) {
+      return refuse(why_not, reduce.name() + " is a logaddexp reduction over leading dims or of bf16 or integers (only f32 rows are emitted)");
+    }
     return online_logsumexp_kernel(e, e.params("  "), body.str(), value, init, rows, inner, numel(s), name);
   }
   std::string combine, omp;
@@ -442,7 +447,7 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   const std::string at = wide ? "double" : t;
   std::ostringstream os;
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
-     << e.params("  ") << "  " << t << "* __restrict__ out = static_cast<" << t << "*>(out_raw);\n";
+     << e.params("  ") << "  " << stored << "* __restrict__ out = static_cast<" << stored << "*>(out_raw);\n";
   if (suffix) {
     os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
        << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
@@ -454,7 +459,7 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
        << "      const int64_t i = r * " << inner << "LL + j;\n"
        << body.str() << "      acc = " << combine << ";\n"
        << (float_minmax ? "      has_nan |= " + value + " != " + value + ";\n" : "")
-       << "    }\n    out[r] = " << (float_minmax ? "has_nan ? __builtin_nanf(\"\") : acc" : t + "(acc)") << ";\n  }\n}\n";
+       << "    }\n    out[r] = " << store(float_minmax ? "has_nan ? __builtin_nanf(\"\") : acc" : "acc") << ";\n  }\n}\n";
   } else {
     const int64_t block = 512;
     os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
@@ -469,7 +474,7 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
        << "        const int64_t i = r * " << inner << "LL + j;\n"
        << body.str() << "        " << at << " acc = accs[j - c0];\n        accs[j - c0] = " << (float_minmax ? nan_combine : combine) << ";\n"
        << "      }\n    }\n"
-       << "    for (int64_t j = c0; j < c1; ++j) out[j] = " << t << "(accs[j - c0]);\n  }\n}\n";
+       << "    for (int64_t j = c0; j < c1; ++j) out[j] = " << store("accs[j - c0]") << ";\n  }\n}\n";
   }
   return os.str();
 }
