@@ -197,7 +197,6 @@ for model in $MODELS; do
   read -r warm timed <<<"$(steps_for "$model")"
   for dtype in $DTYPES; do
     for t in $THREAD_COUNTS; do
-      pin_to "$t"
       for backend in $BACKENDS; do
         skip_backend "$model" "$backend" && continue
         lt="lt-${backend}_${model}_${dtype}_t$t"

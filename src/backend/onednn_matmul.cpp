@@ -146,7 +146,8 @@ dnnl::matmul create_primitive(const dnnl::matmul::primitive_desc& pd) {
 }
 
 // Work per tile, in multiply-adds, and the fewest rows a tile of an unbatched
-// dot has: large enough for oneDNN's one-thread kernels to run near their
+// dot is planned with (plan() then evens the tiles out, to no fewer than about
+// half of it): large enough for oneDNN's one-thread kernels to run near their
 // speed, small enough for 2 to 16 threads to share (bert-mini and bert-base
 // steps within a few percent of oneDNN's own threading, bench_bert_train,
 // 2 threads; tiles of 2^22 and 64 rows cost 9-15%).
@@ -202,15 +203,18 @@ struct Variant {
 // A block of this thread's memory of at least `bytes`, 64-byte aligned, kept
 // for the thread's next tiles (slot 0: a dense lhs, slot 1: a dense output):
 // no allocation, hence no page faults, per tile once it has grown.
-uint8_t* thread_scratch(int slot, size_t bytes) {
+static uint8_t* thread_scratch(int slot, size_t bytes) {
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
   struct Block {
-    std::unique_ptr<uint8_t[]> data;
+    std::unique_ptr<uint8_t[], AlignedDelete> data;
     size_t size = 0;
   };
   thread_local Block blocks[2];
   Block& b = blocks[slot];
   if (b.size < bytes) {
-    b.data.reset(new (std::align_val_t(64)) uint8_t[bytes]);
+    b.data.reset(static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
     b.size = bytes;
   }
   return b.data.get();
@@ -280,10 +284,13 @@ Variant OneDnnMatmul::Impl::make_variant(TileShape s, const dnnl::memory::desc* 
   // the 128x128x2048 tiles of a vocabulary head; f32 about 1.1x, more in a
   // step where the operand is cold: bench_bert_train's trace). Such a tile
   // copies its lhs window into a dense block, or writes a dense block that is
-  // copied into the output, when brgemm takes the dense form. A rule on the
+  // copied into the output, when brgemm takes the dense form. (The output is
+  // made dense only for a transposed rhs, a tied head's [n, k] embedding: a
+  // row-major rhs's column block is a window itself, and brgemm refuses it
+  // still; in f32 a dense output measured slower.) A rule on the
   // shape and oneDNN's choice, never a timing: every run forms the same sums.
   const bool a_window = !batched() && lhs_t && rows < m;
-  const bool c_window = !batched() && cols < n && !epilogue.residual && dt != dnnl::memory::data_type::f32;
+  const bool c_window = !batched() && cols < n && rhs_t && !epilogue.residual && dt != dnnl::memory::data_type::f32;
   auto is_brgemm = [](const dnnl::matmul::primitive_desc& d) { return std::string(d.impl_info_str()).rfind("brg", 0) == 0; };
   if ((a_window || c_window) && !is_brgemm(pd)) {
     const dnnl::memory::desc window_a = v.a_md, window_c = v.c_md;
@@ -321,6 +328,7 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
     outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
     // As many tiles, of rows as even as multiples of 16 allow: 224 rows are 112 + 112, not 128 + 96
     // (a vocabulary head's input gradient, K = 30522: 2 threads would wait on the larger tile).
+    // A tile then has at least about kMinTileRows / 2 rows (130 rows: 80 + 50, not 128 + 2).
     const int64_t blocks = (outer + outer_block - 1) / outer_block;
     outer_block = std::min(outer, ((outer + blocks - 1) / blocks + 15) / 16 * 16);
   }

@@ -16,13 +16,14 @@ class CpuInstructionFusion : public hlo::InstructionFusion {
   // True for f32, s32 and s64 reductions, and for bf16 reductions of bf16
   // values other than logaddexp: the emitter accumulates f32 and bf16 values
   // in double (sums, products) or float (max, min) and rounds a bf16 result
-  // once, as the interpreter's kernel does. Mixed-type and pred reductions
-  // stay unfused (the interpreter runs them).
+  // once, as the interpreter's kernel does. logaddexp only over trailing dims
+  // of f32. Mixed-type and pred reductions stay unfused (the interpreter runs them).
   bool ShouldFuseReduce(const hlo::HloModule& module, const hlo::HloInstruction& reduce) const override;
   // A lone elementwise op of at least 65536 elements (the size from which
-  // generated kernels use every thread): a kernel of its own, vectorized and
-  // threaded, where the interpreter would run it on one thread (a bf16
-  // weight's convert before its dot: 1.5 ms of a 40 ms bert-tiny step).
+  // generated kernels use every thread) that the emitter computes: a kernel
+  // of its own, vectorized and threaded, instead of the interpreter's generic
+  // loop (a bf16 weight's convert before its dot: 1.3-1.5 ms of a 40 ms
+  // bert-tiny bf16 step at 2 threads, about 1.0 ms as a kernel).
   bool ShouldFuseAlone(const hlo::HloModule& module, const hlo::HloInstruction& instruction) const override;
 };
 

@@ -481,6 +481,16 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
 
 }  // namespace
 
+bool emits_elementwise(const hlo::HloInstruction& in) {
+  if (!ctype(in.dtype)) return false;
+  switch (in.opcode) {
+    case HloOpcode::kConvert: return true;
+    case HloOpcode::kDivide:
+    case HloOpcode::kPower: return is_floating_point(in.dtype);
+    default: return hlo::is_elementwise(in.opcode) && !functor(in).empty();
+  }
+}
+
 std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name, std::string* why_not) {
   const HloModule& f = *fusion.fused_computation;
   if (const std::string bad = unsupported_type(f); !bad.empty()) return refuse(why_not, bad);

@@ -28,6 +28,12 @@ namespace lazytrain::backend::cpu {
 // that stopped it: "divide.3 is an integer division (...)".
 std::optional<std::string> emit_fusion_kernel(const hlo::HloInstruction& fusion, const std::string& name, std::string* why_not = nullptr);
 
+// Whether the emitter computes the elementwise instruction `in` itself: a
+// dtype kernels compute in, a functor for its opcode, and not an integer
+// division or power (which must raise on zero as the interpreter's do). The
+// CPU's fusion rules ask it before making a lone op a fusion of its own.
+bool emits_elementwise(const hlo::HloInstruction& in);
+
 // The text of core/scalar_functions.cpp (the SLEEF wrappers), compiled as a
 // separate translation unit of every generated library; and the text of
 // core/scalar_ops.h with `using namespace lazytrain::scalar_ops`, which opens

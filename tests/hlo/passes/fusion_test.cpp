@@ -184,6 +184,14 @@ TEST(Fusion, ALargeLoneOpIsAFusionOfItsOwn) {
       EXPECT_EQ(count(*f[0]->fused_computation, HloOpcode::kConvert), 1);
     }
   }
+  // One the emitter would refuse (an integer division must raise on zero, as the
+  // interpreter's does) is left alone: a fusion of it would only be an interpreter fallback.
+  HloBuilder b("lone_integer_divide");
+  int x = b.parameter({512, 128}, DType::kInt32);
+  int y = b.parameter({512, 128}, DType::kInt32);
+  HloModule m = b.build({b.binary(HloOpcode::kDivide, x, y)});
+  backend::cpu::CpuInstructionFusion().run(m);
+  EXPECT_TRUE(fusions(m).empty()) << m.to_string();
 }
 
 // Autocast's bf16 activations: elementwise chains fuse (the kernels round every
