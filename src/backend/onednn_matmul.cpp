@@ -201,8 +201,8 @@ struct Variant {
 };
 
 // A block of this thread's memory of at least `bytes`, 64-byte aligned, kept
-// for the thread's next tiles (slot 0: a dense lhs, slot 1: a dense output):
-// no allocation, hence no page faults, per tile once it has grown.
+// for the thread's next tiles (slot 0: a dense lhs, 1: a dense output, 2:
+// oneDNN's scratchpad): no allocation, hence no page faults, per tile once it has grown.
 static uint8_t* thread_scratch(int slot, size_t bytes) {
   struct AlignedDelete {
     void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -211,7 +211,7 @@ static uint8_t* thread_scratch(int slot, size_t bytes) {
     std::unique_ptr<uint8_t[], AlignedDelete> data;
     size_t size = 0;
   };
-  thread_local Block blocks[2];
+  thread_local Block blocks[3];
   Block& b = blocks[slot];
   if (b.size < bytes) {
     b.data.reset(static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
@@ -437,10 +437,8 @@ void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b
                                                 {DNNL_ARG_DST, dnnl::memory(v.c_md, engine, c_tile)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(v.bias_md, engine, ptr(bias, col)));
   if (residual) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(v.residual_md, engine, ptr(residual, c_off)));
-  std::unique_ptr<uint8_t[]> scratchpad;
   if (v.scratchpad_md.get_size() > 0) {
-    scratchpad = std::make_unique_for_overwrite<uint8_t[]>(v.scratchpad_md.get_size());
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(v.scratchpad_md, engine, scratchpad.get()));
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(v.scratchpad_md, engine, thread_scratch(2, v.scratchpad_md.get_size())));
   }
   // One thread at execution too: some of oneDNN's kernels (its AVX2 gemm) pick their threads when they run.
   with_one_thread([&] {

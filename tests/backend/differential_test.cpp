@@ -507,6 +507,25 @@ TEST(CpuDotEpilogue, BiasAndResidualPostOpsMatchTheInterpreter) {
   }
 }
 
+// The cpu backend's compile of `module`, and how many of its reductions
+// (kInput fusions) got a generated kernel.
+std::pair<std::unique_ptr<Executable>, int> compile_counting_reduction_kernels(const hlo::HloModule& module) {
+  auto cpu = backend::make_compiler("cpu")->compile(module);
+  int kernels = 0;
+  for (const auto& in : cpu->module().instructions) {
+    kernels += in.opcode == hlo::HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kInput && backend::cpu::emit_fusion_kernel(in, "k");
+  }
+  return {std::move(cpu), kernels};
+}
+
+// Every output of `got` equal to `want`'s, bit for bit.
+void expect_exactly_equal(const std::vector<Buffer>& got, const std::vector<Buffer>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  RandomOutput exact;
+  exact.exact = true;
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(mismatch(got[i], want[i], exact), "") << "output " << i;
+}
+
 TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
   using hlo::HloOpcode;
   hlo::HloBuilder b("long_sums");
@@ -516,19 +535,13 @@ TEST(DifferentialLongSums, FloatSumsAccumulateInDoubleLikeTheInterpreter) {
   const Shape cs = {20000, 3};
   const int col = b.binary(HloOpcode::kAdd, b.iota(cs, DType::kFloat32, 0), b.full(1000.0, cs, DType::kFloat32));
   hlo::HloModule module = b.build({b.reduce(row, {0}, hlo::ReduceKind::kAdd), b.reduce(col, {0}, hlo::ReduceKind::kAdd)});
-  auto cpu = backend::make_compiler("cpu")->compile(module);
-  int kernels = 0;
-  for (const auto& in : cpu->module().instructions) {
-    kernels += in.opcode == hlo::HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kInput && backend::cpu::emit_fusion_kernel(in, "k");
-  }
+  auto [cpu, kernels] = compile_counting_reduction_kernels(module);
   EXPECT_EQ(kernels, 2) << cpu->module().to_string();
   auto want = backend::make_compiler("interpreter")->compile(module)->execute({});
   auto got = cpu->execute({});
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(want[0].data<float>()[0], -117641300.0f);
-  RandomOutput exact;
-  exact.exact = true;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(mismatch(got[i], want[i], exact), "") << "output " << i;
+  expect_exactly_equal(got, want);
 }
 
 // bf16 reductions (a bias gradient's column sum under autocast) are generated
@@ -545,18 +558,12 @@ TEST(DifferentialLongSums, Bf16ReductionsRoundOnceLikeTheInterpreter) {
   auto as_f32 = [&](int x) { return b.convert(x, DType::kFloat32); };  // exact; compared as f32
   hlo::HloModule module = b.build({as_f32(b.reduce(v, {1}, hlo::ReduceKind::kAdd)), as_f32(b.reduce(v, {0}, hlo::ReduceKind::kAdd)),
                                    as_f32(b.reduce(v, {1}, hlo::ReduceKind::kMax))});
-  auto cpu = backend::make_compiler("cpu")->compile(module);
-  int kernels = 0;
-  for (const auto& in : cpu->module().instructions) {
-    kernels += in.opcode == hlo::HloOpcode::kFusion && in.fusion_kind == hlo::FusionKind::kInput && backend::cpu::emit_fusion_kernel(in, "k");
-  }
+  auto [cpu, kernels] = compile_counting_reduction_kernels(module);
   EXPECT_EQ(kernels, 3) << cpu->module().to_string();
   auto want = backend::make_compiler("interpreter")->compile(module)->execute({});
   auto got = cpu->execute({});
   ASSERT_EQ(got.size(), 3u);
-  RandomOutput exact;
-  exact.exact = true;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(mismatch(got[i], want[i], exact), "") << "output " << i;
+  expect_exactly_equal(got, want);
 }
 
 // ---- size-1 dims ----
