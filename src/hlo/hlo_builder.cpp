@@ -13,6 +13,7 @@ HloBuilder::HloBuilder(std::string name) { module_.name = std::move(name); }
 
 int HloBuilder::add(HloInstruction in) {
   in.id = static_cast<int>(module_.instructions.size());
+  if (in.metadata.empty()) in.metadata = metadata_;
   ShapeAndType st = infer_shape(module_, in);
   if (!is_tuple_shaped(in)) {
     in.shape = st.shape;
@@ -329,6 +330,7 @@ int HloBuilder::copy(const HloInstruction& instruction, std::vector<int> operand
 }
 
 HloModule HloBuilder::build(const std::vector<int>& outputs) {
+  metadata_ = OpMetadata{};  // the ROOT tuple is nobody's op
   HloInstruction in;
   in.opcode = HloOpcode::kTuple;
   in.operands = outputs;

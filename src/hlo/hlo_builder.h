@@ -78,6 +78,11 @@ class HloBuilder {
   // Finishes the module with ROOT tuple(outputs) and verifies it.
   HloModule build(const std::vector<int>& outputs);
 
+  // The metadata given to every instruction added from now on that has none of
+  // its own (a copy keeps its own), as XLA's XlaBuilder::SetOpMetadata: the
+  // lowering sets each IR node's, a pass the replaced instruction's.
+  void set_metadata(OpMetadata metadata) { metadata_ = std::move(metadata); }
+
  private:
   int add(HloInstruction instruction);
   int collective(HloOpcode opcode, int x, ReduceKind kind, std::vector<int64_t> dimensions,
@@ -85,6 +90,7 @@ class HloBuilder {
   void remove_dead_instructions();
   HloModule module_;
   int64_t channels_ = 0;  // collectives added so far
+  OpMetadata metadata_;
 };
 
 }  // namespace lazytrain::hlo

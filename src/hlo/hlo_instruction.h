@@ -22,6 +22,21 @@ struct DotDimensionNumbers {
   std::vector<int64_t> lhs_contracting_dimensions, rhs_contracting_dimensions;
 };
 
+// Where an instruction came from (XLA's OpMetadata): the lazy IR op it was
+// lowered from ("aten::embedding") and the user's line that recorded that op
+// (core/op_location.h). Set by the lowering (HloBuilder::set_metadata); passes
+// keep it on copies and give a replacement or a fusion the metadata of what it
+// replaces. Not compared by CSE and not part of any hash: two traces of one
+// graph share their compiled module, which names the first trace's lines.
+// Execution errors append it (hlo/op_metadata.h).
+struct OpMetadata {
+  std::string op_type;      // the IR op: "aten::embedding"; "" when unknown
+  std::string source_file;  // as recorded (a path); "" when unknown
+  int64_t source_line = 0;
+
+  bool empty() const { return op_type.empty() && source_file.empty(); }
+};
+
 struct HloInstruction {
   int id = 0;  // position in HloModule::instructions; printed as %<opcode>.<id>
   HloOpcode opcode = HloOpcode::kParameter;
@@ -71,6 +86,8 @@ struct HloInstruction {
   // start_index_map={0}, index_vector_dim=rank(indices), slice_sizes={1, R...}).
   // scatter: operand [N, R...], indices [I...], updates [I..., R...] — the inverse,
   // combining with reduce_kind (add).
+
+  OpMetadata metadata;
 
   std::string name() const { return opcode_name(opcode) + "." + std::to_string(id); }
 };

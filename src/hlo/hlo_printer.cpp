@@ -3,6 +3,7 @@
 
 #include "core/half.h"
 #include "hlo/hlo_instruction.h"
+#include "hlo/op_metadata.h"
 
 namespace lazytrain::hlo {
 
@@ -148,7 +149,8 @@ void print_computation(std::ostream& os, const HloModule& m, const std::string& 
       const auto& o = self.at(in.operands[i]);
       os << (i ? ", " : "") << shape_text(self, o) << " %" << o.name();
     }
-    os << ")" << attributes(in) << "\n";
+    const std::string metadata = metadata_attribute(in.metadata);
+    os << ")" << attributes(in) << (metadata.empty() ? "" : ", " + metadata) << "\n";
   }
   os << "}\n";
 }

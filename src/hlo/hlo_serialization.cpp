@@ -8,7 +8,8 @@ namespace lazytrain::hlo {
 
 namespace {
 
-constexpr uint32_t kFormat = 4;  // 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index
+// 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index; 5: metadata
+constexpr uint32_t kFormat = 5;
 
 class Writer {
  public:
@@ -97,6 +98,9 @@ void write_module(Writer& w, const HloModule& m) {
     w.str(in.custom_call_target);
     w.str(in.backend_config);
     w.i64(in.tuple_index);
+    w.str(in.metadata.op_type);
+    w.str(in.metadata.source_file);
+    w.i64(in.metadata.source_line);
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -150,6 +154,9 @@ HloModule read_module(Reader& r) {
     in.custom_call_target = r.str();
     in.backend_config = r.str();
     in.tuple_index = r.i64();
+    in.metadata.op_type = r.str();
+    in.metadata.source_file = r.str();
+    in.metadata.source_line = r.i64();
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

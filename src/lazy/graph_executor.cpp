@@ -102,9 +102,11 @@ hlo::HloModule lower_graph(const GraphSignature& sig, const std::string& name) {
   for (const Node* node : sig.post_order) {
     int id;
     if (node->is_device_data()) {
+      builder.set_metadata({});
       id = builder.parameter(node->shape(), node->dtype());
     } else {
       check(node->lower() != nullptr, node->op(), "has no lowering");
+      builder.set_metadata({node->op(), node->location().file_name(), node->location().line});
       id = node->lower()(context, *node);
       check(builder.shape(id) == node->shape() && builder.dtype(id) == node->dtype(), node->op(),
             "lowered to " + xla_name(builder.dtype(id)) + shape_str(builder.shape(id)) + " but the IR says " +

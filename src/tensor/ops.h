@@ -226,7 +226,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, Loc loc = std::source_
 
 // ---- neural-network functions (torch.nn.functional) ----
 // weight [num_embeddings, dim], indices int [...] → [..., dim]. An index out of
-// range raises Error when the graph runs. Lookups of padding_idx (>= 0) send no
+// range raises Error when the graph runs, naming this call's line. Lookups of padding_idx (>= 0) send no
 // gradient to that row, as torch.nn.functional.embedding.
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, Loc loc = std::source_location::current());
 Tensor softmax(const Tensor& x, int64_t dim, Loc loc = std::source_location::current());
@@ -268,6 +268,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Loc loc = std::source_l
 // log-probabilities: the forward reads the logits once (online softmax) and is
 // exact to the loss's own precision whatever the logits' magnitude; the
 // backward, softmax - one_hot(target), is one elementwise pass (the fused loss).
+// A target outside [0, C) other than ignore_index raises Error when the graph
+// runs, naming this call's line (as torch's "Target ... is out of bounds").
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100, Loc loc = std::source_location::current());
 // Linear layer: x [..., in] @ weight[out, in]^T + bias[out].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc = std::source_location::current());

@@ -65,6 +65,30 @@ def test_debug_eager_execution_error_names_the_line():
     assert f"test_errors.py:{line_of('EMBEDDING-LINE')}" in str(e.value), str(e.value)
 
 
+def test_lazy_index_out_of_range_names_the_ops_line_at_the_read():
+    # Lazily the failure surfaces at the read (the traceback's line); the
+    # message names the op that failed and the line that recorded it.
+    w = lt.ones(4, 2)
+    y = lt.embedding(w, lt.tensor([3, 9])) * 2  # LAZY-EMBEDDING-LINE
+    with pytest.raises(lt.LazytrainError) as e:
+        y.tolist()
+    message = str(e.value)
+    assert "index 9 is out of range for dimension 0 of size 4" in message, message
+    assert f"aten::embedding called from test_errors.py:{line_of('LAZY-EMBEDDING-LINE')}" in message, message
+
+
+def test_cross_entropy_target_out_of_range_is_an_error_not_another_rows_logit():
+    # torch raises "Target 4 is out of bounds"; row 0's target 4 of 4 classes
+    # would otherwise read row 1's first logit.
+    logits = lt.arange(12).float().reshape(3, 4)
+    loss = lt.nn.functional.cross_entropy(logits, lt.tensor([4, 1, 2]))  # TARGET-LINE
+    with pytest.raises(lt.LazytrainError) as e:
+        loss.item()
+    message = str(e.value)
+    assert "index 4 is out of range for dimension 0 of size 4" in message, message
+    assert f"test_errors.py:{line_of('TARGET-LINE')}" in message, message
+
+
 def run_python(code):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
 

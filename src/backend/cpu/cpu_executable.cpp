@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/evaluator/hlo_evaluator.h"
+#include "hlo/op_metadata.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
 
@@ -124,34 +125,38 @@ class CpuExecutable : public Executable {
       count_if_fallback(in);
       auto kernel = kernels_.find(in.id);
       auto matmul = matmuls_.find(in.id);
-      if (in.opcode == HloOpcode::kConstant) {
-        values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
-      } else if (hlo::is_multi_output_fusion(in)) {
-        tuples[in.id] = run_multi_output_fusion(in, values, donated, arena.buffer);
-      } else if (in.opcode == HloOpcode::kGetTupleElement) {
-        values[in.id] = tuples[in.operands[0]].at(static_cast<size_t>(in.tuple_index));
-      } else if (matmul != matmuls_.end()) {
-        Buffer out = output_storage(in, values, donated, arena.buffer);
-        const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
-        const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
-        matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
-        values[in.id] = std::move(out);
-      } else if (kernel != kernels_.end()) {
-        Buffer out = output_storage(in, values, donated, arena.buffer);
-        pointers.clear();
-        for (int o : in.operands) pointers.push_back(values[o].raw());
-        kernel->second(pointers.data(), out.raw());
-        values[in.id] = std::move(out);
-      } else if (writes_into_storage(in)) {
-        Buffer out = output_storage(in, values, donated, arena.buffer);
-        std::vector<hlo::ArrayRef> refs;
-        for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
-        hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
-        values[in.id] = std::move(out);
-      } else {
-        interpreter::Operands args;
-        for (int o : in.operands) args.push_back(&values[o]);
-        values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+      try {
+        if (in.opcode == HloOpcode::kConstant) {
+          values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
+        } else if (hlo::is_multi_output_fusion(in)) {
+          tuples[in.id] = run_multi_output_fusion(in, values, donated, arena.buffer);
+        } else if (in.opcode == HloOpcode::kGetTupleElement) {
+          values[in.id] = tuples[in.operands[0]].at(static_cast<size_t>(in.tuple_index));
+        } else if (matmul != matmuls_.end()) {
+          Buffer out = output_storage(in, values, donated, arena.buffer);
+          const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
+          const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
+          matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
+          values[in.id] = std::move(out);
+        } else if (kernel != kernels_.end()) {
+          Buffer out = output_storage(in, values, donated, arena.buffer);
+          pointers.clear();
+          for (int o : in.operands) pointers.push_back(values[o].raw());
+          kernel->second(pointers.data(), out.raw());
+          values[in.id] = std::move(out);
+        } else if (writes_into_storage(in)) {
+          Buffer out = output_storage(in, values, donated, arena.buffer);
+          std::vector<hlo::ArrayRef> refs;
+          for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
+          hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
+          values[in.id] = std::move(out);
+        } else {
+          interpreter::Operands args;
+          for (int o : in.operands) args.push_back(&values[o]);
+          values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
+        }
+      } catch (...) {
+        hlo::rethrow_with_origin(in);  // names the op and the user's line
       }
       if (tracing) trace_instruction(in, t0);
       if (profile_) note_profile(in, kernel != kernels_.end(), matmul != matmuls_.end(), runtime::now_ns() - t0, totals);

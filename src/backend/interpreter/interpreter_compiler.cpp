@@ -9,6 +9,7 @@
 #include "backend/literal_buffer.h"
 #include "core/error.h"
 #include "hlo/evaluator/hlo_evaluator.h"
+#include "hlo/op_metadata.h"
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
@@ -79,12 +80,16 @@ namespace {
 // One instruction's value into `values`, a multi-output fusion's into `tuples`.
 void evaluate_into_values(const hlo::HloInstruction& in, const interpreter::Operands& args, const std::vector<Buffer>& arguments,
                           std::vector<Buffer>& values, std::vector<std::vector<Buffer>>& tuples) {
-  if (hlo::is_multi_output_fusion(in)) {
-    tuples[static_cast<size_t>(in.id)] = interpreter::evaluate_fusion(in, args);
-  } else if (in.opcode == HloOpcode::kGetTupleElement) {
-    values[static_cast<size_t>(in.id)] = tuples[static_cast<size_t>(in.operands[0])].at(static_cast<size_t>(in.tuple_index));
-  } else {
-    values[static_cast<size_t>(in.id)] = interpreter::evaluate_instruction(in, args, arguments);
+  try {
+    if (hlo::is_multi_output_fusion(in)) {
+      tuples[static_cast<size_t>(in.id)] = interpreter::evaluate_fusion(in, args);
+    } else if (in.opcode == HloOpcode::kGetTupleElement) {
+      values[static_cast<size_t>(in.id)] = tuples[static_cast<size_t>(in.operands[0])].at(static_cast<size_t>(in.tuple_index));
+    } else {
+      values[static_cast<size_t>(in.id)] = interpreter::evaluate_instruction(in, args, arguments);
+    }
+  } catch (...) {
+    hlo::rethrow_with_origin(in);  // names the op and the user's line
   }
 }
 

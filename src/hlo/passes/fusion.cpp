@@ -261,7 +261,9 @@ bool InstructionFusion::run(HloModule& module) {
       auto computation = make_fused_computation(module, *it->second, external);
       std::vector<int> ops;
       for (int e : external) ops.push_back(new_id[e]);
+      b.set_metadata(in.metadata);  // the fusion is named for the instruction it replaces
       new_id[in.id] = b.fusion(computation, ops, it->second->reduce >= 0 ? FusionKind::kInput : FusionKind::kLoop);
+      b.set_metadata({});
       continue;
     }
     std::vector<int> ops;

@@ -17,6 +17,7 @@ bool rewrite_module(HloModule& module, const ReplaceFn& replace) {
       outputs = std::move(ops);
       break;
     }
+    b.set_metadata(in.metadata);  // what replaces `in` comes from its op
     Rewritten r = replace(b, in, ops);
     replaced = replaced || r.replaced;
     map[static_cast<size_t>(in.id)] = r.id >= 0 ? r.id : b.copy(in, std::move(ops));

@@ -237,12 +237,14 @@ bool MultiOutputFusion::run(HloModule& module) {
       auto computation = merge_computations(module, members, read_outside, external, outputs);
       std::vector<int> ops;
       for (int e : external) ops.push_back(new_id[static_cast<size_t>(e)]);
+      b.set_metadata(module.at(members.back()).metadata);  // the fusion is named for its last member
       const int fusion = b.fusion(computation, std::move(ops), FusionKind::kLoop);
       if (outputs.size() == 1) {
         new_id[static_cast<size_t>(outputs[0])] = fusion;
       } else {
         for (size_t k = 0; k < outputs.size(); ++k) new_id[static_cast<size_t>(outputs[k])] = b.get_tuple_element(fusion, static_cast<int64_t>(k));
       }
+      b.set_metadata({});
     }
     finish(u);
   }
