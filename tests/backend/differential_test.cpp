@@ -35,6 +35,7 @@
 #include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include "../support/golden.h"
 #include "../support/golden_ops.h"
@@ -564,6 +565,41 @@ TEST(DifferentialLongSums, Bf16ReductionsRoundOnceLikeTheInterpreter) {
   auto got = cpu->execute({});
   ASSERT_EQ(got.size(), 3u);
   expect_exactly_equal(got, want);
+}
+
+// A reduction of a few long rows (a parameter's squared norm for clipping) is
+// parallel over chunks fixed by the shape and combined in chunk order: the same
+// bits at 1 and 2 threads; max/min keep a NaN found in any chunk; bf16 rounds
+// once. The values are multiples of 1/64 (squares of 1/4096) whose sums fit a
+// double exactly in any order, so the interpreter's sequential sum is exact too.
+TEST(DifferentialLongSums, FewLongRowsReduceInParallelChunksTheSameAtAnyThreadCount) {
+  using hlo::HloOpcode;
+  hlo::HloBuilder b("long_rows");
+  const Shape s = {2, 300000};  // 10 chunks a row
+  const int x = b.parameter(s, DType::kFloat32);
+  auto squared = [&] { return b.binary(HloOpcode::kMultiply, x, x); };
+  const int as_bf16 = b.convert(b.binary(HloOpcode::kAdd, x, b.full(1.0, s, DType::kFloat32)), DType::kBFloat16);
+  const int flat = b.reshape(b.binary(HloOpcode::kSubtract, x, b.full(0.5, s, DType::kFloat32)), {600000});
+  hlo::HloModule module = b.build({b.reduce(squared(), {1}, hlo::ReduceKind::kAdd),
+                                   b.reduce(b.binary(HloOpcode::kAdd, x, b.full(2.0, s, DType::kFloat32)), {1}, hlo::ReduceKind::kMax),
+                                   b.reduce(b.unary(HloOpcode::kNegate, x), {1}, hlo::ReduceKind::kMin),
+                                   b.convert(b.reduce(as_bf16, {1}, hlo::ReduceKind::kAdd), DType::kFloat32),
+                                   b.reduce(flat, {0}, hlo::ReduceKind::kAdd)});
+  Buffer arg(s, DType::kFloat32);
+  float* p = arg.data<float>();
+  for (int64_t i = 0; i < arg.numel(); ++i) p[i] = static_cast<float>((i * 7919 % 2003) - 1000) / 64.0f;
+  p[300000 + 250001] = NAN;  // row 1, chunk 7: row 1's max and min are NaN, row 0's are not
+  auto [cpu, kernels] = compile_counting_reduction_kernels(module);
+  EXPECT_EQ(kernels, 5) << cpu->module().to_string();
+  auto want = backend::make_compiler("interpreter")->compile(module)->execute({arg});
+  EXPECT_TRUE(std::isnan(want[1].data<float>()[1]));
+  EXPECT_FALSE(std::isnan(want[1].data<float>()[0]));
+  const int threads = omp_get_max_threads();
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    expect_exactly_equal(cpu->execute({arg}), want);
+  }
+  omp_set_num_threads(threads);
 }
 
 // ---- size-1 dims ----
