@@ -27,14 +27,18 @@ struct DotDimensionNumbers {
 // (core/op_location.h). Set by the lowering (HloBuilder::set_metadata); passes
 // keep it on copies and give a replacement or a fusion the metadata of what it
 // replaces. Not compared by CSE and not part of any hash: two traces of one
-// graph share their compiled module, which names the first trace's lines.
-// Execution errors append it (hlo/op_metadata.h).
+// graph share their compiled module, which holds the first trace's lines; the
+// lazy runtime therefore names the line of the trace being run, found by
+// ir_position (hlo/op_metadata.h has the errors that carry it).
 struct OpMetadata {
   std::string op_type;      // the IR op: "aten::embedding"; "" when unknown
   std::string source_file;  // as recorded (a path); "" when unknown
   int64_t source_line = 0;
+  // lazytrain's, not XLA's: the IR node's index in the graph's post order,
+  // which every trace with this graph's hash shares; -1 when not lowered from IR.
+  int64_t ir_position = -1;
 
-  bool empty() const { return op_type.empty() && source_file.empty(); }
+  bool empty() const { return op_type.empty() && source_file.empty() && ir_position < 0; }
 };
 
 struct HloInstruction {

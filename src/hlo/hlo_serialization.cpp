@@ -101,6 +101,7 @@ void write_module(Writer& w, const HloModule& m) {
     w.str(in.metadata.op_type);
     w.str(in.metadata.source_file);
     w.i64(in.metadata.source_line);
+    w.i64(in.metadata.ir_position);
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -157,6 +158,7 @@ HloModule read_module(Reader& r) {
     in.metadata.op_type = r.str();
     in.metadata.source_file = r.str();
     in.metadata.source_line = r.i64();
+    in.metadata.ir_position = r.i64();
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/op_location.h"
 #include "hlo/cost_analysis.h"
+#include "hlo/op_metadata.h"
 #include "lazy/execution_mode.h"
 #include "lazy/lowering_context.h"
 #include "lazy/recompile_reasons.h"
@@ -99,14 +100,15 @@ GraphSignature graph_signature(const std::vector<const Node*>& outputs) {
 hlo::HloModule lower_graph(const GraphSignature& sig, const std::string& name) {
   hlo::HloBuilder builder(name);
   LoweringContext context(builder);
-  for (const Node* node : sig.post_order) {
+  for (size_t position = 0; position < sig.post_order.size(); ++position) {
+    const Node* node = sig.post_order[position];
     int id;
     if (node->is_device_data()) {
       builder.set_metadata({});
       id = builder.parameter(node->shape(), node->dtype());
     } else {
       check(node->lower() != nullptr, node->op(), "has no lowering");
-      builder.set_metadata({node->op(), node->location().file_name(), node->location().line});
+      builder.set_metadata({node->op(), node->location().file_name(), node->location().line, static_cast<int64_t>(position)});
       id = node->lower()(context, *node);
       check(builder.shape(id) == node->shape() && builder.dtype(id) == node->dtype(), node->op(),
             "lowered to " + xla_name(builder.dtype(id)) + shape_str(builder.shape(id)) + " but the IR says " +
@@ -362,7 +364,12 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     const auto recorder = graph_recorders.find(device);
     if (recorder != graph_recorders.end() && recorder->second) recorder->second->insert(sig.hash);
   }
-  launch(executable, std::move(arguments), std::move(donated), results, device, what);
+  // The lines of this trace: the cached module may hold another trace's (an
+  // execution error names the op's line through the instruction's ir_position).
+  auto locations = std::make_shared<std::vector<OpLocation>>();
+  locations->reserve(sig.post_order.size());
+  for (const Node* node : sig.post_order) locations->push_back(node->location());
+  launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations));
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
   if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
     // The host's tracing since this thread's previous mark_step: the ops that built this graph.
@@ -378,7 +385,8 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
 
 void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                            std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
-                           const runtime::Device& device, const std::string& description) {
+                           const runtime::Device& device, const std::string& description,
+                           std::shared_ptr<const std::vector<OpLocation>> locations) {
   int64_t number;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -389,7 +397,7 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
   rethrow_execution_failure(device);
-  queue.enqueue([this, executable, arguments, donated, results, what, device, number]() mutable {
+  queue.enqueue([this, executable, arguments, donated, results, what, device, number, locations]() mutable {
     runtime::TraceMe trace("execute");
     if (trace) {
       trace.name(executable->module().name).arg("execution", number).arg("device", device.to_string()).arg("what", what);
@@ -420,7 +428,14 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
         results[i]->set(values[i].device() == device ? std::move(values[i]) : runtime::copy_to_device(values[i], device));
       }
     } catch (const std::exception& e) {
-      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + e.what()));
+      std::string message = e.what();
+      if (const auto* failed = dynamic_cast<const hlo::InstructionError*>(&e); failed && locations) {
+        const int64_t position = failed->metadata().ir_position;
+        if (position >= 0 && position < static_cast<int64_t>(locations->size())) {
+          message = failed->with_location((*locations)[static_cast<size_t>(position)]);
+        }
+      }
+      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + message));
       {
         // Recorded before the outputs fail: a reader woken by them clears it.
         std::lock_guard<std::mutex> lock(mutex_);

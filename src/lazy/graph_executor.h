@@ -146,9 +146,12 @@ class GraphExecutor {
  private:
   GraphExecutor();
   // Enqueues one execution; fills `results` (pending) and numbers it for errors.
+  // `locations`: the running trace's op locations by IR position, which an
+  // execution error names (null: the module's own metadata).
   void launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
               std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
-              const runtime::Device& device, const std::string& what);
+              const runtime::Device& device, const std::string& what,
+              std::shared_ptr<const std::vector<OpLocation>> locations = nullptr);
 
   // Rethrows (once) the error of an execution of `device` that failed since the last call.
   void rethrow_execution_failure(const runtime::Device& device);

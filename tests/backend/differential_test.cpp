@@ -570,8 +570,8 @@ TEST(DifferentialLongSums, Bf16ReductionsRoundOnceLikeTheInterpreter) {
 // A reduction of a few long rows (a parameter's squared norm for clipping) is
 // parallel over chunks fixed by the shape and combined in chunk order: the same
 // bits at 1 and 2 threads; max/min keep a NaN found in any chunk; bf16 rounds
-// once. The values are multiples of 1/64 (squares of 1/4096) whose sums fit a
-// double exactly in any order, so the interpreter's sequential sum is exact too.
+// once. The first values are multiples of 1/64 (squares of 1/4096) whose sums
+// fit a double exactly in any order: equal to the interpreter's, bit for bit.
 TEST(DifferentialLongSums, FewLongRowsReduceInParallelChunksTheSameAtAnyThreadCount) {
   using hlo::HloOpcode;
   hlo::HloBuilder b("long_rows");
@@ -591,13 +591,35 @@ TEST(DifferentialLongSums, FewLongRowsReduceInParallelChunksTheSameAtAnyThreadCo
   p[300000 + 250001] = NAN;  // row 1, chunk 7: row 1's max and min are NaN, row 0's are not
   auto [cpu, kernels] = compile_counting_reduction_kernels(module);
   EXPECT_EQ(kernels, 5) << cpu->module().to_string();
+  int chunked = 0;  // kernels of the chunked form (their partial results)
+  for (const auto& in : cpu->module().instructions) {
+    if (in.opcode != hlo::HloOpcode::kFusion || in.fusion_kind != hlo::FusionKind::kInput) continue;
+    const std::optional<std::string> source = backend::cpu::emit_fusion_kernel(in, "k");
+    chunked += source && source->find("partial[") != std::string::npos;
+  }
+  EXPECT_EQ(chunked, 5) << cpu->module().to_string();
   auto want = backend::make_compiler("interpreter")->compile(module)->execute({arg});
   EXPECT_TRUE(std::isnan(want[1].data<float>()[1]));
   EXPECT_FALSE(std::isnan(want[1].data<float>()[0]));
+  // Inexact values (sums that depend on the order of addition): the same bits
+  // at 1, 2 and 3 threads, and within rounding of the interpreter's.
+  Buffer inexact(s, DType::kFloat32);
+  for (int64_t i = 0; i < inexact.numel(); ++i) inexact.data<float>()[i] = std::sin(0.001f * static_cast<float>(i)) * 3.7f + 0.1f;
+  const auto reference = backend::make_compiler("interpreter")->compile(module)->execute({inexact});
   const int threads = omp_get_max_threads();
-  for (int t : {1, 2}) {
+  std::vector<Buffer> at_one_thread;
+  for (int t : {1, 2, 3}) {
     omp_set_num_threads(t);
     expect_exactly_equal(cpu->execute({arg}), want);
+    std::vector<Buffer> got = cpu->execute({inexact});
+    if (t == 1) at_one_thread = got;
+    expect_exactly_equal(got, at_one_thread);
+    for (size_t o = 0; o < got.size(); ++o) {
+      RandomOutput close;
+      close.rtol = 1e-6;
+      close.atol = 1e-6;
+      EXPECT_EQ(mismatch(got[o], reference[o], close), "") << t << " threads, output " << o;
+    }
   }
   omp_set_num_threads(threads);
 }

@@ -6,6 +6,7 @@
 // >= C would pick another row's logit).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backend/cpu/cpu_pipeline.h"
@@ -14,6 +15,8 @@
 #include "hlo/hlo_serialization.h"
 #include "hlo/op_metadata.h"
 #include "hlo/passes/hlo_pass.h"
+#include "hlo/hlo_builder.h"
+#include "lazy/execution_mode.h"
 #include "lazy/graph_executor.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
@@ -150,6 +153,55 @@ TEST(OpMetadata, AFailedStepNamesTheOpsLineAtTheRead) {
     EXPECT_NE(what.find("aten::embedding called from op_metadata_test.cpp:" + std::to_string(line)), std::string::npos) << what;
   }
   lazy::wait_device_ops();
+}
+
+// An instruction inside a fusion that runs on the interpreter (an integer
+// divide: generated kernels refuse it) names its own op, once.
+TEST(OpMetadata, AFailureInsideAnInterpretedFusionNamesTheInnerOpOnce) {
+  hlo::HloBuilder b("int_div");
+  const Shape s = {4};
+  const int x = b.parameter(s, DType::kInt64);
+  const int y = b.parameter(s, DType::kInt64);
+  b.set_metadata({"aten::floor_divide", "/src/model.py", 3, -1});
+  const int q = b.binary(HloOpcode::kDivide, x, y);
+  b.set_metadata({"aten::add", "/src/model.py", 4, -1});
+  const int sum = b.binary(HloOpcode::kAdd, q, b.full(1.0, s, DType::kInt64));
+  Lowered l{b.build({sum}), {}};
+  for (const std::vector<int64_t>& v : {std::vector<int64_t>{8, 6, 4, 2}, std::vector<int64_t>{1, 2, 0, 4}}) {
+    runtime::Buffer buffer(s, DType::kInt64);
+    std::copy(v.begin(), v.end(), buffer.data<int64_t>());
+    l.arguments.push_back(buffer);
+  }
+  for (const std::string& backend : {std::string("interpreter"), std::string("cpu")}) {
+    try {
+      backend::make_compiler(backend)->compile(l.module)->execute(l.arguments);
+      ADD_FAILURE() << backend << ": the division by zero did not throw";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("integer division by zero (from aten::floor_divide called from model.py:3)"), std::string::npos) << backend << ": " << what;
+      EXPECT_EQ(what.find("(from "), what.rfind("(from ")) << backend << ": one origin only: " << what;
+    }
+  }
+}
+
+// One executable serves every call site that builds the same graph (eager ops
+// by their signature); the error names the line that ran, not the first one.
+TEST(OpMetadata, ACachedExecutableNamesTheLineOfTheTraceThatRan) {
+  lazy::ExecutionModeGuard guard(lazy::ExecutionMode::kDebugEager);
+  Tensor table = from_vector(std::vector<float>(8, 1.0f), {4, 2});
+  Tensor good = embedding(table, from_vector(std::vector<int64_t>{1, 2}, {2}));  // compiles the op
+  EXPECT_EQ(good.to_vector<float>(), (std::vector<float>{1, 1, 1, 1}));
+  Tensor ids = from_vector(std::vector<int64_t>{1, 7}, {2});
+  const int line = __LINE__ + 2;
+  try {
+    Tensor bad = embedding(table, ids);
+    FAIL() << "the out-of-range index did not throw";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("index 7 is out of range"), std::string::npos) << what;
+    EXPECT_NE(what.find("(from aten::embedding called from op_metadata_test.cpp:" + std::to_string(line) + ")"), std::string::npos) << what;
+    EXPECT_EQ(what.find("op_metadata_test.cpp:" + std::to_string(line - 5)), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ std::shared_ptr<const HloModule> make_computation(const HloModule& m, const Matc
   int value = b.copy(dot, {lhs, rhs});
   if (match.reshape >= 0) value = b.copy(m.at(match.reshape), {value});
   const HloInstruction& add = m.at(match.bias_add);
+  b.set_metadata(add.metadata);  // the epilogue's bias add and broadcast come from the add
   value = b.binary(HloOpcode::kAdd, value, b.broadcast(bias, add.shape, {static_cast<int64_t>(add.shape.size()) - 1}));
   if (residual >= 0) value = b.binary(HloOpcode::kAdd, value, residual);
   return std::make_shared<HloModule>(b.build({value}));
@@ -119,7 +120,9 @@ bool DotEpilogueFusion::run(HloModule& module) {
     std::vector<int> operands = {new_id[static_cast<size_t>(dot.operands[0])], new_id[static_cast<size_t>(dot.operands[1])],
                                  new_id[static_cast<size_t>(match.bias)]};
     if (match.residual >= 0) operands.push_back(new_id[static_cast<size_t>(match.residual)]);
+    b.set_metadata(in.metadata);  // the fusion is named for the add it replaces
     new_id[static_cast<size_t>(in.id)] = b.fusion(make_computation(module, match), operands, FusionKind::kOutput);
+    b.set_metadata({});
   }
   module = b.build(outputs);
   return true;

@@ -20,12 +20,12 @@ using hlo::HloOpcode;
 constexpr int64_t kParallelElements = 1 << 16;
 // Inner ranges are cut into chunks of this many elements when rows are few.
 constexpr int64_t kChunk = 1 << 14;
-// A reduction of fewer rows than this is parallel over chunks of each row, of
-// at least kReduceChunk elements and at most kMaxReduceChunks a row (partial
-// results live on the stack).
+// A reduction of fewer rows than this is parallel over rows x chunks of each
+// row, of at least kReduceChunk elements and at most kMaxReduceChunks a row
+// (partial results live on the stack: at most 7 x 2048 of them).
 constexpr int64_t kFewRows = 8;
 constexpr int64_t kReduceChunk = 1 << 15;
-constexpr int64_t kMaxReduceChunks = 4096;
+constexpr int64_t kMaxReduceChunks = 2048;
 
 // The C++ type a value is computed in: bf16 values live in floats that hold
 // exactly representable bf16 numbers (every bf16 op rounds its float result, as
@@ -455,8 +455,8 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
   os << "extern \"C\" void " << name << "(const void* const* args, void* out_raw) {\n"
      << e.params("  ") << "  " << stored << "* __restrict__ out = static_cast<" << stored << "*>(out_raw);\n";
   // A few long rows (a parameter's squared norm for clipping: one row of
-  // millions) are cut into chunks fixed by the shape, reduced in parallel and
-  // combined in chunk order: no thread count changes the sums.
+  // millions) are cut into chunks fixed by the shape, reduced in parallel (rows
+  // x chunks) and combined in chunk order: no thread count changes the sums.
   const int64_t chunk = std::max<int64_t>(kReduceChunk, (inner + kMaxReduceChunks - 1) / kMaxReduceChunks);
   if (suffix && rows < kFewRows && inner >= 2 * chunk) {
     const int64_t chunks = (inner + chunk - 1) / chunk;
@@ -468,12 +468,13 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
         default: return v + " < acc ? " + v + " : acc";
       }
     };
-    os << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
-       << "    const int64_t c = 0; (void)c;\n"
-       << "    " << at << " partial[" << chunks << "];\n"
-       << (float_minmax ? "    int partial_nan[" + std::to_string(chunks) + "];\n" : "")
-       << "#pragma omp parallel for schedule(static)\n"
+    const std::string slots = std::to_string(rows * chunks);
+    os << "  " << at << " partial[" << slots << "];\n"
+       << (float_minmax ? "  int partial_nan[" + slots + "];\n" : "")
+       << "#pragma omp parallel for collapse(2) schedule(static)\n"
+       << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
        << "    for (int64_t k = 0; k < " << chunks << "LL; ++k) {\n"
+       << "      const int64_t c = 0; (void)c;\n"
        << e.row_code(inner) << "      " << at << " acc = " << init << ";\n"
        << (float_minmax ? "      int has_nan = 0;\n" : "")
        << "      const int64_t j1 = (k + 1) * " << chunk << "LL < " << inner << "LL ? (k + 1) * " << chunk << "LL : " << inner << "LL;\n"
@@ -482,13 +483,15 @@ std::optional<std::string> emit_reduction(const HloModule& f, const HloInstructi
        << "        const int64_t i = r * " << inner << "LL + j;\n"
        << body.str() << "        acc = " << combine << ";\n"
        << (float_minmax ? "        has_nan |= " + value + " != " + value + ";\n" : "")
-       << "      }\n      partial[k] = acc;\n"
-       << (float_minmax ? "      partial_nan[k] = has_nan;\n" : "")
-       << "    }\n    " << at << " acc = " << init << ";\n"
+       << "      }\n      partial[r * " << chunks << "LL + k] = acc;\n"
+       << (float_minmax ? "      partial_nan[r * " + std::to_string(chunks) + "LL + k] = has_nan;\n" : "")
+       << "    }\n  }\n"
+       << "  for (int64_t r = 0; r < " << rows << "LL; ++r) {\n"
+       << "    " << at << " acc = " << init << ";\n"
        << (float_minmax ? "    int has_nan = 0;\n" : "")
        << "    for (int64_t k = 0; k < " << chunks << "LL; ++k) {\n"
-       << "      acc = " << combine_partial("partial[k]") << ";\n"
-       << (float_minmax ? "      has_nan |= partial_nan[k];\n" : "")
+       << "      acc = " << combine_partial("partial[r * " + std::to_string(chunks) + "LL + k]") << ";\n"
+       << (float_minmax ? "      has_nan |= partial_nan[r * " + std::to_string(chunks) + "LL + k];\n" : "")
        << "    }\n    out[r] = " << store(float_minmax ? "has_nan ? __builtin_nanf(\"\") : acc" : "acc") << ";\n  }\n}\n";
   } else if (suffix) {
     os << "#pragma omp parallel for schedule(static) if (" << numel(s) << "LL >= " << kParallelElements << "LL)\n"
