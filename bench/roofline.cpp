@@ -14,6 +14,7 @@
 
 #include "backend/cpu/dot_epilogue_fusion.h"
 #include "backend/onednn_matmul.h"
+#include "hlo/custom_call.h"
 #include "runtime/buffer.h"
 
 namespace lazytrain::bench {
@@ -118,6 +119,53 @@ std::string dot_key(const HloInstruction& dot, const Shape& lhs) {
   return k.str();
 }
 
+// The matmuls an sdpa custom-call's kernel computes, as the batched dots
+// eager attention would run (q's dtype): the forward's Q K^T and P V; the
+// backward recomputes Q K^T and forms dP = dO V^T, dV = P^T dO, dQ = dS K and
+// dK = dS^T Q (flash attention's backward). Each with its lhs shape.
+std::vector<std::pair<HloInstruction, Shape>> attention_dots(const HloModule& module, const HloInstruction& call) {
+  const bool forward = call.custom_call_target == hlo::kSdpaForwardTarget;
+  if (!forward && call.custom_call_target != hlo::kSdpaBackwardTarget) return {};
+  const Shape& q = module.at(call.operands[0]).shape;
+  const Shape& k = module.at(call.operands[1]).shape;
+  const Shape& v = module.at(call.operands[2]).shape;
+  const DType t = module.at(call.operands[0]).dtype;
+  const size_t nb = q.size() - 2;
+  const int64_t L = q[nb], E = q[nb + 1], S = k[nb], Ev = v[nb + 1];
+  const Shape batch(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(nb));
+  auto shape = [&](int64_t a, int64_t b) {
+    Shape s = batch;
+    s.push_back(a);
+    s.push_back(b);
+    return s;
+  };
+  std::vector<std::pair<HloInstruction, Shape>> dots;
+  // out = lhs · rhs over lhs dim `lc` and rhs dim `rc` (offsets after the batch dims).
+  auto dot = [&](const Shape& lhs, int64_t lc, int64_t rc, const Shape& out) {
+    HloInstruction d;
+    d.opcode = HloOpcode::kDot;
+    d.dtype = t;
+    d.shape = out;
+    for (size_t i = 0; i < nb; ++i) {
+      d.dot.lhs_batch_dimensions.push_back(static_cast<int64_t>(i));
+      d.dot.rhs_batch_dimensions.push_back(static_cast<int64_t>(i));
+    }
+    d.dot.lhs_contracting_dimensions = {static_cast<int64_t>(nb) + lc};
+    d.dot.rhs_contracting_dimensions = {static_cast<int64_t>(nb) + rc};
+    dots.emplace_back(std::move(d), lhs);
+  };
+  dot(q, 1, 1, shape(L, S));  // Q K^T
+  if (forward) {
+    dot(shape(L, S), 1, 0, shape(L, Ev));  // P V
+    return dots;
+  }
+  dot(shape(L, Ev), 1, 1, shape(L, S));  // dP = dO V^T
+  dot(shape(L, S), 0, 0, shape(S, Ev));  // dV = P^T dO
+  dot(shape(L, S), 1, 0, shape(L, E));   // dQ = dS K
+  dot(shape(L, S), 0, 0, shape(S, E));   // dK = dS^T Q
+  return dots;
+}
+
 bool moves_no_bytes(const HloInstruction& in) {
   switch (in.opcode) {
     case HloOpcode::kParameter:
@@ -171,6 +219,16 @@ Roofline measure_roofline(const HloModule& module, int threads) {
       if (it == dot_seconds.end()) it = dot_seconds.emplace(key, time_dot(*dot, *lhs)).first;
       r.matmul_s += it->second;
       continue;
+    }
+    // An sdpa kernel's matmuls count as the dots they are; its operands and
+    // result count as bytes (below), as any kernel's.
+    for (const auto& [attention_dot, lhs_shape] : attention_dots(module, in)) {
+      ++r.dots;
+      r.matmul_flops += dot_flops(attention_dot, lhs_shape);
+      const std::string key = dot_key(attention_dot, lhs_shape);
+      auto it = dot_seconds.find(key);
+      if (it == dot_seconds.end()) it = dot_seconds.emplace(key, time_dot(attention_dot, lhs_shape)).first;
+      r.matmul_s += it->second;
     }
     if (moves_no_bytes(in)) continue;
     r.other_bytes += bytes_of(in);  // written once

@@ -3,7 +3,9 @@
 // traffic cannot make impossible, unlike MFU).
 //
 //   bound = Σ over the step's dots of the best time oneDNN takes for that dot
-//           alone (same shapes, dtype and layout, its primitive made once)
+//           alone (same shapes, dtype and layout, its primitive made once;
+//           a fused attention kernel's matmuls count as the batched dots
+//           eager attention runs: Q K^T and P V, and five in its backward)
 //         + non-matmul bytes / the memory bandwidth of a STREAM triad
 //
 // Non-matmul bytes count every value the step's other instructions (fused
