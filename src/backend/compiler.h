@@ -22,11 +22,19 @@ class Executable {
   // argument i's storage to the executable, as XLA's donated buffers: it may be
   // overwritten with an intermediate or an output once parameter(i) is last read
   // (parameters, Adam moments updated in place), so the caller must not read a
-  // donated argument afterwards, even when execute throws. Backends without
-  // in-place updates ignore the flags.
-  virtual std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& donated) {
+  // donated argument afterwards, unless execute throws and `overwritten` (when
+  // not null; resized to one flag per argument) leaves its flag false: a failure
+  // before parameter(i)'s last read leaves the argument's values as they were,
+  // which lets the lazy runtime keep a failed step's parameters. Backends
+  // without in-place updates ignore the flags and never overwrite.
+  virtual std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& donated,
+                                               std::vector<bool>* overwritten) {
     (void)donated;
+    if (overwritten) overwritten->assign(arguments.size(), false);
     return execute(arguments);
+  }
+  std::vector<runtime::Buffer> execute(const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& donated) {
+    return execute(arguments, donated, nullptr);
   }
   virtual const hlo::HloModule& module() const = 0;
 };

@@ -138,6 +138,59 @@ std::string dump_ir(const std::vector<const Node*>& outputs) {
   return os.str();
 }
 
+// For each output, the argument that holds its tensors' value from before
+// their pending updates (LazyTensor::committed_data), or -1: a parameter the
+// graph updates in place, which keeps its old value if the execution fails.
+// -1 too where the tensors of one output disagree or hold none.
+std::vector<int> committed_arguments(const std::vector<LazyTensor*>& pending, const std::vector<size_t>& tensor_output, size_t outputs,
+                                     const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& arguments) {
+  std::unordered_map<const runtime::AsyncBuffer*, int> argument_index;
+  for (size_t j = 0; j < arguments.size(); ++j) argument_index.emplace(arguments[j].get(), static_cast<int>(j));
+  constexpr int kUnset = -2;
+  std::vector<int> keep(outputs, kUnset);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const std::shared_ptr<runtime::AsyncBuffer> committed = pending[i]->committed_data();
+    const auto it = committed ? argument_index.find(committed.get()) : argument_index.end();
+    const int j = it == argument_index.end() ? -1 : it->second;
+    int& k = keep[tensor_output[i]];
+    k = k == kUnset || k == j ? j : -1;
+  }
+  for (int& k : keep) k = std::max(k, -1);
+  return keep;
+}
+
+// Fails a failed execution's outputs, except those that keep their tensors'
+// value from before it (`keep`, from committed_arguments): an argument not
+// overwritten in place (`overwritten`, from Executable::execute) is their value.
+void fail_keeping_committed(const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results, const std::vector<int>& keep,
+                            const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& overwritten, const std::exception_ptr& error) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int j = keep.empty() ? -1 : keep[i];
+    if (j >= 0 && arguments[static_cast<size_t>(j)].defined() && !overwritten[static_cast<size_t>(j)]) {
+      results[i]->set(arguments[static_cast<size_t>(j)]);
+    } else {
+      results[i]->set_error(error);
+    }
+  }
+}
+
+// What a failed execution's error adds about the tensors it updates in place.
+std::string kept_text(const std::vector<int>& keep, const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& overwritten) {
+  int64_t kept = 0, lost = 0;
+  for (int j : keep) {
+    if (j < 0) continue;
+    (arguments[static_cast<size_t>(j)].defined() && !overwritten[static_cast<size_t>(j)] ? kept : lost) += 1;
+  }
+  const std::string lost_text = "load a checkpoint or a state_dict to go on";
+  if (kept > 0 && lost > 0) {
+    return "; the tensors it updates in place (parameters, optimizer state) keep their values from before it, except " + std::to_string(lost) +
+           " overwritten before it failed, which are lost: " + lost_text;
+  }
+  if (kept > 0) return "; the tensors it updates in place (parameters, optimizer state) keep their values from before it";
+  if (lost > 0) return "; the tensors it updates in place had been overwritten before it failed and are lost: " + lost_text;
+  return "";
+}
+
 std::vector<bool> donatable_parameters(const GraphSignature& sig) {
   // References to each device-data leaf from the graph's own nodes, and the
   // leaf's total reference count as seen through one of them.
@@ -347,6 +400,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     results.push_back(std::make_shared<runtime::AsyncBuffer>(o->shape(), o->dtype(), device));
     data_nodes.push_back(make_device_data(results.back()));
   }
+  std::vector<int> keep_on_failure = committed_arguments(pending, tensor_output, outputs.size(), arguments);
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
   std::string what = std::string("graph ") + hash + ", " + executable->module().name;
@@ -369,7 +423,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   auto locations = std::make_shared<std::vector<OpLocation>>();
   locations->reserve(sig.post_order.size());
   for (const Node* node : sig.post_order) locations->push_back(node->location());
-  launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations));
+  launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
   if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
     // The host's tracing since this thread's previous mark_step: the ops that built this graph.
@@ -386,7 +440,7 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
 void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                            std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
                            const runtime::Device& device, const std::string& description,
-                           std::shared_ptr<const std::vector<OpLocation>> locations) {
+                           std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<int> keep_on_failure) {
   int64_t number;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -397,21 +451,29 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
   rethrow_execution_failure(device);
-  queue.enqueue([this, executable, arguments, donated, results, what, device, number, locations]() mutable {
+  queue.enqueue([this, executable, arguments, donated, results, what, device, number, locations, keep_on_failure]() mutable {
     runtime::TraceMe trace("execute");
     if (trace) {
       trace.name(executable->module().name).arg("execution", number).arg("device", device.to_string()).arg("what", what);
     }
     std::vector<runtime::Buffer> buffers;
     buffers.reserve(arguments.size());
-    try {
-      for (const auto& a : arguments) buffers.push_back(a->get());
-    } catch (const std::exception& e) {
-      // An input is the output of a failed execution, whose error was already reported.
-      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " did not run: an input comes from a failed execution: " + e.what()));
-      for (auto& r : results) r->set_error(error);
+    std::string failed_input;
+    for (const auto& a : arguments) {
+      try {
+        buffers.push_back(a->get());
+      } catch (const std::exception& e) {
+        // An input is the output of a failed execution, whose error was already reported.
+        if (failed_input.empty()) failed_input = e.what();
+        buffers.emplace_back();
+      }
+    }
+    if (!failed_input.empty()) {
+      auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " did not run: an input comes from a failed execution: " + failed_input));
+      fail_keeping_committed(results, keep_on_failure, buffers, std::vector<bool>(buffers.size(), false), error);
       return;
     }
+    std::vector<bool> overwritten;
     try {
       // A donated buffer must be held by its AsyncBuffer and this list only (its
       // storage may have become another value's too, e.g. an output that is an input).
@@ -420,7 +482,7 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
       std::vector<runtime::Buffer> values;
       {
         runtime::ScopedTimer timer("ExecuteTime");
-        values = executable->execute(buffers, donated);
+        values = executable->execute(buffers, donated, &overwritten);
       }
       buffers.clear();
       for (size_t i = 0; i < results.size(); ++i) {
@@ -435,13 +497,15 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
           message = failed->with_location((*locations)[static_cast<size_t>(position)]);
         }
       }
+      if (overwritten.size() != buffers.size()) overwritten.assign(buffers.size(), true);  // (failed before it ran)
+      message += kept_text(keep_on_failure, buffers, overwritten);
       auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + message));
       {
         // Recorded before the outputs fail: a reader woken by them clears it.
         std::lock_guard<std::mutex> lock(mutex_);
         devices_[device].failure = error;
       }
-      for (auto& r : results) r->set_error(error);
+      fail_keeping_committed(results, keep_on_failure, buffers, overwritten, error);
     }
   });
 }

@@ -147,11 +147,13 @@ class GraphExecutor {
   GraphExecutor();
   // Enqueues one execution; fills `results` (pending) and numbers it for errors.
   // `locations`: the running trace's op locations by IR position, which an
-  // execution error names (null: the module's own metadata).
+  // execution error names (null: the module's own metadata). When it fails,
+  // result i takes argument keep_on_failure[i]'s value, where that is >= 0 and
+  // the execution had not overwritten it, and fails otherwise.
   void launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
               std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
               const runtime::Device& device, const std::string& what,
-              std::shared_ptr<const std::vector<OpLocation>> locations = nullptr);
+              std::shared_ptr<const std::vector<OpLocation>> locations = nullptr, std::vector<int> keep_on_failure = {});
 
   // Rethrows (once) the error of an execution of `device` that failed since the last call.
   void rethrow_execution_failure(const runtime::Device& device);

@@ -40,6 +40,11 @@ void LazyTensor::set_ir_value(NodePtr value) {
   // An update of a pending value by a pending value makes the graph deeper.
   pending_updates_ = has_pending_ir() && !value->is_device_data() ? pending_updates_ + 1 : 0;
   if (pending_updates_ == kUpdatesWarning) warn_growth(*value);
+  if (value->is_device_data()) {
+    committed_.reset();
+  } else if (!has_pending_ir()) {
+    committed_ = value_->async_data();
+  }
   value_ = std::move(value);
 }
 

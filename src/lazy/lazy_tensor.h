@@ -37,6 +37,12 @@ class LazyTensor {
   static std::atomic<int64_t>& growth_warnings();
   // True when the value still has to be computed.
   bool has_pending_ir() const { return !value_->is_device_data(); }
+  // While the value is pending: the device data it held before its first
+  // pending update, if something (the pending graph) still holds it; null
+  // otherwise. Held weakly, so it costs nothing and does not stop the graph
+  // from donating it. A failed execution gives it back to the tensor
+  // (GraphExecutor::sync): a step that fails keeps its parameters.
+  std::shared_ptr<runtime::AsyncBuffer> committed_data() const { return committed_.lock(); }
   // Launches the pending graph, if any (returns without waiting): as a value
   // read, it runs every pending value of the device (GraphExecutor::sync_live)
   // when the device is this thread's current one, else this value's graph only.
@@ -49,6 +55,7 @@ class LazyTensor {
  private:
   void warn_growth(const Node& value) const;
   NodePtr value_;
+  std::weak_ptr<runtime::AsyncBuffer> committed_;
   Shape shape_;
   runtime::Device device_;
   int64_t unique_id_;

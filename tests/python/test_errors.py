@@ -128,3 +128,34 @@ def test_an_unsupported_numpy_dtype_is_named_as_numpy_names_it():
         lt.from_numpy(np.zeros(3, dtype=np.complex64))
     with pytest.raises(TypeError, match=r"unsupported dtype uint16; expected"):
         lt.from_numpy(np.zeros(3, dtype=np.uint16))
+
+
+def test_a_failed_training_step_keeps_the_parameters_and_momentum():
+    # The whole step (forward, backward, SGD with momentum) is recorded before a
+    # token id out of range fails it at run time. As torch keeps them (its
+    # forward raises before optimizer.step()), the parameters and the momentum
+    # buffers keep their values from before the step: training goes on, and
+    # reaches exactly the values of a run that never saw the bad batch.
+    def run(batches):
+        lt.manual_seed(0)
+        model = nn.Sequential(nn.Embedding(6, 4), nn.Linear(4, 3))
+        opt = lt.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        errors = []
+        for ids in batches:
+            loss = lt.nn.functional.cross_entropy(model(lt.tensor(ids)), lt.tensor([0, 1, 2]))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            lt.mark_step()
+            try:
+                loss.item()
+            except lt.LazytrainError as e:
+                errors.append(str(e))
+        return {k: v.tolist() for k, v in model.state_dict().items()}, errors
+
+    clean, no_errors = run([[1, 2, 3], [3, 4, 5], [0, 2, 4]])
+    kept, errors = run([[1, 2, 3], [3, 4, 5], [1, 9, 3], [0, 2, 4]])
+    assert no_errors == []
+    assert len(errors) == 1 and "index 9 is out of range for dimension 0 of size 6" in errors[0], errors
+    assert "keep their values from before it" in errors[0], errors[0]
+    assert kept == clean

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
+#include "../support/backend_scope.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain {
@@ -112,6 +113,63 @@ TEST(AsyncExecution, FailureReachesTheNextSyncAndPoisonsNothingBefore) {
   Tensor next = good + 1.0;
   lazy::mark_step();
   EXPECT_EQ(next.to_vector<float>(), (std::vector<float>{3, 5}));
+}
+
+// A step recorded whole (forward, loss, update) fails at run time when its
+// index is out of range: the tensor it updates in place keeps its value from
+// before the step (its storage was not reused yet), the error says so, and the
+// next step goes on from it. The cpu backend donates the tensor's storage to
+// the step and writes the update over it; the interpreter copies.
+TEST(AsyncExecution, AFailedStepKeepsTheTensorsItUpdatesInPlace) {
+  for (const std::string backend : {"interpreter", "cpu"}) {
+    SCOPED_TRACE(backend);
+    testing::BackendScope scope(backend);
+    Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+    Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+    auto step = [&](int64_t row) {
+      Tensor picked = index_select(table, 0, from_vector(std::vector<int64_t>{row}, {1}));
+      w.set_data(w - w * (sum(picked) * 0.125));
+      lazy::mark_step();
+    };
+    step(0);  // w * (1 - 3/8)
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.625f, 1.25f, 1.875f, 2.5f}));
+    step(7);
+    try {
+      lazy::wait_device_ops();
+      FAIL() << "expected the failed execution to be reported";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("out of range"), std::string::npos) << what;
+      EXPECT_NE(what.find("the tensors it updates in place (parameters, optimizer state) keep their values from before it"), std::string::npos)
+          << what;
+    }
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.625f, 1.25f, 1.875f, 2.5f}));
+    step(1);  // w * (1 - 7/8)
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.078125f, 0.15625f, 0.234375f, 0.3125f}));
+  }
+}
+
+// An update the graph runs before the failing op has overwritten its tensor's
+// storage (donated, updated in place): that tensor is lost, and the error says so.
+TEST(AsyncExecution, AnUpdateThatRanBeforeTheFailureIsLostAndNamed) {
+  testing::CpuBackendScope cpu;
+  Tensor v = from_vector(std::vector<float>{1, 2}, {1, 2});
+  v.set_data(v + 1.0);
+  // The index is read from v's new value through a dot (which no fusion
+  // recomputes), so the update runs first: index 7.
+  Tensor index = (matmul(v, from_vector(std::vector<float>{0, 0}, {2, 1})) + 7.0).to(DType::kInt64).reshape({1});
+  Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor bad = index_select(table, 0, index) + 1.0;
+  lazy::mark_step();
+  try {
+    lazy::wait_device_ops();
+    FAIL() << "expected the failed execution to be reported";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the tensors it updates in place had been overwritten before it failed and are lost: load a checkpoint"), std::string::npos) << what;
+  }
+  EXPECT_THROW(v.to_vector<float>(), Error);
+  EXPECT_THROW(bad.to_vector<float>(), Error);
 }
 
 // mark_step() returns while the execution runs (tens of milliseconds of

@@ -43,11 +43,11 @@ class SGD(Optimizer):
                     state = self.state.setdefault(id(p), {})
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = _on(p, _C._zeros, list(p.shape), p.dtype)
+                        buf = state["momentum_buffer"] = _on(p, _C._zeros, list(p.shape), p.dtype)
                     # buf <- g at the first step: dampening applies from the second one on.
                     keep = _on(p, _C.scalar_tensor, 1.0 if self._steps == 1 else 1.0 - dampening)
-                    buf = buf * momentum + g * keep
-                    state["momentum_buffer"] = buf
+                    # In place, as torch's buf.mul_().add_(): a step that fails keeps it.
+                    buf.data = buf.detach() * momentum + g * keep
                     g = g + buf * momentum if group["nesterov"] else buf
                 p.data = p.detach() - g * lr
         return loss

@@ -102,9 +102,9 @@ class CpuExecutable : public Executable {
 
   const hlo::HloModule& module() const override { return module_; }
 
-  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return execute(arguments, {}); }
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments) override { return execute(arguments, {}, nullptr); }
 
-  std::vector<Buffer> execute(const std::vector<Buffer>& arguments, const std::vector<bool>& donated) override {
+  std::vector<Buffer> execute(const std::vector<Buffer>& arguments, const std::vector<bool>& donated, std::vector<bool>* overwritten) override {
     check(static_cast<int>(arguments.size()) == module_.num_parameters, "cpu backend",
           "expects " + std::to_string(module_.num_parameters) + " arguments, got " + std::to_string(arguments.size()));
     check(donated.empty() || donated.size() == arguments.size(), "cpu backend",
@@ -156,6 +156,7 @@ class CpuExecutable : public Executable {
           values[in.id] = interpreter::evaluate_instruction(in, args, arguments);
         }
       } catch (...) {
+        if (overwritten) *overwritten = donated_storage_taken_by(in, donated);
         hlo::rethrow_with_origin(in);  // names the op and the user's line
       }
       if (tracing) trace_instruction(in, t0);
@@ -171,6 +172,20 @@ class CpuExecutable : public Executable {
   }
 
  private:
+  // Which donated arguments an execution that failed at `failed` may have
+  // overwritten: a donated argument's storage is taken only at its parameter's
+  // last read (reusable_operand), so one whose last reader comes later is intact.
+  std::vector<bool> donated_storage_taken_by(const hlo::HloInstruction& failed, const std::vector<bool>& donated) const {
+    std::vector<bool> taken(static_cast<size_t>(module_.num_parameters), false);
+    for (const auto& in : module_.instructions) {
+      if (in.opcode != HloOpcode::kParameter) continue;
+      const auto number = static_cast<size_t>(in.parameter_number);
+      const int last = last_use_[in.id];
+      taken[number] = !donated.empty() && donated[number] && last >= 0 && last <= failed.id;
+    }
+    return taken;
+  }
+
   // Instructions that the interpreter's evaluate_into computes into storage
   // they are handed (everything but values that are made elsewhere or are
   // views: parameters, constants, reshapes, collectives, fusions without a
