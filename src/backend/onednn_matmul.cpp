@@ -153,6 +153,12 @@ dnnl::matmul create_primitive(const dnnl::matmul::primitive_desc& pd) {
 // 2 threads; tiles of 2^22 and 64 rows cost 9-15%).
 constexpr int64_t kTileWork = int64_t{1} << 24;
 constexpr int64_t kMinTileRows = 128;
+// A dot that these rules leave in fewer than kSmallDotTiles tiles is cut in
+// kSmallDotTiles (halves: of batches, or of rows down to kSmallTileRows) when
+// each half has at least kSmallTileWork multiply-adds: bert-tiny's attention
+// and [128, 128] weight-gradient dots ran on one thread of two (its step at
+// 2 threads 48.9 -> 44.1 ms; at 1 thread within noise, bench_bert_train).
+constexpr int64_t kSmallDotTiles = 2, kSmallTileWork = int64_t{1} << 20, kSmallTileRows = 32;
 // A wide output (a vocabulary-sized head) is also cut into column blocks.
 constexpr int64_t kSplitColumnsAbove = 4096, kTileColumns = 2048;
 
@@ -324,8 +330,13 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
   const int64_t cols = !batched() && !repack && n > kSplitColumnsAbove ? kTileColumns : n;
   const int64_t work_per_outer = (batched() ? m : 1) * cols * k;
   int64_t outer_block = std::clamp<int64_t>(kTileWork / std::max<int64_t>(1, work_per_outer), 1, outer);
+  if (!batched()) outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
+  const int64_t column_blocks = (n + cols - 1) / cols;
+  if (column_blocks * ((outer + outer_block - 1) / outer_block) < kSmallDotTiles && outer * work_per_outer >= kSmallDotTiles * kSmallTileWork) {
+    outer_block = std::max<int64_t>(1, (outer + kSmallDotTiles - 1) / kSmallDotTiles);
+    if (!batched()) outer_block = std::min(outer, std::max(kSmallTileRows, (outer_block + 15) / 16 * 16));
+  }
   if (!batched()) {
-    outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
     // As many tiles, of rows as even as multiples of 16 allow: 224 rows are 112 + 112, not 128 + 96
     // (a vocabulary head's input gradient, K = 30522: 2 threads would wait on the larger tile).
     // A tile then has at least about kMinTileRows / 2 rows (130 rows: 80 + 50, not 128 + 2).

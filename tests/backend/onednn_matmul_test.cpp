@@ -116,6 +116,23 @@ TEST(OneDnnMatmul, WindowTilesAreExact) {
   }
 }
 
+// A dot small enough for one tile by the work rule is still cut in two when
+// each half has 2^20 multiply-adds (bert-tiny's weight gradients, x^T g over
+// 1024 tokens, ran on one thread of two); smaller ones stay whole. Exact.
+TEST(OneDnnMatmul, ASmallDotIsCutInTwoTilesAndStaysExact) {
+  const auto tiles_of = [](const Shape& lhs, const Shape& rhs, const hlo::DotDimensionNumbers& d) {
+    hlo::HloBuilder b("dot");
+    hlo::HloModule module = b.build({b.dot(b.parameter(lhs, DType::kFloat32), b.parameter(rhs, DType::kFloat32), d)});
+    const std::string text = OneDnnMatmul(lhs, module.at(module.at(module.root).operands[0])).implementation();
+    return text.substr(text.rfind(", ") + 2);
+  };
+  EXPECT_EQ(tiles_of({1024, 128}, {1024, 128}, {{}, {}, {0}, {0}}), "2 tiles");              // [128, 128] over K = 1024
+  EXPECT_EQ(tiles_of({16, 128, 128}, {16, 128, 64}, {{0}, {0}, {2}, {1}}), "2 tiles");      // 16 heads' P V
+  EXPECT_EQ(tiles_of({64, 64}, {64, 64}, {{}, {}, {1}, {0}}), "1 tile");                    // 2^18 multiply-adds
+  check_case({128, 1024, 128, true, false, false});
+  check_case({128, 1024, 128, true, false, true});
+}
+
 // The thread count never changes a result (issue 30): the thread governor runs
 // executions on fewer threads under load, and oneDNN's AVX2 gemm split the sums
 // of a small, deep dot (a weight gradient: 32 x 37 over 512 tokens) between
@@ -131,7 +148,8 @@ TEST(OneDnnMatmul, ResultsAreTheSameAtOneAndTwoThreads) {
                                       {1, 300, 64, 1500, false, false, DType::kFloat32}, {1, 40, 128, 5000, false, true, DType::kFloat32},
                                       {16, 64, 32, 64, false, true, DType::kFloat32},   {1, 32, 512, 37, true, false, DType::kBFloat16},
                                       {8, 64, 32, 64, false, false, DType::kBFloat16},  {1, 600, 512, 128, true, false, DType::kFloat32},
-                                      {1, 600, 16, 5000, true, true, DType::kBFloat16}};
+                                      {1, 600, 16, 5000, true, true, DType::kBFloat16}, {1, 128, 1024, 128, true, false, DType::kFloat32},
+                                      {16, 128, 128, 64, false, false, DType::kFloat32}};
   const int threads = omp_get_max_threads();
   for (const Shape3& s : shapes) {
     const bool batched = s.batch > 1;
