@@ -159,6 +159,12 @@ std::vector<int> committed_arguments(const std::vector<LazyTensor*>& pending, co
   return keep;
 }
 
+// Whether argument j (of a failed execution) still holds its value.
+bool intact(int j, const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& overwritten) {
+  const auto k = static_cast<size_t>(j);
+  return j >= 0 && k < arguments.size() && k < overwritten.size() && arguments[k].defined() && !overwritten[k];
+}
+
 // Fails a failed execution's outputs, except those that keep their tensors'
 // value from before it (`keep`, from committed_arguments): an argument not
 // overwritten in place (`overwritten`, from Executable::execute) is their value.
@@ -166,7 +172,7 @@ void fail_keeping_committed(const std::vector<std::shared_ptr<runtime::AsyncBuff
                             const std::vector<runtime::Buffer>& arguments, const std::vector<bool>& overwritten, const std::exception_ptr& error) {
   for (size_t i = 0; i < results.size(); ++i) {
     const int j = keep.empty() ? -1 : keep[i];
-    if (j >= 0 && arguments[static_cast<size_t>(j)].defined() && !overwritten[static_cast<size_t>(j)]) {
+    if (intact(j, arguments, overwritten)) {
       results[i]->set(arguments[static_cast<size_t>(j)]);
     } else {
       results[i]->set_error(error);
@@ -179,7 +185,7 @@ std::string kept_text(const std::vector<int>& keep, const std::vector<runtime::B
   int64_t kept = 0, lost = 0;
   for (int j : keep) {
     if (j < 0) continue;
-    (arguments[static_cast<size_t>(j)].defined() && !overwritten[static_cast<size_t>(j)] ? kept : lost) += 1;
+    (intact(j, arguments, overwritten) ? kept : lost) += 1;
   }
   const std::string lost_text = "load a checkpoint or a state_dict to go on";
   if (kept > 0 && lost > 0) {
