@@ -303,6 +303,15 @@ void def_functions(nb::module_& m) {
 
   // ---- creation (the Python layer parses *size, dtype and device) ----
   m.def("_zeros", [](const Shape& s, DType d) { PyOp op; return zeros(s, d); });
+  m.def(
+      "_zeros_data",
+      [](const Shape& s, DType d) {
+        PyOp op;
+        std::vector<uint8_t> bytes(static_cast<size_t>(numel(s) * itemsize(d)), 0);
+        return from_buffer(bytes.data(), s, d);
+      },
+      "Zeros held as device data (copied from the host now), not a pending op: optimizer state that a step "
+      "updates in place, which a failed step gives back.");
   m.def("_ones", [](const Shape& s, DType d) { PyOp op; return ones(s, d); });
   m.def("_full", [](const Shape& s, double v, DType d) { PyOp op; return full(s, v, d); });
   m.def("_arange", [](int64_t start, int64_t end, int64_t step, DType d) { PyOp op; return arange(start, end, step, d); });

@@ -332,9 +332,11 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
   int64_t outer_block = std::clamp<int64_t>(kTileWork / std::max<int64_t>(1, work_per_outer), 1, outer);
   if (!batched()) outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));
   const int64_t column_blocks = (n + cols - 1) / cols;
-  if (column_blocks * ((outer + outer_block - 1) / outer_block) < kSmallDotTiles && outer * work_per_outer >= kSmallDotTiles * kSmallTileWork) {
-    outer_block = std::max<int64_t>(1, (outer + kSmallDotTiles - 1) / kSmallDotTiles);
-    if (!batched()) outer_block = std::min(outer, std::max(kSmallTileRows, (outer_block + 15) / 16 * 16));
+  if (column_blocks * ((outer + outer_block - 1) / outer_block) < kSmallDotTiles) {
+    int64_t half = std::max<int64_t>(1, (outer + kSmallDotTiles - 1) / kSmallDotTiles);
+    if (!batched()) half = std::min(outer, std::max(kSmallTileRows, (half + 15) / 16 * 16));
+    // The smaller (last) tile must have the work too: 33 rows are not 32 + 1.
+    if (half < outer && (outer - half * ((outer - 1) / half)) * work_per_outer >= kSmallTileWork) outer_block = half;
   }
   if (!batched()) {
     // As many tiles, of rows as even as multiples of 16 allow: 224 rows are 112 + 112, not 128 + 96

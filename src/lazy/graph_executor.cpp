@@ -429,7 +429,8 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   auto locations = std::make_shared<std::vector<OpLocation>>();
   locations->reserve(sig.post_order.size());
   for (const Node* node : sig.post_order) locations->push_back(node->location());
-  launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
+  const std::exception_ptr earlier =
+      launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
   if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
     // The host's tracing since this thread's previous mark_step: the ops that built this graph.
@@ -441,9 +442,12 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     trace.end();
     last_mark_step_end_ns = runtime::now_ns();
   }
+  // An earlier execution's failure, reported once this step is on its way (it
+  // is not dropped, nor merged into the next step's graph).
+  if (earlier) std::rethrow_exception(earlier);
 }
 
-void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                            std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
                            const runtime::Device& device, const std::string& description,
                            std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<int> keep_on_failure) {
@@ -456,7 +460,11 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
   // The device is free once its previous execution ended; report that one's failure first.
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
-  rethrow_execution_failure(device);
+  std::exception_ptr earlier;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    earlier = std::exchange(devices_[device].failure, nullptr);
+  }
   queue.enqueue([this, executable, arguments, donated, results, what, device, number, locations, keep_on_failure]() mutable {
     runtime::TraceMe trace("execute");
     if (trace) {
@@ -514,6 +522,7 @@ void GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executabl
       fail_keeping_committed(results, keep_on_failure, buffers, overwritten, error);
     }
   });
+  return earlier;
 }
 
 std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const std::shared_ptr<backend::Executable>& executable,
@@ -525,6 +534,9 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
   for (int o : root.operands) results.push_back(std::make_shared<runtime::AsyncBuffer>(module.at(o).shape, module.at(o).dtype, device));
   note_execution(device, false, false, static_cast<int64_t>(module.instructions.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(module));
+  // (An earlier failure is reported before this runs: the caller gets no results then.)
+  runtime::execution_queue(device).wait_idle();
+  rethrow_execution_failure(device);
   launch(executable, std::move(arguments), {}, results, device, what);
   return results;
 }

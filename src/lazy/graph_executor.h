@@ -82,7 +82,8 @@ class GraphExecutor {
   // (after the previous execution finished: one in flight, DeviceLockWait).
   // Reading a value waits for it. When an execution fails, its outputs (and
   // what later executions compute from them) rethrow the error when read, and
-  // the next sync/mark_step throws it once; values from earlier executions stay
+  // the next sync/mark_step throws it once, after launching its own graph (so
+  // that step is not lost); values from earlier executions stay
   // good. Throws Error for graphs that cannot be lowered or compiled.
   void sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause = {});
   // Syncs every live tensor of `device` with a pending value (mark_step's
@@ -150,7 +151,9 @@ class GraphExecutor {
   // execution error names (null: the module's own metadata). When it fails,
   // result i takes argument keep_on_failure[i]'s value, where that is >= 0 and
   // the execution had not overwritten it, and fails otherwise.
-  void launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+  // Returns (taking it) the failure of an earlier execution not reported yet,
+  // for the caller to throw once its own results are in place.
+  std::exception_ptr launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
               std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
               const runtime::Device& device, const std::string& what,
               std::shared_ptr<const std::vector<OpLocation>> locations = nullptr, std::vector<int> keep_on_failure = {});

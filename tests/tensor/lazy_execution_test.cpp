@@ -149,6 +149,29 @@ TEST(AsyncExecution, AFailedStepKeepsTheTensorsItUpdatesInPlace) {
   }
 }
 
+// The next step's mark_step reports a failed step, after launching its own
+// graph: that step runs (it is not dropped, nor merged into a later graph).
+TEST(AsyncExecution, TheStepAfterAFailedOneRunsAndReportsTheFailure) {
+  Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  auto step = [&](int64_t row) {
+    Tensor picked = index_select(table, 0, from_vector(std::vector<int64_t>{row}, {1}));
+    w.set_data(w - w * (sum(picked) * 0.125));
+    lazy::mark_step();
+  };
+  step(0);  // w * (1 - 3/8)
+  step(7);  // fails on the device; mark_step returns before it runs
+  try {
+    step(1);  // w * (1 - 7/8), launched; then the failure of the step before is reported
+    lazy::wait_device_ops();
+    FAIL() << "expected the failed execution to be reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(w.impl()->has_pending_ir());
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.078125f, 0.15625f, 0.234375f, 0.3125f}));
+}
+
 // An update the graph runs before the failing op has overwritten its tensor's
 // storage (donated, updated in place): that tensor is lost, and the error says so.
 TEST(AsyncExecution, AnUpdateThatRanBeforeTheFailureIsLostAndNamed) {
@@ -170,6 +193,24 @@ TEST(AsyncExecution, AnUpdateThatRanBeforeTheFailureIsLostAndNamed) {
   }
   EXPECT_THROW(v.to_vector<float>(), Error);
   EXPECT_THROW(bad.to_vector<float>(), Error);
+}
+
+// A view of a tensor that the step updates in place is an output of the same
+// graph: the update must not be written over the storage the view shows (the
+// cpu backend donates the old value's storage to the update).
+TEST(LazyExecution, AViewOfATensorUpdatedInPlaceKeepsTheOldValue) {
+  testing::CpuBackendScope cpu;
+  for (bool view_first : {false, true}) {
+    SCOPED_TRACE(view_first ? "view recorded first" : "update recorded first");
+    Tensor w = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+    Tensor v;
+    if (view_first) v = w.view({8});
+    w.set_data(w * 2.0 - 1.0);
+    if (!view_first) v = w.view({8});  // the new value's view: shows the update
+    lazy::mark_step();
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15}));
+    EXPECT_EQ(v.to_vector<float>(), view_first ? (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}) : (std::vector<float>{1, 3, 5, 7, 9, 11, 13, 15}));
+  }
 }
 
 // mark_step() returns while the execution runs (tens of milliseconds of

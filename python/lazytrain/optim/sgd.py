@@ -43,7 +43,8 @@ class SGD(Optimizer):
                     state = self.state.setdefault(id(p), {})
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = _on(p, _C._zeros, list(p.shape), p.dtype)
+                        # Device data, as AdamW's moments: a failed first step gives it back.
+                        buf = state["momentum_buffer"] = _on(p, _C._zeros_data, list(p.shape), p.dtype)
                     # buf <- g at the first step: dampening applies from the second one on.
                     keep = _on(p, _C.scalar_tensor, 1.0 if self._steps == 1 else 1.0 - dampening)
                     # In place, as torch's buf.mul_().add_(): a step that fails keeps it.

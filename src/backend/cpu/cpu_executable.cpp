@@ -116,6 +116,9 @@ class CpuExecutable : public Executable {
     std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE_STDERR: milliseconds per kind of instruction
     const bool tracing = runtime::is_tracing();
     ArenaLease arena(*this);
+    // Nothing is overwritten until an instruction runs (a failure before, e.g. no
+    // arena, keeps every argument); an instruction that fails says what it may have taken.
+    if (overwritten) overwritten->assign(arguments.size(), false);
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kTuple) {
         for (int o : in.operands) outputs.push_back(values[o]);
