@@ -115,6 +115,18 @@ TEST(AsyncExecution, FailureReachesTheNextSyncAndPoisonsNothingBefore) {
   EXPECT_EQ(next.to_vector<float>(), (std::vector<float>{3, 5}));
 }
 
+// One recorded step: w <- w - w * sum(table[row]) / 8, then mark_step. A row
+// outside [0, 2) fails when the graph runs (index_select's bounds check).
+struct UpdateStep {
+  Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  void operator()(int64_t row) {
+    Tensor picked = index_select(table, 0, from_vector(std::vector<int64_t>{row}, {1}));
+    w.set_data(w - w * (sum(picked) * 0.125));
+    lazy::mark_step();
+  }
+};
+
 // A step recorded whole (forward, loss, update) fails at run time when its
 // index is out of range: the tensor it updates in place keeps its value from
 // before the step (its storage was not reused yet), the error says so, and the
@@ -124,13 +136,8 @@ TEST(AsyncExecution, AFailedStepKeepsTheTensorsItUpdatesInPlace) {
   for (const std::string backend : {"interpreter", "cpu"}) {
     SCOPED_TRACE(backend);
     testing::BackendScope scope(backend);
-    Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
-    Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
-    auto step = [&](int64_t row) {
-      Tensor picked = index_select(table, 0, from_vector(std::vector<int64_t>{row}, {1}));
-      w.set_data(w - w * (sum(picked) * 0.125));
-      lazy::mark_step();
-    };
+    UpdateStep step;
+    Tensor& w = step.w;
     step(0);  // w * (1 - 3/8)
     EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.625f, 1.25f, 1.875f, 2.5f}));
     step(7);
@@ -152,13 +159,8 @@ TEST(AsyncExecution, AFailedStepKeepsTheTensorsItUpdatesInPlace) {
 // The next step's mark_step reports a failed step, after launching its own
 // graph: that step runs (it is not dropped, nor merged into a later graph).
 TEST(AsyncExecution, TheStepAfterAFailedOneRunsAndReportsTheFailure) {
-  Tensor table = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
-  Tensor w = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
-  auto step = [&](int64_t row) {
-    Tensor picked = index_select(table, 0, from_vector(std::vector<int64_t>{row}, {1}));
-    w.set_data(w - w * (sum(picked) * 0.125));
-    lazy::mark_step();
-  };
+  UpdateStep step;
+  Tensor& w = step.w;
   step(0);  // w * (1 - 3/8)
   step(7);  // fails on the device; mark_step returns before it runs
   try {
