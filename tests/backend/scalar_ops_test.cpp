@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <climits>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -129,6 +132,63 @@ TEST(ScalarOps, Bf16RoundingAndTranscendentalsAgreeBitForBit) {
   EXPECT_EQ(rounded[1], 0x3f82);  // 1 + 2^-6
   EXPECT_EQ(rounded[2], 0x7fc0);
   EXPECT_EQ(BFloat16(1.00390625f).bits, 0x3f80);  // core/half.h rounds through the same function
+}
+
+// erf is computed inline (core/scalar_ops.h's erf_f32, not SLEEF): within 1.06 ULP
+// of double-precision erf over a sweep of float bit patterns (every one with
+// LAZYTRAIN_ERF_SWEEP_STRIDE=1, about three minutes), its special values, and the same
+// bits from both backends. Reference values: mpmath at 30 digits, rounded to float.
+TEST(ScalarOps, ErfIsWithinOneUlpAndTheSameOnBothBackends) {
+  const char* stride_env = std::getenv("LAZYTRAIN_ERF_SWEEP_STRIDE");
+  const uint64_t stride = stride_env ? std::max<uint64_t>(1, std::strtoull(stride_env, nullptr, 10)) : 4099;
+  double worst = 0;
+  float worst_x = 0;
+  for (uint64_t bits = 0; bits <= 0xffffffffull; bits += stride) {
+    const uint32_t u = static_cast<uint32_t>(bits);
+    float x;
+    std::memcpy(&x, &u, 4);
+    const float got = ops::erf_f32(x);
+    if (std::isnan(x)) {
+      ASSERT_TRUE(std::isnan(got)) << x;
+      continue;
+    }
+    const double exact = std::erf(static_cast<double>(x));
+    const float nearest = static_cast<float>(exact);
+    // One ULP of the result: the spacing of floats at |erf(x)| (subnormals: 2^-149).
+    const double ulp = std::fabs(nearest) < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(nearest) - 23);
+    const double error = std::fabs(static_cast<double>(got) - exact) / ulp;
+    if (error > worst) worst = error, worst_x = x;
+  }
+  EXPECT_LE(worst, 1.06) << "at x = " << worst_x;
+  EXPECT_GT(worst, 0.5) << "a sweep that cannot fail";  // rounding alone reaches half an ULP
+
+  // Within one ULP of each correctly rounded reference.
+  const std::pair<float, float> references[] = {{0.5f, 0.520499877813046537682746653892f},
+                                                {1.0f, 0.842700792949714869341220635083f},
+                                                {-2.0f, -0.995322265018952734162069256367f},
+                                                {3.5f, 0.999999256901627658587254476316f},
+                                                {0x1p-66f, 0x1.20dd76p-66f}};  // 2/sqrt(pi) 2^-66
+  for (const auto& [at, reference] : references) {
+    EXPECT_LE(std::fabs(ops::erf_f32(at) - reference), std::nextafter(std::fabs(reference), INFINITY) - std::fabs(reference)) << at;
+  }
+  EXPECT_EQ(ops::erf_f32(4.5f), 1.0f);
+  EXPECT_EQ(ops::erf_f32(INFINITY), 1.0f);
+  EXPECT_EQ(ops::erf_f32(-INFINITY), -1.0f);
+  EXPECT_TRUE(std::signbit(ops::erf_f32(-0.0f)) && ops::erf_f32(-0.0f) == 0.0f);
+
+  // Both backends: a GELU-like chain (x * s, erf) over [-5, 5) and special values.
+  std::vector<float> x = {NAN, INFINITY, -INFINITY, -0.0f, 0.875f, -0.875f, 4.0f, 1e-30f};
+  while (x.size() < 4096) x.push_back(-5.0f + 10.0f * static_cast<float>(x.size()) / 4096.0f);
+  const int64_t n = static_cast<int64_t>(x.size());
+  hlo::HloBuilder b("erf");
+  int p = b.parameter({n}, DType::kFloat32);
+  int s = b.parameter({}, DType::kFloat32);
+  hlo::HloModule m = b.build({b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, p, b.broadcast(s, {n}, {})))});
+  auto [interpreted, generated] = run_both(m, {buffer({n}, DType::kFloat32, x), buffer<float>({}, DType::kFloat32, {1.0f})});
+  std::vector<float> want;
+  for (float v : x) want.push_back(ops::erf_f32(v));
+  expect_bits(want, interpreted[0], "interpreter");
+  expect_bits(want, generated[0], "cpu");
 }
 
 }  // namespace

@@ -242,7 +242,11 @@ class Emitter {
           break;
         }
         case HloOpcode::kConvert:
-          expr = in.dtype == DType::kBool ? "ConvertToPred()(" + a(0) + ")" : *t + "(" + a(0) + ")";
+          if (in.dtype == DType::kBool) expr = "ConvertToPred()(" + a(0) + ")";
+          // pred -> float through int32_t: the same 0 or 1, but GCC 12 does not vectorize a loop
+          // that converts uint8_t to float (a dropout mask's loop ran scalar, 4x slower).
+          else if (f_.at(in.operands[0]).dtype == DType::kBool && is_floating_point(in.dtype)) expr = *t + "(int32_t(" + a(0) + "))";
+          else expr = *t + "(" + a(0) + ")";
           break;
         case HloOpcode::kDivide:
           if (!is_floating_point(in.dtype)) return refuse(in, "is an integer division (its division by zero must raise, as the interpreter's does)");

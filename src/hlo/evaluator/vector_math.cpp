@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include "core/scalar_ops.h"
 #include "hlo/evaluator/kernels.h"
 
 namespace lazytrain::hlo::evaluator {
@@ -35,7 +36,11 @@ void vector_unary(HloOpcode opcode, const float* in, float* out, int64_t n) {
     case HloOpcode::kExp: apply<Sleef_expf8_u10avx2>(in, out, n); break;
     case HloOpcode::kLog: apply<Sleef_logf8_u10avx2>(in, out, n); break;
     case HloOpcode::kTanh: apply<Sleef_tanhf8_u10avx2>(in, out, n); break;
-    case HloOpcode::kErf: apply<Sleef_erff8_u10avx2>(in, out, n); break;
+    case HloOpcode::kErf:
+      // core/scalar_ops.h's erf, as generated kernels compute it (GCC vectorizes the loop).
+#pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] = scalar_ops::erf_f32(in[i]);
+      break;
     default: break;
   }
 }

@@ -212,6 +212,21 @@ int simplify(HloBuilder& b, const HloInstruction& in, const std::vector<int>& op
       }
       break;
     }
+    case HloOpcode::kGather: {
+      // gather(reshape?(convert(y))) = convert(gather(reshape?(y))): a convert acts on
+      // each element alone, so it can follow the gather. Cross-entropy picks the
+      // target's logit from the f32 copy of bf16 logits: the gather then reads the
+      // bf16 logits, and the f32 copy (a vocabulary-wide array) need not be
+      // materialised for 224 picked values (the loss's other users compute it in
+      // their own kernels, hlo/passes/fusion.cpp).
+      const HloInstruction& x = b.at(ops[0]);
+      const bool reshaped = x.opcode == HloOpcode::kReshape;
+      const HloInstruction& c = reshaped ? b.at(x.operands[0]) : x;
+      if (c.opcode != HloOpcode::kConvert || !is_floating_point(c.dtype) || !is_floating_point(b.dtype(c.operands[0]))) break;
+      const Shape operand_shape = x.shape;
+      const int y = reshaped ? b.reshape(c.operands[0], operand_shape) : c.operands[0];
+      return b.convert(b.gather(y, ops[1]), in.dtype);
+    }
     case HloOpcode::kSlice: {
       bool from_start = true;
       for (int64_t s : in.slice_starts) from_start = from_start && s == 0;

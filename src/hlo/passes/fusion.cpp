@@ -36,35 +36,16 @@ bool is_generator(const HloInstruction& in) {
 }
 
 // Worth recomputing in each consumer instead of materialising once: values made
-// from nothing but broadcasts, iotas and constants (masks, fills). Anything that
-// reads a real array is not: duplicating it re-reads its inputs in every consumer,
-// and through a chain of such ops (the residual stream of a transformer) each
-// backward kernel would recompute the whole forward pass.
-//
-// So is a cheap elementwise op of one array that no loop fusion computes (a
-// dot, a parameter, a scatter) and otherwise only of generators, when its
-// result is no narrower than that array: a widening convert (bf16 weight
-// gradients under autocast), the logits shifted by a row's value (the loss and
-// its gradient). Each consumer reading the array moves no more bytes than
-// writing the result once and reading it in every consumer, and nothing but
-// this one op is recomputed (the array itself is never a fused chain).
-bool cheap_op_of_one_array(const HloModule& m, const HloInstruction& in) {
-  if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
-  int arrays = 0;
-  for (int o : in.operands) {
-    const HloInstruction& x = m.at(o);
-    if (is_generator(x)) continue;
-    if (loop_fusible_opcode(x) || itemsize(in.dtype) < itemsize(x.dtype)) return false;
-    ++arrays;
-  }
-  return arrays == 1;
-}
-
-bool cheap(const HloModule& m, const HloInstruction& in) {
-  if (is_generator(in) || cheap_op_of_one_array(m, in)) return true;
+// from nothing but broadcasts, iotas and constants (masks, fills).
+bool cheap_generated(const HloModule& m, const HloInstruction& in) {
+  if (is_generator(in)) return true;
   if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
   return std::all_of(in.operands.begin(), in.operands.end(), [&](int o) { return is_generator(m.at(o)); });
 }
+
+// One-array chains (see GroupBuilder::cheap_op_of_one_array) are at most this many
+// ops long: a convert and a shift of the logits above their materialised array.
+constexpr int kMaxCheapChain = 3;
 
 struct Group {
   int root = -1;
@@ -109,6 +90,50 @@ class GroupBuilder {
   // Can `in` be computed inside a loop fusion: the opcode, and the backend's rules.
   bool loop_fusible(const HloInstruction& in) const { return loop_fusible_opcode(in) && rules_.ShouldFuse(m_, in); }
 
+  // Materialised whatever fusion decides: no loop fusion computes it (a dot, a
+  // parameter, a scatter), or a user takes it as an array of its own (a gather, a
+  // dot, the module's outputs), directly or through reshapes.
+  bool materialised(const HloInstruction& x) const {
+    if (!loop_fusible_opcode(x)) return true;
+    return std::any_of(users_[x.id].begin(), users_[x.id].end(), [&](int u) {
+      const HloInstruction& user = m_.at(u);
+      if (user.opcode == HloOpcode::kReshape) return materialised(user);
+      return !loop_fusible_opcode(user) && user.opcode != HloOpcode::kReduce;
+    });
+  }
+
+  // Worth recomputing in each consumer instead of materialising once (a fusion
+  // takes it though other users remain outside): values made from nothing but
+  // broadcasts, iotas and constants (masks, fills). Anything that reads a real
+  // array is not: duplicating it re-reads its inputs in every consumer, and
+  // through a chain of such ops (the residual stream of a transformer) each
+  // backward kernel would recompute the whole forward pass.
+  //
+  // So is a cheap elementwise op of one materialised array and otherwise only of
+  // generators, when its result is no narrower than that array, or a short chain
+  // of such ops above it: a widening convert (bf16 weight gradients under
+  // autocast), the logits shifted by a row's value (the loss and its gradient),
+  // and under autocast the f32 copy of the bf16 logits under that shift. Each
+  // consumer reading the array moves no more bytes than writing the result once
+  // and reading it in every consumer, and nothing but these few ops is
+  // recomputed. An op that must be materialised anyway is read, not recomputed.
+  bool cheap(const HloInstruction& in) const {
+    if (cheap_generated(m_, in)) return true;
+    return !materialised(in) && cheap_op_of_one_array(in);
+  }
+  bool cheap_op_of_one_array(const HloInstruction& in, int depth = 1) const {
+    if (!is_elementwise(in) || is_expensive(in.opcode)) return false;
+    int arrays = 0;
+    for (int o : in.operands) {
+      const HloInstruction& x = m_.at(o);
+      if (is_generator(x)) continue;
+      if (itemsize(in.dtype) < itemsize(x.dtype)) return false;
+      if (!materialised(x) && !(depth < kMaxCheapChain && cheap_op_of_one_array(x, depth + 1))) return false;
+      ++arrays;
+    }
+    return arrays == 1;
+  }
+
   // Pulls operands of `start` into the group while the rules allow: a depth-first
   // walk (operands in order, each one's own operands before the next), with an
   // explicit stack so that a chain of any length fuses in constant stack.
@@ -128,8 +153,8 @@ class GroupBuilder {
       // (More users than members: not all inside, without scanning a value read a million times.)
       const bool all_users_inside = users_[o].size() <= g.members.size() &&
                                     std::all_of(users_[o].begin(), users_[o].end(), [&](int u) { return g.members.count(u) > 0; });
-      if (!all_users_inside && !cheap(m_, op)) continue;
-      if (owner_[o] == -2 && !cheap(m_, op)) continue;
+      if (!all_users_inside && !cheap(op)) continue;
+      if (owner_[o] == -2 && !cheap(op)) continue;
       g.members.insert(o);
       if (all_users_inside && owner_[o] == -1) owner_[o] = index;
       // A full group stops growing; the rest of the chain forms groups of its own.
@@ -172,8 +197,9 @@ class GroupBuilder {
   // or has other users) becomes a kInput fusion of its own, so that the backend
   // runs a generated kernel for it rather than an interpreted reduce: the
   // softmax max and sum over a vocabulary-sized dot, a bias gradient's column sum.
-  // A cheap op of one array (the logits shifted by a row's value) feeding a
-  // lone reduce is computed inside the reduce's kernel too.
+  // A chain of cheap ops above one materialised array (the logits shifted by a
+  // row's value, and under autocast their f32 copy) feeding a lone reduce is
+  // computed inside the reduce's kernel too.
   void add_lone_reduces() {
     std::set<int> taken;
     for (const Group& g : groups_) taken.insert(g.reduce);
@@ -182,12 +208,19 @@ class GroupBuilder {
       Group g;
       g.root = in.id;
       g.reduce = in.id;
-      const HloInstruction& x = m_.at(in.operands[0]);
-      if (cheap_op_of_one_array(m_, x) && loop_fusible(x)) {
-        g.root = x.id;
-        g.members.insert(x.id);
-        for (int o : x.operands) {
-          if (is_generator(m_.at(o)) && loop_fusible(m_.at(o))) g.members.insert(o);
+      // The chain of cheap ops above the reduce's operand, down to its materialised array.
+      for (int x = in.operands[0]; x >= 0;) {
+        const HloInstruction& link = m_.at(x);
+        if (!loop_fusible(link) || !cheap(link) || cheap_generated(m_, link)) break;
+        if (g.members.empty()) g.root = x;
+        g.members.insert(x);
+        x = -1;
+        for (int o : link.operands) {
+          if (is_generator(m_.at(o))) {
+            if (loop_fusible(m_.at(o))) g.members.insert(o);
+          } else {
+            x = o;
+          }
         }
       }
       groups_.push_back(std::move(g));
@@ -198,7 +231,7 @@ class GroupBuilder {
   // (loop fusions take it as a cheap member; a reduce of it gets it in
   // add_lone_reduces) forms no fusion of its own: it is never materialised.
   bool absorbed_by_every_user(const HloInstruction& in) const {
-    if (!cheap_op_of_one_array(m_, in) || users_[in.id].empty()) return false;
+    if (materialised(in) || !cheap_op_of_one_array(in) || users_[in.id].empty()) return false;
     return std::all_of(users_[in.id].begin(), users_[in.id].end(), [&](int u) {
       const HloInstruction& user = m_.at(u);
       if (user.opcode == HloOpcode::kReduce) return user.operands[0] == in.id && reduce_fusible(user);

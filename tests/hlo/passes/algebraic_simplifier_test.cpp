@@ -295,6 +295,31 @@ TEST(AlgebraicSimplifier, SliceOfEverything) {
   EXPECT_EQ(count(m, HloOpcode::kSlice), 2);
 }
 
+// gather(reshape(convert(y))) = convert(gather(reshape(y))): cross-entropy picks
+// the target's logit from the f32 copy of bf16 logits; the gather reads the bf16
+// logits instead, so the f32 copy need not be materialised for it.
+TEST(AlgebraicSimplifier, GatherOfAConvertGathersFirst) {
+  HloBuilder b("pick");
+  int logits = b.parameter({4, 6}, DType::kBFloat16);
+  int wide = b.convert(logits, DType::kFloat32);
+  // Flat indices row * 6 + (row + 1): one per row.
+  int rows = b.iota({4}, DType::kInt64, 0);
+  int index = b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kMultiply, rows, b.full(7, {4}, DType::kInt64)), b.full(1, {4}, DType::kInt64));
+  int picked = b.gather(b.reshape(wide, {24, 1}), index);
+  int unreshaped = b.gather(wide, b.full(2, {3}, DType::kInt64));  // rows: gather(convert(y)) directly
+  HloModule m = b.build({picked, b.unary(HloOpcode::kExp, wide), unreshaped});
+  run_and_compare(m);
+  for (int k : {0, 2}) {
+    ASSERT_EQ(output(m, k).opcode, HloOpcode::kConvert) << m.to_string();
+    EXPECT_EQ(output(m, k).dtype, DType::kFloat32);
+    const HloInstruction& gather = m.at(output(m, k).operands[0]);
+    ASSERT_EQ(gather.opcode, HloOpcode::kGather);
+    EXPECT_EQ(gather.dtype, DType::kBFloat16) << "the gather reads the bf16 logits";
+  }
+  EXPECT_EQ(output(m, 0).shape, (Shape{4, 1}));
+  EXPECT_EQ(output(m, 2).shape, (Shape{3, 6}));
+}
+
 TEST(AlgebraicSimplifier, RewritesCompose) {
   // exp(transpose(transpose(negate(negate(x + 0))) * 1)) → exp(x), and unused
   // parameters and the order of outputs survive.

@@ -157,6 +157,38 @@ TEST(Fusion, ChainsReadingArraysAreNotDuplicated) {
   }
 }
 
+// Cross-entropy over bf16 logits (after AlgebraicSimplifier moved the target's
+// gather onto the bf16 array): the f32 copy of the logits and their shift by a
+// row's value are a chain of cheap ops above one materialised array (the bf16
+// logits, which the gather needs). Both the row reduction and the gradient
+// compute the chain in their own kernels: no f32 array of the logits' shape is
+// ever materialised, and the bias add is computed once.
+TEST(Fusion, TheLossReadsBf16LogitsThroughAChainOfCheapOps) {
+  HloBuilder b("loss");
+  int h = b.parameter({8, 16}, DType::kBFloat16);
+  int w = b.parameter({16, 32}, DType::kBFloat16);
+  int bias = b.parameter({32}, DType::kBFloat16);
+  int logits = b.binary(HloOpcode::kAdd, b.matmul(h, w), b.broadcast(bias, {8, 32}, {1}));
+  int rows = b.iota({8}, DType::kInt64, 0);
+  int index = b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kMultiply, rows, b.full(32, {8}, DType::kInt64)), b.full(3, {8}, DType::kInt64));
+  int shift = b.convert(b.reshape(b.gather(b.reshape(logits, {256, 1}), index), {8}), DType::kFloat32);
+  int shifted = b.binary(HloOpcode::kSubtract, b.convert(logits, DType::kFloat32), b.broadcast(shift, {8, 32}, {0}));
+  int top = b.reduce(shifted, {1}, ReduceKind::kMax);
+  int grad = b.convert(b.unary(HloOpcode::kExp, b.binary(HloOpcode::kSubtract, shifted, b.broadcast(top, {8, 32}, {0}))),
+                       DType::kBFloat16);
+  HloModule m = b.build({top, grad});
+  run_and_compare(m);
+  int chains = 0, adds = 0;
+  for (const HloInstruction& in : m.instructions) {
+    EXPECT_FALSE(in.dtype == DType::kFloat32 && in.shape == Shape({8, 32})) << in.name() << " is materialised:\n" << m.to_string();
+    if (in.opcode != HloOpcode::kFusion) continue;
+    for (const HloInstruction& f : in.fused_computation->instructions) adds += f.opcode == HloOpcode::kAdd && f.dtype == DType::kBFloat16;
+    chains += count(*in.fused_computation, HloOpcode::kConvert) > 0 && count(*in.fused_computation, HloOpcode::kSubtract) > 0;
+  }
+  EXPECT_EQ(chains, 2) << m.to_string();  // the reduction's kInput fusion and the gradient's kLoop fusion
+  EXPECT_EQ(adds, 1) << m.to_string();    // the bias add, materialised once (the gather reads it)
+}
+
 TEST(Fusion, LeavesDotsAlone) {
   HloBuilder b("dots");
   int x = b.parameter({4, 8}, DType::kFloat32);
