@@ -33,7 +33,6 @@
 extern "C" {
 LAZYTRAIN_DECLARE_SIMD float lt_expf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_logf(float x);
-LAZYTRAIN_DECLARE_SIMD float lt_tanhf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_cosf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_sinf(float x);
 LAZYTRAIN_DECLARE_SIMD float lt_powf(float x, float y);
@@ -89,21 +88,23 @@ inline uint16_t bf16_bits(float x) {
 // The bf16 nearest `x` (round_to_bf16), as bits.
 inline uint16_t float_to_bf16_bits(float x) { return bf16_bits(round_to_bf16(x)); }
 
-// ---- erf, inline so that a kernel's loop vectorizes it ----
+// ---- erf and tanh, inline so that a kernel's loop vectorizes them ----
 //
-// SLEEF's erff (u10) costs about 1.8 ns an element at 16 lanes (GELU's erf was
-// a fifth of bert-mini's bf16 step); this one about 0.55 ns, and its error,
-// checked against double-precision erf for every float, is at most 1.06 ULP
-// (tools/check_erf_accuracy.cpp). Only fmaf, +, * and bit operations: every
-// build rounds it alike (explicit fmaf everywhere an add follows a product, so
-// no compiler contracts differently), and the interpreter, whose library is
-// compiled with other flags than the kernels, gets the same bits.
+// SLEEF's erff and tanhf (u10) cost about 1.8 and 1.35 ns an element at 16
+// lanes (GELU's erf was a fifth of bert-mini's bf16 step); these about 0.55 ns.
+// Their error, checked against double precision for every float, is at most
+// 1.06 ULP (erf) and 1.51 ULP (tanh) (tests/backend/scalar_ops_test.cpp;
+// coefficients from tools/fit_inline_functions.py). Only fmaf, +, -, *, / and bit
+// operations: every build rounds them alike (explicit fmaf wherever an add
+// follows a product, so that no compiler contracts differently), and the
+// interpreter, whose library is compiled with other flags than the kernels,
+// gets the same bits.
 
-// e^x for the erf below: x = n ln2 + r, |r| <= ln2/2 (Cody and Waite's two-part
+// e^x for erf and tanh below: x = n ln2 + r, |r| <= ln2/2 (Cody and Waite's two-part
 // ln2), e^r by a degree-6 polynomial fitted to relative error, times 2^n in two
 // factors so that a subnormal result rounds once. x is clamped to [-104, 89]
 // (outside, e^x is 0 or inf in float). At most 0.91 ULP over every float.
-inline float erf_exp(float x) {
+inline float expf_inline(float x) {
   x = select(x < -104.0f, -104.0f, x);
   x = select(x > 89.0f, 89.0f, x);
   const float shifter = 0x1.8p23f;  // adding it rounds to an integer, held in the low bits
@@ -158,10 +159,33 @@ inline float erf_f32(float x) {
   q = __builtin_fmaf(q, u, -0x1.3db068p-4f);
   q = __builtin_fmaf(q, u, 0x1.b97394p-3f);
   const float hi = xb * xb, lo = __builtin_fmaf(xb, xb, -hi);
-  float e = erf_exp(-hi);
+  float e = expf_inline(-hi);
   e = __builtin_fmaf(-e, lo, e);  // e^(-hi - lo)
   const float large = __builtin_copysignf(__builtin_fmaf(-e, q, 1.0f), x);
   return select(ax < 0.875f, small, large);
+}
+
+// tanh(x). |x| < 1.25: x + x^3 P(x^2), P of degree 9; otherwise sign(x) (1 - e)
+// / (1 + e) with e = e^(-2|x|) (|x| clamped to 9.5, where tanh is 1 in float).
+// P: a least-squares fit to relative error against mpmath's tanh, rounded to
+// float. NaN stays NaN, tanh(-0) = -0.
+inline float tanh_f32(float x) {
+  const float ax = __builtin_fabsf(x);
+  const float t = x * x;
+  float p = 0x1.75081p-18f;
+  p = __builtin_fmaf(p, t, -0x1.01a74ep-14f);
+  p = __builtin_fmaf(p, t, 0x1.584726p-12f);
+  p = __builtin_fmaf(p, t, -0x1.35494cp-10f);
+  p = __builtin_fmaf(p, t, 0x1.bc6bb6p-9f);
+  p = __builtin_fmaf(p, t, -0x1.1f34e2p-7f);
+  p = __builtin_fmaf(p, t, 0x1.65cee8p-6f);
+  p = __builtin_fmaf(p, t, -0x1.ba0fe8p-5f);
+  p = __builtin_fmaf(p, t, 0x1.1110ccp-3f);
+  p = __builtin_fmaf(p, t, -0x1.555554p-2f);
+  const float small = __builtin_copysignf(__builtin_fmaf(ax * t, p, ax), x);
+  const float e = expf_inline(-2.0f * select(ax > 9.5f, 9.5f, ax));
+  const float large = __builtin_copysignf((1.0f - e) / (1.0f + e), x);
+  return select(ax < 1.25f, small, large);
 }
 
 // ---- unary ----
@@ -192,7 +216,7 @@ struct Rsqrt {
   float operator()(float x) const { return 1.0f / std::sqrt(x); }
 };
 struct Tanh {
-  float operator()(float x) const { return lt_tanhf(x); }
+  float operator()(float x) const { return tanh_f32(x); }
 };
 struct Erf {
   float operator()(float x) const { return erf_f32(x); }

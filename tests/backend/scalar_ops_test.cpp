@@ -2,7 +2,7 @@
 // interpreter (the HLO evaluator's kernels) and the CPU backend's generated
 // kernels both give, bit for bit, what its functors give on the host, for
 // NaN-propagating maximum/minimum, shifts outside [0, 32), bf16 rounding (ties
-// to even, NaN) and bf16 transcendentals (SLEEF on both sides).
+// to even, NaN) and bf16 transcendentals (SLEEF, or core/scalar_ops.h's inline erf and tanh, on both sides).
 #include "core/scalar_ops.h"
 
 #include <gtest/gtest.h>
@@ -134,33 +134,41 @@ TEST(ScalarOps, Bf16RoundingAndTranscendentalsAgreeBitForBit) {
   EXPECT_EQ(BFloat16(1.00390625f).bits, 0x3f80);  // core/half.h rounds through the same function
 }
 
-// erf is computed inline (core/scalar_ops.h's erf_f32, not SLEEF): within 1.06 ULP
-// of double-precision erf over a sweep of float bit patterns (every one with
-// LAZYTRAIN_ERF_SWEEP_STRIDE=1, about three minutes), its special values, and the same
-// bits from both backends. Reference values: mpmath at 30 digits, rounded to float.
-TEST(ScalarOps, ErfIsWithinOneUlpAndTheSameOnBothBackends) {
-  const char* stride_env = std::getenv("LAZYTRAIN_ERF_SWEEP_STRIDE");
-  const uint64_t stride = stride_env ? std::max<uint64_t>(1, std::strtoull(stride_env, nullptr, 10)) : 4099;
+// The largest error of `f` against the double-precision `reference`, in ULPs of
+// the result, over every `stride`-th float bit pattern; NaN must give NaN.
+double worst_ulp_error(float (*f)(float), double (*reference)(double), uint64_t stride) {
   double worst = 0;
-  float worst_x = 0;
   for (uint64_t bits = 0; bits <= 0xffffffffull; bits += stride) {
     const uint32_t u = static_cast<uint32_t>(bits);
     float x;
     std::memcpy(&x, &u, 4);
-    const float got = ops::erf_f32(x);
+    const float got = f(x);
     if (std::isnan(x)) {
-      ASSERT_TRUE(std::isnan(got)) << x;
+      EXPECT_TRUE(std::isnan(got)) << x;
       continue;
     }
-    const double exact = std::erf(static_cast<double>(x));
+    const double exact = reference(static_cast<double>(x));
     const float nearest = static_cast<float>(exact);
-    // One ULP of the result: the spacing of floats at |erf(x)| (subnormals: 2^-149).
+    // One ULP of the result: the spacing of floats at |f(x)| (subnormals: 2^-149).
     const double ulp = std::fabs(nearest) < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(nearest) - 23);
-    const double error = std::fabs(static_cast<double>(got) - exact) / ulp;
-    if (error > worst) worst = error, worst_x = x;
+    worst = std::max(worst, std::fabs(static_cast<double>(got) - exact) / ulp);
   }
-  EXPECT_LE(worst, 1.06) << "at x = " << worst_x;
-  EXPECT_GT(worst, 0.5) << "a sweep that cannot fail";  // rounding alone reaches half an ULP
+  return worst;
+}
+
+// erf and tanh are computed inline (core/scalar_ops.h's erf_f32 and tanh_f32, not
+// SLEEF): within 1.06 and 1.51 ULP of double precision over a sweep of float bit
+// patterns (every one with LAZYTRAIN_SWEEP_STRIDE=1, a few minutes), their
+// special values, and the same bits from both backends. Reference values: mpmath
+// at 30 digits, rounded to float.
+TEST(ScalarOps, InlineErfAndTanhAreAccurateAndTheSameOnBothBackends) {
+  const char* stride_env = std::getenv("LAZYTRAIN_SWEEP_STRIDE");
+  const uint64_t stride = stride_env ? std::max<uint64_t>(1, std::strtoull(stride_env, nullptr, 10)) : 4099;
+  const double erf_error = worst_ulp_error(ops::erf_f32, [](double v) { return std::erf(v); }, stride);
+  const double tanh_error = worst_ulp_error(ops::tanh_f32, [](double v) { return std::tanh(v); }, stride);
+  EXPECT_LE(erf_error, 1.06);
+  EXPECT_LE(tanh_error, 1.51);
+  EXPECT_GT(std::min(erf_error, tanh_error), 0.5) << "a sweep that cannot fail";  // rounding alone reaches half an ULP
 
   // Within one ULP of each correctly rounded reference.
   const std::pair<float, float> references[] = {{0.5f, 0.520499877813046537682746653892f},
@@ -171,24 +179,39 @@ TEST(ScalarOps, ErfIsWithinOneUlpAndTheSameOnBothBackends) {
   for (const auto& [at, reference] : references) {
     EXPECT_LE(std::fabs(ops::erf_f32(at) - reference), std::nextafter(std::fabs(reference), INFINITY) - std::fabs(reference)) << at;
   }
+  const std::pair<float, float> tanh_references[] = {{0.5f, 0.462117157260009758502318483643f},
+                                                     {1.25f, 0.848283639957512609293251099813f},
+                                                     {-3.0f, -0.995054753686730451386266719967f},
+                                                     {0x1p-70f, 0x1p-70f}};
+  for (const auto& [at, reference] : tanh_references) {
+    EXPECT_LE(std::fabs(ops::tanh_f32(at) - reference), 2 * (std::nextafter(std::fabs(reference), INFINITY) - std::fabs(reference))) << at;
+  }
+  EXPECT_EQ(ops::tanh_f32(10.0f), 1.0f);
+  EXPECT_EQ(ops::tanh_f32(-INFINITY), -1.0f);
+  EXPECT_TRUE(std::signbit(ops::tanh_f32(-0.0f)) && ops::tanh_f32(-0.0f) == 0.0f);
   EXPECT_EQ(ops::erf_f32(4.5f), 1.0f);
   EXPECT_EQ(ops::erf_f32(INFINITY), 1.0f);
   EXPECT_EQ(ops::erf_f32(-INFINITY), -1.0f);
   EXPECT_TRUE(std::signbit(ops::erf_f32(-0.0f)) && ops::erf_f32(-0.0f) == 0.0f);
 
-  // Both backends: a GELU-like chain (x * s, erf) over [-5, 5) and special values.
-  std::vector<float> x = {NAN, INFINITY, -INFINITY, -0.0f, 0.875f, -0.875f, 4.0f, 1e-30f};
+  // Both backends: GELU-like chains (x * s, then erf or tanh) over [-5, 5) and special values.
+  std::vector<float> x = {NAN, INFINITY, -INFINITY, -0.0f, 0.875f, -0.875f, 4.0f, 1e-30f, 1.25f, -9.5f};
   while (x.size() < 4096) x.push_back(-5.0f + 10.0f * static_cast<float>(x.size()) / 4096.0f);
   const int64_t n = static_cast<int64_t>(x.size());
   hlo::HloBuilder b("erf");
   int p = b.parameter({n}, DType::kFloat32);
   int s = b.parameter({}, DType::kFloat32);
-  hlo::HloModule m = b.build({b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, p, b.broadcast(s, {n}, {})))});
-  auto [interpreted, generated] = run_both(m, {buffer({n}, DType::kFloat32, x), buffer<float>({}, DType::kFloat32, {1.0f})});
-  std::vector<float> want;
-  for (float v : x) want.push_back(ops::erf_f32(v));
-  expect_bits(want, interpreted[0], "interpreter");
-  expect_bits(want, generated[0], "cpu");
+  int s2 = b.parameter({}, DType::kFloat32);
+  hlo::HloModule m = b.build({b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, p, b.broadcast(s, {n}, {}))),
+                              b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, p, b.broadcast(s2, {n}, {})))});
+  auto [interpreted, generated] = run_both(m, {buffer({n}, DType::kFloat32, x), buffer<float>({}, DType::kFloat32, {1.0f}),
+                                               buffer<float>({}, DType::kFloat32, {1.0f})});
+  for (int k = 0; k < 2; ++k) {
+    std::vector<float> want;
+    for (float v : x) want.push_back(k == 0 ? ops::erf_f32(v) : ops::tanh_f32(v));
+    expect_bits(want, interpreted[k], "interpreter");
+    expect_bits(want, generated[k], "cpu");
+  }
 }
 
 }  // namespace

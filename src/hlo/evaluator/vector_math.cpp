@@ -35,9 +35,12 @@ void vector_unary(HloOpcode opcode, const float* in, float* out, int64_t n) {
     switch (opcode) {
     case HloOpcode::kExp: apply<Sleef_expf8_u10avx2>(in, out, n); break;
     case HloOpcode::kLog: apply<Sleef_logf8_u10avx2>(in, out, n); break;
-    case HloOpcode::kTanh: apply<Sleef_tanhf8_u10avx2>(in, out, n); break;
+    // core/scalar_ops.h's tanh and erf, as generated kernels compute them (GCC vectorizes the loops).
+    case HloOpcode::kTanh:
+#pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] = scalar_ops::tanh_f32(in[i]);
+      break;
     case HloOpcode::kErf:
-      // core/scalar_ops.h's erf, as generated kernels compute it (GCC vectorizes the loop).
 #pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
       for (int64_t i = 0; i < n; ++i) out[i] = scalar_ops::erf_f32(in[i]);
       break;

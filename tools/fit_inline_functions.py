@@ -1,15 +1,16 @@
-"""Fits the polynomials of core/scalar_ops.h's erf_f32 (and its erf_exp) and prints their float coefficients.
+"""Fits the polynomials of core/scalar_ops.h's erf_f32, tanh_f32 and expf_inline; prints their float coefficients.
 
 erf_f32(x) is x + x * P(x^2) for |x| < 0.875 (P of degree 5) and, above,
 sign(x) * (1 - exp(-x^2) * Q(|x|)) with Q of degree 12 in (|x| - 2.4375) on [0.875, 4].
 Each fit is a least-squares fit to *relative* error on 3000 Chebyshev nodes, against
 mpmath's erf/erfc at 30 digits, then rounded to float (the printed hex literals).
-erf_exp's e^r = 1 + r + r^2 * R(r), R of degree 4 on [-ln2/2, ln2/2], is fitted the same way.
-The accuracy of the result (at most 1.06 ULP over every float) is checked by
-tests/backend/scalar_ops_test.cpp (ScalarOps.ErfIsWithinOneUlp..., a strided sweep;
-LAZYTRAIN_ERF_SWEEP_STRIDE=1 sweeps every float).
+expf_inline's e^r = 1 + r + r^2 * R(r), R of degree 4 on [-ln2/2, ln2/2], and tanh_f32's
+tanh(x) = x + x^3 * T(x^2), T of degree 9 on |x| < 1.25, are fitted the same way.
+The accuracy of the results (at most 1.06 ULP for erf, 1.51 for tanh, over every float) is
+checked by tests/backend/scalar_ops_test.cpp (ScalarOps.InlineErfAndTanh..., a strided sweep;
+LAZYTRAIN_SWEEP_STRIDE=1 sweeps every float).
 
-    python tools/fit_erf.py      # needs numpy and mpmath (bench/setup_peers.sh's venv has both)
+    python tools/fit_inline_functions.py   # needs numpy and mpmath (bench/setup_peers.sh's venv has both)
 """
 import mpmath
 import numpy as np
@@ -46,6 +47,13 @@ def main():
     weight = r**2 / e
     rr = np.linalg.lstsq(vander * weight[:, None], (e - 1 - r) / r**2 * weight, rcond=None)[0].astype(np.float32)
     print("R (r^0 first):", ", ".join(float(c).hex() + "f" for c in rr))
+    # tanh(x)/x = 1 + t T(t), t = x^2: fit T to the relative error of tanh(x)/x.
+    t = chebyshev(0.0, 1.25 * 1.25)
+    x = np.sqrt(t)
+    ratio = np.array([float(mpmath.tanh(v)) for v in x]) / x
+    vander = np.vander(t, 10, increasing=True) * t[:, None]
+    tt = np.linalg.lstsq(vander / ratio[:, None], (ratio - 1) / ratio, rcond=None)[0].astype(np.float32)
+    print("T (t^0 first):", ", ".join(float(c).hex() + "f" for c in tt))
     print("P (x^0 first):", ", ".join(float(c).hex() + "f" for c in p))
     print("Q (u^0 first):", ", ".join(float(c).hex() + "f" for c in q))
 
