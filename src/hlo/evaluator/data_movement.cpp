@@ -1,4 +1,5 @@
 #include <cstring>
+#include <vector>
 
 #include "hlo/evaluator/kernels.h"
 #include "core/error.h"
@@ -56,13 +57,20 @@ void concatenate(const HloInstruction& in, const Operands& args, const MutableAr
   const int64_t elem = itemsize(in.dtype);
   const int64_t out_row = numel(in.shape) / std::max<int64_t>(outer, 1) * elem;
   auto* dst = static_cast<uint8_t*>(out.raw());
-  int64_t column = 0;
-  for (const ArrayRef& array : args) {
-    const ArrayRef* a = &array;
-    const int64_t row = a->numel() / std::max<int64_t>(outer, 1) * elem;
-    const auto* src = static_cast<const uint8_t*>(a->raw());
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + column, src + o * row, row);
-    column += row;
+  // Each operand's row: its bytes and where it starts in the output's row.
+  std::vector<int64_t> row_bytes, column;
+  int64_t at = 0;
+  for (const ArrayRef& a : args) {
+    row_bytes.push_back(a.numel() / std::max<int64_t>(outer, 1) * elem);
+    column.push_back(at);
+    at += row_bytes.back();
+  }
+#pragma omp parallel for if (outer > 1 && outer * out_row >= kParallelCopyBytes) schedule(static)
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t k = 0; k < args.size(); ++k) {
+      const auto* src = static_cast<const uint8_t*>(args[k].raw());
+      std::memcpy(dst + o * out_row + column[k], src + o * row_bytes[k], static_cast<size_t>(row_bytes[k]));
+    }
   }
 }
 

@@ -46,5 +46,10 @@ void strided_copy(const void* src, const std::vector<int64_t>& src_strides, void
 
 // Elements at which it pays to split a loop over the cores.
 inline constexpr int64_t kParallelThreshold = 1 << 20;
+// Bytes at which it pays to split a copy (transpose, slice, concatenate, broadcast)
+// over the cores: 256 KiB take about 13 us on one core, well over a parallel
+// region's few. GPT-2's head splits and merges ([4, 64, 2304] and [4, 12, 64, 64]
+// at seq 64) ran on one thread of two.
+inline constexpr int64_t kParallelCopyBytes = 1 << 18;
 
 }  // namespace lazytrain::hlo::evaluator

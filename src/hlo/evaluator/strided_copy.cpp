@@ -17,7 +17,7 @@ void copy_typed(const T* src, const std::vector<int64_t>& strides, T* dst, const
   const int64_t inner_stride = strides[rank - 1];
   const int64_t rows = numel(shape) / std::max<int64_t>(inner, 1);
   if (inner == 0) return;
-#pragma omp parallel for if (rows * inner > kParallelThreshold) schedule(static)
+#pragma omp parallel for if (rows * inner * static_cast<int64_t>(sizeof(T)) >= kParallelCopyBytes) schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
     // Decode the row index into the outer dims' offset in src.
     int64_t rem = row, offset = 0;

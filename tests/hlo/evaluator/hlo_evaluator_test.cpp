@@ -88,6 +88,38 @@ TEST(HloEvaluator, ReduceGatherScatterAndDataMovement) {
   EXPECT_EQ(values<float>(out[6]), (std::vector<float>{1, -2, 3, 4, 5, -6}));
 }
 
+// Copies of 256 KiB and more are split over the cores (kParallelCopyBytes): a
+// concatenate along the last dim, a transpose and a slice of GPT-2's head-split
+// size, each value checked against its index arithmetic.
+TEST(HloEvaluator, LargeCopiesSplitOverCoresKeepEveryElement) {
+  const int64_t rows = 256, a_cols = 768, b_cols = 1536;
+  HloBuilder b("copies");
+  int x = b.parameter({rows, a_cols}, DType::kFloat32);
+  int y = b.parameter({rows, b_cols}, DType::kFloat32);
+  int cat = b.concatenate({x, y}, 1);
+  int t = b.transpose(b.reshape(y, {4, 64, 12, 128}), {0, 2, 1, 3});
+  int sl = b.slice(y, {0, 768}, {rows, b_cols}, {1, 1});
+  HloModule m = b.build({cat, t, sl});
+  std::vector<float> xv(rows * a_cols), yv(rows * b_cols);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
+  for (size_t i = 0; i < yv.size(); ++i) yv[i] = -static_cast<float>(i);
+  std::vector<Literal> out =
+      HloEvaluator().evaluate(m, {literal<float>({rows, a_cols}, DType::kFloat32, xv), literal<float>({rows, b_cols}, DType::kFloat32, yv)});
+  const std::vector<float> c = values<float>(out[0]), tr = values<float>(out[1]), s = values<float>(out[2]);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < a_cols + b_cols; ++k) {
+      const float want = k < a_cols ? xv[r * a_cols + k] : yv[r * b_cols + k - a_cols];
+      ASSERT_EQ(c[r * (a_cols + b_cols) + k], want) << r << ", " << k;
+    }
+    for (int64_t k = 0; k < b_cols - 768; ++k) ASSERT_EQ(s[r * 768 + k], yv[r * b_cols + 768 + k]);
+  }
+  // t[b, h, s, d] = y viewed as [b, s, h, d].
+  for (int64_t i = 0; i < 4 * 12 * 64 * 128; ++i) {
+    const int64_t d = i % 128, s_ = i / 128 % 64, h = i / (128 * 64) % 12, b_ = i / (128 * 64 * 12);
+    ASSERT_EQ(tr[i], yv[((b_ * 64 + s_) * 12 + h) * 128 + d]) << i;
+  }
+}
+
 TEST(HloEvaluator, ElementwiseSemantics) {
   HloBuilder b("elementwise");
   int x = b.parameter({4}, DType::kFloat32);
