@@ -125,6 +125,9 @@ inline float expf_inline(float x) {
   float s1, s2;
   __builtin_memcpy(&s1, &b1, 4);
   __builtin_memcpy(&s2, &b2, 4);
+  // Exact for a normal result (scaling by powers of two), so a caller's add that a
+  // compiler contracts with this product into an fma rounds the same; erf and tanh
+  // use it only where e^x is normal (x >= -19).
   return p * s1 * s2;
 }
 

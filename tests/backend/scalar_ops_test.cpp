@@ -148,9 +148,9 @@ double worst_ulp_error(float (*f)(float), double (*reference)(double), uint64_t 
       continue;
     }
     const double exact = reference(static_cast<double>(x));
-    const float nearest = static_cast<float>(exact);
-    // One ULP of the result: the spacing of floats at |f(x)| (subnormals: 2^-149).
-    const double ulp = std::fabs(nearest) < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(nearest) - 23);
+    // One ULP: the spacing of floats at |f(x)|, taken at the exact value (just below a
+    // power of two it is the finer spacing below it); subnormals: 2^-149.
+    const double ulp = std::fabs(exact) < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(exact) - 23);
     worst = std::max(worst, std::fabs(static_cast<double>(got) - exact) / ulp);
   }
   return worst;

@@ -1,8 +1,10 @@
 #include "hlo/passes/fusion.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "hlo/hlo_builder.h"
 
@@ -56,7 +58,11 @@ struct Group {
 class GroupBuilder {
  public:
   GroupBuilder(const HloModule& m, const InstructionFusion& rules)
-      : m_(m), rules_(rules), users_(m.instructions.size()), owner_(m.instructions.size(), -1) {
+      : m_(m),
+        rules_(rules),
+        users_(m.instructions.size()),
+        owner_(m.instructions.size(), -1),
+        materialised_(m.instructions.size(), -1) {
     for (const auto& in : m.instructions) {
       for (int o : in.operands) users_[o].push_back(in.id);
     }
@@ -91,15 +97,20 @@ class GroupBuilder {
   bool loop_fusible(const HloInstruction& in) const { return loop_fusible_opcode(in) && rules_.ShouldFuse(m_, in); }
 
   // Materialised whatever fusion decides: no loop fusion computes it (a dot, a
-  // parameter, a scatter), or a user takes it as an array of its own (a gather, a
-  // dot, the module's outputs), directly or through reshapes.
+  // parameter, a scatter), or a user reads it as an array of its own (a gather, a
+  // dot, a broadcast, the module's outputs), directly or through reshapes.
+  // Memoised: it depends on the graph alone, and a value with many users is
+  // asked once per user's fusion.
   bool materialised(const HloInstruction& x) const {
-    if (!loop_fusible_opcode(x)) return true;
-    return std::any_of(users_[x.id].begin(), users_[x.id].end(), [&](int u) {
-      const HloInstruction& user = m_.at(u);
-      if (user.opcode == HloOpcode::kReshape) return materialised(user);
-      return !loop_fusible_opcode(user) && user.opcode != HloOpcode::kReduce;
-    });
+    int8_t& known = materialised_[static_cast<size_t>(x.id)];
+    if (known < 0) {
+      known = !loop_fusible_opcode(x) || std::any_of(users_[x.id].begin(), users_[x.id].end(), [&](int u) {
+        const HloInstruction& user = m_.at(u);
+        if (user.opcode == HloOpcode::kReshape) return materialised(user);
+        return user.opcode == HloOpcode::kBroadcast || (!loop_fusible_opcode(user) && user.opcode != HloOpcode::kReduce);
+      });
+    }
+    return known != 0;
   }
 
   // Worth recomputing in each consumer instead of materialising once (a fusion
@@ -243,6 +254,7 @@ class GroupBuilder {
   const InstructionFusion& rules_;
   std::vector<std::vector<int>> users_;
   std::vector<int> owner_;  // group index for members with all users inside; -1 none; -2 tried as root, not fused
+  mutable std::vector<int8_t> materialised_;  // per instruction: -1 not yet known, else materialised()
   std::vector<Group> groups_;
 };
 
