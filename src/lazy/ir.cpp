@@ -1,6 +1,7 @@
 #include "lazy/ir.h"
 
 #include <atomic>
+#include <bit>
 #include <functional>
 #include <sstream>
 
@@ -22,7 +23,9 @@ uint64_t hash_attr(const Attr& a) {
       [&](const auto& v) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, int64_t>) h = hash_combine(h, static_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<V, double>) h = hash_combine(h, std::hash<double>{}(v));
+        // The bits, not std::hash<double>: 0.0 and -0.0 compare (and std::hash) equal, but
+        // a graph that divides by one of them must not be served the other's executable.
+        else if constexpr (std::is_same_v<V, double>) h = hash_combine(h, std::bit_cast<uint64_t>(v));
         else if constexpr (std::is_same_v<V, std::string>) h = hash_combine(h, hash_string(v));
         else for (int64_t x : v) h = hash_combine(h, static_cast<uint64_t>(x));
       },

@@ -228,6 +228,11 @@ int gelu_tanh_inner(hlo::HloBuilder& b, int x, int x_squared, const Shape& s, DT
   return b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, b.full(kGeluTanhBeta, s, t), poly));
 }
 
+// PyTorch's GELU kernels (forward and backward) compute a bf16 or f16 tensor in
+// float and round the result once; these lowerings do the same (rounding after
+// every op lost up to 40% of the value where erf nears -1, x ≈ -3).
+DType gelu_compute_dtype(DType t) { return t == DType::kBFloat16 || t == DType::kFloat16 ? DType::kFloat32 : t; }
+
 // none: d/dx = 0.5 (1 + erf(x/√2)) + x · exp(-x²/2) / √(2π)
 // tanh (PyTorch's GeluBackward): with u = tanh(β (x + κ x³)),
 //   d/dx = 0.5 (1 + u) + 0.5 x (1 - u²) β (1 + 3 κ x²)
@@ -236,21 +241,21 @@ Tensor gelu_backward(const Tensor& g, const Tensor& x, const std::string& approx
   auto lower_none = +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     const Shape& s = n.shape();
-    DType t = n.dtype();
-    int grad = c.operand(n, 0), x = c.operand(n, 1);
+    const DType t = gelu_compute_dtype(n.dtype());
+    int grad = b.convert(c.operand(n, 0), t), x = b.convert(c.operand(n, 1), t);
     int cdf = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t),
                        b.binary(HloOpcode::kAdd, b.full(1.0, s, t),
                                 b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)))));
     int pdf = b.binary(HloOpcode::kMultiply, b.full(1.0 / std::sqrt(2.0 * M_PI), s, t),
                        b.unary(HloOpcode::kExp, b.binary(HloOpcode::kMultiply, b.full(-0.5, s, t), b.binary(HloOpcode::kMultiply, x, x))));
     int d = b.binary(HloOpcode::kAdd, cdf, b.binary(HloOpcode::kMultiply, x, pdf));
-    return b.binary(HloOpcode::kMultiply, grad, d);
+    return b.convert(b.binary(HloOpcode::kMultiply, grad, d), n.dtype());
   };
   auto lower_tanh = +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     const Shape& s = n.shape();
-    DType t = n.dtype();
-    int grad = c.operand(n, 0), x = c.operand(n, 1);
+    const DType t = gelu_compute_dtype(n.dtype());
+    int grad = b.convert(c.operand(n, 0), t), x = b.convert(c.operand(n, 1), t);
     int x_squared = b.binary(HloOpcode::kMultiply, x, x);
     int u = gelu_tanh_inner(b, x, x_squared, s, t);
     int left = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u));
@@ -259,7 +264,7 @@ Tensor gelu_backward(const Tensor& g, const Tensor& x, const std::string& approx
                          b.binary(HloOpcode::kAdd, b.full(1.0, s, t), b.binary(HloOpcode::kMultiply, b.full(3.0 * kGeluTanhKappa, s, t), x_squared)));
     int right = b.binary(HloOpcode::kMultiply, b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), x),
                          b.binary(HloOpcode::kMultiply, one_minus_u2, slope));
-    return b.binary(HloOpcode::kMultiply, grad, b.binary(HloOpcode::kAdd, left, right));
+    return b.convert(b.binary(HloOpcode::kMultiply, grad, b.binary(HloOpcode::kAdd, left, right)), n.dtype());
   };
   return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", approximate}}, tanh_form ? lower_tanh : lower_none);
 }
@@ -273,20 +278,20 @@ Tensor gelu(const Tensor& x, const std::string& approximate, Loc loc) {
   auto lower_none = +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     const Shape& s = n.shape();
-    DType t = n.dtype();
-    int x = c.operand(n, 0);
+    const DType t = gelu_compute_dtype(n.dtype());
+    int x = b.convert(c.operand(n, 0), t);
     int e = b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)));
     int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
-    return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e));
+    return b.convert(b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e)), n.dtype());
   };
   auto lower_tanh = +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     const Shape& s = n.shape();
-    DType t = n.dtype();
-    int x = c.operand(n, 0);
+    const DType t = gelu_compute_dtype(n.dtype());
+    int x = b.convert(c.operand(n, 0), t);
     int u = gelu_tanh_inner(b, x, b.binary(HloOpcode::kMultiply, x, x), s, t);
     int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
-    return b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u));
+    return b.convert(b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u)), n.dtype());
   };
   Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", approximate}}, approximate == "tanh" ? lower_tanh : lower_none);
   return record(out, "GeluBackward0", {x}, [x = x.detach(), approximate](const Tensor& g) {

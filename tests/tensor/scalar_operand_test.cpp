@@ -232,6 +232,19 @@ TEST(ScalarOperand, SpecialValuesStayConstants) {
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 2}));
 }
 
+// 0.0 and -0.0 compare equal but are different constants: graphs that differ only in
+// the sign of a zero hash apart (the graph cache served one the other's executable).
+TEST(ScalarOperand, SignedZerosAreDifferentGraphs) {
+  Tensor a = from_vector(std::vector<float>{1, 2}, {2});
+  for (int round = 0; round < 2; ++round) {
+    const Tensor one = from_vector(std::vector<float>{1, 1}, {2});
+    const std::vector<float> negative = div(one, a * -0.0).to_vector<float>();
+    const std::vector<float> positive = div(one, a * 0.0).to_vector<float>();
+    for (float v : negative) EXPECT_EQ(v, -INFINITY) << round;
+    for (float v : positive) EXPECT_EQ(v, INFINITY) << round;
+  }
+}
+
 // One device-data node per (value, dtype): a value used twice is one graph parameter.
 TEST(ScalarOperand, EqualValuesShareOneParameter) {
   Tensor a = from_vector(std::vector<float>{1, 2}, {2});
