@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "core/env_vars.h"
 #include "core/error.h"
 #include "hlo/custom_call.h"
 #include "hlo/evaluator/block_gemm.h"
@@ -30,11 +32,22 @@ struct Problem {
   bool mask_is_pred = false;
   std::vector<int64_t> mask_batch_offset;  // per flattened batch index
   int64_t mask_row_stride = 0, mask_col_stride = 0;
+  bool avx512 = false;  // the block products and the dropout hash on AVX-512 (host_has_avx512)
 };
+
+// The kernel's AVX-512 paths run where the CPU has AVX-512 F, DQ and VL, unless
+// LAZYTRAIN_KERNEL_ISA=avx2 asks the process to behave as on an AVX2-only CPU
+// (as it does for generated kernels and oneDNN), so that tests cover both paths.
+bool host_has_avx512() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512vl") && environment().kernel_isa != "avx2";
+  return avx512;
+}
 
 Problem describe(const HloInstruction& in, const Operands& args, bool backward) {
   const CustomCallConfig config(in.backend_config);
   Problem p;
+  p.avx512 = host_has_avx512();
   const Shape& qs = args[0].shape();
   const size_t rank = qs.size();
   p.L = qs[rank - 2];
@@ -79,11 +92,43 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// The dropout factor of weight (b, i, j): 0 (dropped) or 1/(1-p).
-inline float dropout_factor(const Problem& p, int64_t b, int64_t i, int64_t j) {
-  const uint64_t h = mix64(p.seed ^ mix64(static_cast<uint64_t>((b * p.L + i) * p.S + j)));
-  const float u = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
-  return u >= p.dropout_p ? 1.0f / (1.0f - p.dropout_p) : 0.0f;
+// Weight (b, i, j) is kept when the top 24 bits of its hash, read as a uniform
+// u = bits / 2^24, are >= dropout_p; that is when bits >= ceil(dropout_p 2^24)
+// (exact: the product is exact in double), an integer test that vectorizes.
+inline uint32_t keep_threshold(const Problem& p) {
+  return static_cast<uint32_t>(std::ceil(static_cast<double>(p.dropout_p) * 16777216.0));
+}
+
+inline uint32_t dropout_bits(const Problem& p, int64_t b, int64_t i, int64_t j) {
+  return static_cast<uint32_t>(mix64(p.seed ^ mix64(static_cast<uint64_t>((b * p.L + i) * p.S + j))) >> 40);
+}
+
+// factor[c] = 1/(1-p) where weight (b, i, j0 + c) is kept, else 0, for c < cols.
+// The hash's 64-bit multiplies were most of the kernel's cost at long sequences
+// when scalar (GPT-2 at seq 1024: half the forward); as a loop GCC vectorizes
+// them, emulated on AVX2 and with vpmullq where AVX-512DQ exists. The same
+// decisions either way, and in the forward and the backward.
+inline void dropout_row_portable(const Problem& p, int64_t b, int64_t i, int64_t j0, int64_t cols, float* factor) {
+  const uint32_t threshold = keep_threshold(p);
+  const float kept = 1.0f / (1.0f - p.dropout_p);
+#pragma omp simd
+  for (int64_t c = 0; c < cols; ++c) factor[c] = dropout_bits(p, b, i, j0 + c) >= threshold ? kept : 0.0f;
+}
+
+__attribute__((target("avx512f,avx512dq,avx512vl"))) void dropout_row_avx512(const Problem& p, int64_t b, int64_t i, int64_t j0,
+                                                                              int64_t cols, float* factor) {
+  const uint32_t threshold = keep_threshold(p);
+  const float kept = 1.0f / (1.0f - p.dropout_p);
+#pragma omp simd
+  for (int64_t c = 0; c < cols; ++c) factor[c] = dropout_bits(p, b, i, j0 + c) >= threshold ? kept : 0.0f;
+}
+
+void dropout_row(const Problem& p, int64_t b, int64_t i, int64_t j0, int64_t cols, float* factor) {
+  if (p.avx512) {
+    dropout_row_avx512(p, b, i, j0, cols, factor);
+  } else {
+    dropout_row_portable(p, b, i, j0, cols, factor);
+  }
 }
 
 template <typename T>
@@ -91,12 +136,47 @@ void load(const T* src, int64_t n, float* dst, float factor = 1.0f) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * factor;
 }
 
+// src's n elements as f32: src itself when it is f32 (no copy), else converted into dst.
+template <typename T>
+const float* as_f32(const T* src, int64_t n, float* dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    return src;
+  } else {
+    load(src, n, dst);
+    return dst;
+  }
+}
+
+// out[j * ldo + i] = in[i * ldi + j] for an 8 x 8 f32 block (the usual unpack
+// and shuffle transpose).
+inline void transpose8x8(const float* in, int64_t ldi, float* out, int64_t ldo) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ldi);
+  for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * ldo, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * ldo, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
 // dst[e * ld + c] = src[c * n + e] for c < rows, e < n: a block of keys (or
 // values) transposed, so that q k^T (dout v^T) is a product of row-major blocks.
+// 8 x 8 blocks in registers; element by element only for f16/bf16 or ragged edges.
 template <typename T>
 void load_transposed(const T* src, int64_t rows, int64_t n, float* dst, int64_t ld) {
+  int64_t c8 = 0, e8 = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    c8 = rows / 8 * 8, e8 = n / 8 * 8;
+    for (int64_t c = 0; c < c8; c += 8) {
+      for (int64_t e = 0; e < e8; e += 8) transpose8x8(src + c * n + e, n, dst + e * ld + c, ld);
+    }
+  }
   for (int64_t c = 0; c < rows; ++c) {
-    for (int64_t e = 0; e < n; ++e) dst[e * ld + c] = static_cast<float>(src[c * n + e]);
+    for (int64_t e = c < c8 ? e8 : 0; e < n; ++e) dst[e * ld + c] = static_cast<float>(src[c * n + e]);
   }
 }
 
@@ -111,7 +191,33 @@ void exp_inplace(float* x, int64_t n) {
   for (int64_t t = 0; i + t < n; ++t) x[i + t] = tail[t];
 }
 
+// max(x[0], ..., x[n-1], -inf), 8 lanes at a time: GCC leaves a float max
+// reduction scalar (a chain of vmaxss, 4 cycles each), which was two fifths of
+// the forward at sequence 64. A NaN score gives any of the values.
+float row_max(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(kNegInf);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float result = kNegInf;
+  for (const float v : lanes) result = std::max(result, v);
+  for (; i < n; ++i) result = std::max(result, x[i]);
+  return result;
+}
+
 int64_t blocks(int64_t n, int64_t size) { return (n + size - 1) / size; }
+
+// C += A B (block_gemm.h) on the ISA the problem chose.
+template <bool kTransposedA = false>
+void gemm(const Problem& p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+          int64_t ldc) {
+  if (p.avx512) {
+    gemm_accumulate_avx512<kTransposedA>(M, N, K, A, lda, B, ldb, C, ldc);
+  } else {
+    gemm_accumulate<kTransposedA>(M, N, K, A, lda, B, ldb, C, ldc);
+  }
+}
 
 // True when every (query, key) pair of the block is masked, so its weights are
 // all 0: keys above the causal diagonal, or a bool mask false throughout.
@@ -155,18 +261,18 @@ void apply_mask(const Problem& p, int64_t b, int64_t i0, int64_t rows, int64_t j
 void block_scores(const Problem& p, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float* q, const float* kT,
                   float* s) {
   std::fill(s, s + rows * kBlockCols, 0.0f);
-  gemm_accumulate(rows, cols, p.E, q, p.E, kT, kBlockCols, s, kBlockCols);
+  gemm(p, rows, cols, p.E, q, p.E, kT, kBlockCols, s, kBlockCols);
   apply_mask(p, b, i0, rows, j0, cols, s, kBlockCols);
 }
 
 // Per-thread scratch of one block task, reused across tasks.
 struct Scratch {
-  std::vector<float> q, dout, kT, k, vT, v, s, dp, acc, dk, dv, dq;
+  std::vector<float> q, dout, kT, k, vT, v, s, dp, acc, dk, dv, dq, drop;
   void size(const Problem& p, int64_t rows_needed) {
     auto need = [](std::vector<float>& x, int64_t n) { x.resize(static_cast<size_t>(n)); };
     need(q, rows_needed * p.E), need(dout, rows_needed * p.Ev), need(kT, p.E * kBlockCols), need(k, kBlockCols * p.E);
     need(vT, p.Ev * kBlockCols), need(v, kBlockCols * p.Ev), need(s, kBlockRows * kBlockCols), need(dp, kBlockRows * kBlockCols);
-    need(acc, kBlockRows * p.Ev);
+    need(acc, kBlockRows * p.Ev), need(drop, kBlockCols);
     need(dk, kBlockCols * p.E), need(dv, kBlockCols * p.Ev);
   }
 };
@@ -195,14 +301,11 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
         const int64_t j1 = std::min(j_end, j0 + kBlockCols), cols = j1 - j0;
         if (block_masked(p, b, i0, i1, j0, j1)) continue;
         load_transposed(k + (b * S + j0) * E, cols, E, w.kT.data(), kBlockCols);
-        load(v + (b * S + j0) * Ev, cols * Ev, w.v.data());
+        const float* vb = as_f32(v + (b * S + j0) * Ev, cols * Ev, w.v.data());
         block_scores(p, b, i0, rows, j0, cols, w.q.data(), w.kT.data(), w.s.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = w.s.data() + r * kBlockCols;
-          float row_max = kNegInf;
-#pragma omp simd reduction(max : row_max)
-          for (int64_t c = 0; c < cols; ++c) row_max = std::max(row_max, sr[c]);
-          const float m_new = std::max(m[r], row_max);
+          const float m_new = std::max(m[r], row_max(sr, cols));
           if (m_new == kNegInf) {  // every key so far masked: this block adds nothing
             std::fill(sr, sr + cols, 0.0f);
             continue;
@@ -214,14 +317,16 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
 #pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < cols; ++c) sum += sr[c];
           if (p.dropout_p > 0) {
-            for (int64_t c = 0; c < cols; ++c) sr[c] *= dropout_factor(p, b, i0 + r, j0 + c);
+            float* drop = w.drop.data();
+            dropout_row(p, b, i0 + r, j0, cols, drop);
+            for (int64_t c = 0; c < cols; ++c) sr[c] *= drop[c];
           }
           l[r] = l[r] * alpha + sum;
           m[r] = m_new;
           float* ar = acc + r * Ev;
           for (int64_t e = 0; e < Ev; ++e) ar[e] *= alpha;
         }
-        gemm_accumulate(rows, Ev, cols, w.s.data(), kBlockCols, w.v.data(), Ev, acc, Ev);
+        gemm(p, rows, Ev, cols, w.s.data(), kBlockCols, vb, Ev, acc, Ev);
       }
       for (int64_t r = 0; r < rows; ++r) {
         float* o = out + (b * L + i0 + r) * (Ev + 1);
@@ -247,7 +352,7 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
   for (int64_t j0 = 0; j0 < S; j0 += kBlockCols) {
     const int64_t j1 = std::min(S, j0 + kBlockCols), cols = j1 - j0;
     load_transposed(k + (b * S + j0) * E, cols, E, w.kT.data(), kBlockCols);
-    load(k + (b * S + j0) * E, cols * E, w.k.data());
+    const float* kb = as_f32(k + (b * S + j0) * E, cols * E, w.k.data());
     load_transposed(v + (b * S + j0) * Ev, cols, Ev, w.vT.data(), kBlockCols);
     float* dk = w.dk.data();
     float* dv = w.dv.data();
@@ -257,7 +362,7 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
       const int64_t i1 = std::min(L, i0 + kBlockRows), rows = i1 - i0;
       if (block_masked(p, b, i0, i1, j0, j1)) continue;
       load(q + (b * L + i0) * E, rows * E, w.q.data(), p.scale);
-      load(dout + (b * L + i0) * Ev, rows * Ev, w.dout.data());
+      const float* doutb = as_f32(dout + (b * L + i0) * Ev, rows * Ev, w.dout.data());
       float* s = w.s.data();
       block_scores(p, b, i0, rows, j0, cols, w.q.data(), w.kT.data(), s);
       // P = exp(s - lse): the forward's weights, recomputed.
@@ -274,25 +379,26 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
       // dP = dout v^T; dS = P (dP drop - D); dv += (P drop)^T dout, dk += dS^T (q scale), dq += dS k.
       float* dp = w.dp.data();
       std::fill(dp, dp + rows * kBlockCols, 0.0f);
-      gemm_accumulate(rows, cols, Ev, w.dout.data(), Ev, w.vT.data(), kBlockCols, dp, kBlockCols);
+      gemm(p, rows, cols, Ev, doutb, Ev, w.vT.data(), kBlockCols, dp, kBlockCols);
       // s becomes P * drop (row-major, for dv), dp becomes dS (for dk and dq).
       for (int64_t r = 0; r < rows; ++r) {
         const float d = D[b * L + i0 + r];
         float* sr = s + r * kBlockCols;
         float* dpr = dp + r * kBlockCols;
         if (p.dropout_p > 0) {
+          float* drop = w.drop.data();
+          dropout_row(p, b, i0 + r, j0, cols, drop);
           for (int64_t c = 0; c < cols; ++c) {
-            const float drop = dropout_factor(p, b, i0 + r, j0 + c);
-            dpr[c] = sr[c] * (dpr[c] * drop - d);
-            sr[c] *= drop;
+            dpr[c] = sr[c] * (dpr[c] * drop[c] - d);
+            sr[c] *= drop[c];
           }
         } else {
           for (int64_t c = 0; c < cols; ++c) dpr[c] = sr[c] * (dpr[c] - d);
         }
       }
-      gemm_accumulate<true>(cols, Ev, rows, s, kBlockCols, w.dout.data(), Ev, dv, Ev);
-      gemm_accumulate<true>(cols, E, rows, dp, kBlockCols, w.q.data(), E, dk, E);
-      gemm_accumulate(rows, E, cols, dp, kBlockCols, w.k.data(), E, dq + i0 * E, E);
+      gemm<true>(p, cols, Ev, rows, s, kBlockCols, doutb, Ev, dv, Ev);
+      gemm<true>(p, cols, E, rows, dp, kBlockCols, w.q.data(), E, dk, E);
+      gemm(p, rows, E, cols, dp, kBlockCols, kb, E, dq + i0 * E, E);
     }
     std::copy(dk, dk + cols * E, base + L * E + j0 * E);
     std::copy(dv, dv + cols * Ev, base + L * E + S * E + j0 * Ev);
@@ -303,19 +409,21 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
 template <typename T>
 void backward(const Problem& p, const T* q, const T* k, const T* v, const float* fwd, const T* dout, float* out) {
   const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev;
-  // D_i = rowsum(dout * out) and the forward's lse, per row.
   std::vector<float> D(static_cast<size_t>(p.batch * L)), lse(static_cast<size_t>(p.batch * L));
-  for (int64_t row = 0; row < p.batch * L; ++row) {
-    const float* o = fwd + row * (Ev + 1);
-    float d = 0.0f;
-    for (int64_t e = 0; e < Ev; ++e) d += static_cast<float>(dout[row * Ev + e]) * o[e];
-    D[static_cast<size_t>(row)] = d;
-    lse[static_cast<size_t>(row)] = o[Ev];
-  }
   // One task per batch index: no two tasks write one gradient row, so the
   // result is the same for any thread count.
 #pragma omp parallel if (p.batch > 1 && p.batch * L * S * (E + Ev) > (1 << 18))
   {
+    // D_i = rowsum(dout * out) and the forward's lse, per row (8 partial sums a row).
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < p.batch * L; ++row) {
+      const float* o = fwd + row * (Ev + 1);
+      float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+      for (int64_t e = 0; e < Ev; ++e) d += static_cast<float>(dout[row * Ev + e]) * o[e];
+      D[static_cast<size_t>(row)] = d;
+      lse[static_cast<size_t>(row)] = o[Ev];
+    }
     Scratch w;
     w.size(p, kBlockRows);
     w.dq.resize(static_cast<size_t>(L * E));
@@ -345,7 +453,6 @@ void sdpa_forward(const HloInstruction& in, const Operands& args, const MutableA
 
 void sdpa_backward(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
   const Problem p = describe(in, args, true);
-  std::fill(out.data<float>(), out.data<float>() + out.numel(), 0.0f);  // dk, dv of keys no query sees stay 0
   dispatch_floating(in, args[0].dtype(), [&]<typename T>() {
     backward<T>(p, args[0].data<T>(), args[1].data<T>(), args[2].data<T>(), args[4].data<float>(), args[5].data<T>(), out.data<float>());
   });

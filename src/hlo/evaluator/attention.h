@@ -15,16 +15,21 @@
 // dv += P^T dout, dp = dout v^T, ds = P (dp - D), dk += ds^T q scale, and dq +=
 // ds k scale into the task's own [L, E] buffer (no two threads write one row:
 // deterministic for any thread count). The block products are register-tiled
-// AVX2 loops (block_gemm.h), exp is SLEEF's vector expf; blocks that the causal
-// mask or a bool mask hides whole are skipped. Everything accumulates in f32
-// whatever the input dtype (f32, bf16, f16).
+// loops (block_gemm.h), AVX-512 where the CPU has AVX-512 F/DQ/VL and AVX2
+// otherwise or under LAZYTRAIN_KERNEL_ISA=avx2 (the same bits on full 16-column
+// tiles); exp is SLEEF's vector expf; blocks that the causal mask or a bool mask
+// hides whole are skipped. Everything accumulates in f32 whatever the input
+// dtype (f32, bf16, f16); f32 inputs are read in place, not copied.
 //
 // Masks: is_causal keeps key j <= query row i (torch's tril(ones(L, S))); a
 // pred mask keeps true; an f32 mask is added to the scores. A row whose every
 // score is -inf gives out 0 and lse -inf, and no gradient.
 // Dropout (has_dropout): attention weight (b, i, j) is kept when a counter
 // hash of (seed, b * L * S + i * S + j) gives a uniform >= dropout_p, and scaled
-// by 1/(1 - dropout_p); forward and backward draw the same decisions.
+// by 1/(1 - dropout_p); forward and backward draw the same decisions. The
+// uniform is the top 24 bits of the hash over 2^24 (SplitMix64's finaliser
+// mix: mix(seed ^ mix(index))); the kernel draws a row of them as one vector
+// loop, the same values on every ISA path.
 #pragma once
 
 #include "hlo/evaluator/kernels.h"

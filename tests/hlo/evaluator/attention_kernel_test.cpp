@@ -1,0 +1,147 @@
+// The attention host kernel's pieces on each ISA path: the register-tiled block
+// products (block_gemm.h) against a double-precision product, AVX2 and AVX-512
+// bit for bit, over the ragged shapes the kernel's edge blocks give; and the
+// dropout decisions, which must stay the documented hash (attention.h) whichever
+// path draws them (run the suite with LAZYTRAIN_KERNEL_ISA=avx2 for the other).
+#include "hlo/evaluator/block_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "../../support/hlo_pass_test_util.h"
+#include "backend/registry.h"
+#include "hlo/custom_call.h"
+#include "hlo/hlo_builder.h"
+
+namespace lazytrain::hlo {
+namespace {
+
+bool cpu_has_avx512() { return __builtin_cpu_supports("avx512f"); }
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// C[M x N] += A B with A [M x K] (or stored [K x M] when transposed), padded
+// leading dimensions as the kernel's scratch blocks have (ld 64).
+template <bool kTransposedA>
+void check_products(int64_t M, int64_t N, int64_t K) {
+  SCOPED_TRACE(::testing::Message() << "M " << M << " N " << N << " K " << K << (kTransposedA ? " A transposed" : ""));
+  const int64_t lda = (kTransposedA ? M : K) + 3, ldb = N + 5, ldc = N + 2;
+  const std::vector<float> A = random_floats(static_cast<size_t>((kTransposedA ? K : M) * lda), 1);
+  const std::vector<float> B = random_floats(static_cast<size_t>(K * ldb), 2);
+  const std::vector<float> C0 = random_floats(static_cast<size_t>(M * ldc), 3);
+  std::vector<float> avx2 = C0;
+  evaluator::gemm_accumulate<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx2.data(), ldc);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t at = static_cast<size_t>(i * ldc + j);
+      if (j >= N) {
+        ASSERT_EQ(avx2[at], C0[at]) << "wrote past column N at (" << i << ", " << j << ")";
+        continue;
+      }
+      double expected = C0[at];
+      for (int64_t k = 0; k < K; ++k) {
+        const float a = kTransposedA ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)];
+        expected += static_cast<double>(a) * B[static_cast<size_t>(k * ldb + j)];
+      }
+      ASSERT_NEAR(avx2[at], expected, 1e-5 * (K + 1)) << "(" << i << ", " << j << ")";
+    }
+  }
+  if (!cpu_has_avx512()) return;  // the AVX-512 twin runs only where the CPU has it
+  std::vector<float> avx512 = C0;
+  evaluator::gemm_accumulate_avx512<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx512.data(), ldc);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t at = static_cast<size_t>(i * ldc + j);
+      if (j < N && j < N / 16 * 16) {
+        // Full 16-column tiles: one FMA a product in k order on both paths.
+        ASSERT_EQ(avx512[at], avx2[at]) << "(" << i << ", " << j << ")";
+      } else {
+        ASSERT_NEAR(avx512[at], avx2[at], 1e-6 * (K + 1)) << "(" << i << ", " << j << ")";
+      }
+    }
+  }
+}
+
+TEST(AttentionKernel, BlockProductsMatchAReferenceOnEveryIsaPath) {
+  if (!cpu_has_avx512()) GTEST_LOG_(INFO) << "no AVX-512 on this CPU: the AVX2 products only";
+  // The kernel's block shapes (32 query rows x 64 keys x head dim 64) and the
+  // ragged edges of sequences that are no multiple of them.
+  for (const auto& [M, N, K] : std::vector<std::array<int64_t, 3>>{
+           {32, 64, 64}, {64, 64, 32}, {32, 64, 64}, {7, 64, 64}, {32, 40, 64}, {13, 5, 70}, {1, 1, 1}, {9, 33, 3}, {64, 17, 8}}) {
+    check_products<false>(M, N, K);
+    check_products<true>(M, N, K);
+  }
+}
+
+// The documented dropout decision (attention.h): weight (b, i, j) is kept when
+// the top 24 bits of mix(seed ^ mix((b L + i) S + j)), SplitMix64's finaliser
+// mix, read as bits / 2^24, are >= p. Written out here, apart from the kernel.
+uint64_t splitmix64_finaliser(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool documented_keep(uint64_t seed, double p, int64_t index) {
+  const uint64_t h = splitmix64_finaliser(seed ^ splitmix64_finaliser(static_cast<uint64_t>(index)));
+  return static_cast<double>(h >> 40) / 16777216.0 >= p;
+}
+
+TEST(AttentionKernel, DropoutDecisionsAreTheDocumentedHash) {
+  // q = 0 gives every key the weight 1/S; v = I makes out[b, i, j] that weight
+  // times the dropout factor: 1/(S (1 - p)) where kept, else 0.
+  const int64_t batch = 3, L = 37, S = 83;  // not multiples of the 32 x 64 blocks
+  const float p = 0.3f;
+  const int64_t seed = 0x5eed1234abcdLL;
+  HloBuilder b("sdpa_dropout");
+  const int q = b.parameter({batch, L, 8}, DType::kFloat32);
+  const int k = b.parameter({batch, S, 8}, DType::kFloat32);
+  const int v = b.parameter({batch, S, S}, DType::kFloat32);
+  const int scale = b.scalar(1.0, DType::kFloat32);
+  const int dropout_p = b.scalar(p, DType::kFloat32);
+  const int seed_param = b.parameter({}, DType::kInt64);
+  const std::string config = CustomCallConfig::format({{"is_causal", 0.0}, {"has_mask", 0.0}, {"has_dropout", 1.0}});
+  const int fwd = b.custom_call({q, k, v, scale, dropout_p, seed_param}, kSdpaForwardTarget, config);
+  const HloModule m = b.build({fwd});
+  std::vector<runtime::Buffer> args = testing::random_arguments(m, 5);
+  std::fill_n(args[0].data<float>(), batch * L * 8, 0.0f);
+  float* eye = args[2].data<float>();
+  std::fill_n(eye, batch * S * S, 0.0f);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t s = 0; s < S; ++s) eye[(bi * S + s) * S + s] = 1.0f;
+  *args[3].data<int64_t>() = seed;
+  for (const char* backend_name : {"cpu", "interpreter"}) {
+    SCOPED_TRACE(backend_name);
+    backend::CompilerOptions options;
+    const std::vector<runtime::Buffer> result = backend::make_compiler(backend_name, options)->compile(m)->execute(args);
+    const float* out = result[0].data<float>();  // [batch, L, S + 1]: out, then lse
+    const float kept = 1.0f / (static_cast<float>(S) * (1.0f - p));
+    int64_t dropped = 0;
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      for (int64_t i = 0; i < L; ++i) {
+        for (int64_t j = 0; j < S; ++j) {
+          const bool keep = documented_keep(static_cast<uint64_t>(seed), p, (bi * L + i) * S + j);
+          dropped += !keep;
+          ASSERT_NEAR(out[(bi * L + i) * (S + 1) + j], keep ? kept : 0.0f, 1e-6f) << bi << " " << i << " " << j;
+        }
+      }
+    }
+    EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(batch * L * S), p, 0.02);
+  }
+}
+
+}  // namespace
+}  // namespace lazytrain::hlo
