@@ -96,7 +96,8 @@ inline uint64_t mix64(uint64_t z) {
 // u = bits / 2^24, are >= dropout_p; that is when bits >= ceil(dropout_p 2^24)
 // (exact: the product is exact in double), an integer test that vectorizes.
 inline uint32_t keep_threshold(const Problem& p) {
-  return static_cast<uint32_t>(std::ceil(static_cast<double>(p.dropout_p) * 16777216.0));
+  // p >= 1 drops everything (no 24-bit value reaches 2^24), as u >= p never held.
+  return static_cast<uint32_t>(std::min(std::ceil(static_cast<double>(p.dropout_p) * 16777216.0), 16777216.0));
 }
 
 inline uint32_t dropout_bits(const Problem& p, int64_t b, int64_t i, int64_t j) {
@@ -193,7 +194,8 @@ void exp_inplace(float* x, int64_t n) {
 
 // max(x[0], ..., x[n-1], -inf), 8 lanes at a time: GCC leaves a float max
 // reduction scalar (a chain of vmaxss, 4 cycles each), which was two fifths of
-// the forward at sequence 64. A NaN score gives any of the values.
+// the forward at sequence 64. NaN scores are skipped (max_ps and std::max both
+// keep the other operand), as the scalar loop before skipped them.
 float row_max(const float* x, int64_t n) {
   __m256 m = _mm256_set1_ps(kNegInf);
   int64_t i = 0;
@@ -356,6 +358,8 @@ void backward_one(const Problem& p, int64_t b, const T* q, const T* k, const T* 
     load_transposed(v + (b * S + j0) * Ev, cols, Ev, w.vT.data(), kBlockCols);
     float* dk = w.dk.data();
     float* dv = w.dv.data();
+    // Zeroed and copied out for every key block, even one no query sees (its
+    // gradient is 0): with dq below, every element of the output is written.
     std::fill(dk, dk + cols * E, 0.0f);
     std::fill(dv, dv + cols * Ev, 0.0f);
     for (int64_t i0 = p.causal ? j0 / kBlockRows * kBlockRows : 0; i0 < L; i0 += kBlockRows) {
@@ -414,7 +418,8 @@ void backward(const Problem& p, const T* q, const T* k, const T* v, const float*
   // result is the same for any thread count.
 #pragma omp parallel if (p.batch > 1 && p.batch * L * S * (E + Ev) > (1 << 18))
   {
-    // D_i = rowsum(dout * out) and the forward's lse, per row (8 partial sums a row).
+    // D_i = rowsum(dout * out) and the forward's lse, per row (a vector sum: its
+    // order is the compiler's, the same for every thread count).
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < p.batch * L; ++row) {
       const float* o = fwd + row * (Ev + 1);

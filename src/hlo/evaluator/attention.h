@@ -19,7 +19,8 @@
 // otherwise or under LAZYTRAIN_KERNEL_ISA=avx2 (the same bits on full 16-column
 // tiles); exp is SLEEF's vector expf; blocks that the causal mask or a bool mask
 // hides whole are skipped. Everything accumulates in f32 whatever the input
-// dtype (f32, bf16, f16); f32 inputs are read in place, not copied.
+// dtype (f32, bf16, f16). With f32 inputs the forward reads v and the backward
+// k and dout in place; q is copied scaled, and k (v) transposed, per block.
 //
 // Masks: is_causal keeps key j <= query row i (torch's tril(ones(L, S))); a
 // pred mask keeps true; an f32 mask is added to the scores. A row whose every
