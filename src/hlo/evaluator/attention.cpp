@@ -194,18 +194,27 @@ void exp_inplace(float* x, int64_t n) {
 
 // max(x[0], ..., x[n-1], -inf), 8 lanes at a time: GCC leaves a float max
 // reduction scalar (a chain of vmaxss, 4 cycles each), which was two fifths of
-// the forward at sequence 64. NaN scores are skipped (max_ps and std::max both
-// keep the other operand), as the scalar loop before skipped them.
+// the forward at sequence 64. NaN when any x is NaN (max_ps alone would drop
+// it), so that a NaN score makes its row NaN, as softmax does, rather than a
+// row of zeros.
 float row_max(const float* x, int64_t n) {
-  __m256 m = _mm256_set1_ps(kNegInf);
+  __m256 m = _mm256_set1_ps(kNegInf), nan = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    m = _mm256_max_ps(m, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  bool any_nan = _mm256_movemask_ps(nan) != 0;
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, m);
   float result = kNegInf;
   for (const float v : lanes) result = std::max(result, v);
-  for (; i < n; ++i) result = std::max(result, x[i]);
-  return result;
+  for (; i < n; ++i) {
+    result = std::max(result, x[i]);
+    any_nan = any_nan || std::isnan(x[i]);
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : result;
 }
 
 int64_t blocks(int64_t n, int64_t size) { return (n + size - 1) / size; }
@@ -307,7 +316,9 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
         block_scores(p, b, i0, rows, j0, cols, w.q.data(), w.kT.data(), w.s.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = w.s.data() + r * kBlockCols;
-          const float m_new = std::max(m[r], row_max(sr, cols));
+          // NaN (a NaN score, or +inf - +inf below) stays NaN through m, l and out.
+          const float block_max = row_max(sr, cols);
+          const float m_new = std::isnan(block_max) || std::isnan(m[r]) ? std::numeric_limits<float>::quiet_NaN() : std::max(m[r], block_max);
           if (m_new == kNegInf) {  // every key so far masked: this block adds nothing
             std::fill(sr, sr + cols, 0.0f);
             continue;
@@ -332,9 +343,10 @@ void forward(const Problem& p, const T* q, const T* k, const T* v, float* out) {
       }
       for (int64_t r = 0; r < rows; ++r) {
         float* o = out + (b * L + i0 + r) * (Ev + 1);
-        const bool any = l[r] > 0.0f;
-        for (int64_t e = 0; e < Ev; ++e) o[e] = any ? acc[r * Ev + e] / l[r] : 0.0f;
-        o[Ev] = any ? m[r] + std::log(l[r]) : kNegInf;
+        // l = 0: every key masked (out 0, lse -inf); a NaN l (NaN or +inf scores) gives NaN.
+        const bool none = l[r] == 0.0f;
+        for (int64_t e = 0; e < Ev; ++e) o[e] = none ? 0.0f : acc[r * Ev + e] / l[r];
+        o[Ev] = none ? kNegInf : m[r] + std::log(l[r]);
       }
     }
   }

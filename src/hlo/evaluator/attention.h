@@ -24,7 +24,8 @@
 //
 // Masks: is_causal keeps key j <= query row i (torch's tril(ones(L, S))); a
 // pred mask keeps true; an f32 mask is added to the scores. A row whose every
-// score is -inf gives out 0 and lse -inf, and no gradient.
+// score is -inf gives out 0 and lse -inf, and no gradient; a NaN or +inf
+// score makes its row's out, lse and gradients NaN, as softmax would.
 // Dropout (has_dropout): attention weight (b, i, j) is kept when a counter
 // hash of (seed, b * L * S + i * S + j) gives a uniform >= dropout_p, and scaled
 // by 1/(1 - dropout_p); forward and backward draw the same decisions. The

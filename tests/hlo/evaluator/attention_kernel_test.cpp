@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -208,6 +209,48 @@ TEST(AttentionKernel, TheBackwardDropsWhatTheForwardDropped) {
     }
     EXPECT_GT(kept, batch * S / 3);
     EXPECT_LT(kept, batch * S * 2 / 3);
+  }
+}
+
+// A NaN in q, or +inf in k, is not hidden: the rows it reaches come out NaN,
+// forward and backward, as softmax(q k^T) v gives (torch too); the other rows
+// stay finite. (The kernel once skipped NaN in its row maximum and returned 0.)
+TEST(AttentionKernel, NanAndInfinityScoresGiveNanRowsNotZeros) {
+  const int64_t L = 5, S = 70, E = 8;
+  HloBuilder b("sdpa_nan");
+  const int q = b.parameter({1, L, E}, DType::kFloat32);
+  const int k = b.parameter({1, S, E}, DType::kFloat32);
+  const int v = b.parameter({1, S, E}, DType::kFloat32);
+  const int dout = b.parameter({1, L, E}, DType::kFloat32);
+  const int scale = b.scalar(0.5, DType::kFloat32);
+  const std::string config = CustomCallConfig::format({{"is_causal", 0.0}, {"has_mask", 0.0}, {"has_dropout", 0.0}});
+  const int fwd = b.custom_call({q, k, v, scale}, kSdpaForwardTarget, config);
+  const int bwd = b.custom_call({q, k, v, scale, fwd, dout}, kSdpaBackwardTarget, config);
+  const HloModule m = b.build({fwd, bwd});
+  for (const bool infinite_key : {false, true}) {
+    SCOPED_TRACE(infinite_key ? "+inf in k[0, 3, 0]" : "NaN in q[0, 2, 1]");
+    std::vector<runtime::Buffer> args = testing::random_arguments(m, 9);
+    for (int64_t i = 0; i < L * E; ++i) args[0].data<float>()[i] = std::fabs(args[0].data<float>()[i]) + 0.1f;  // q > 0
+    if (infinite_key) {
+      args[1].data<float>()[3 * E] = std::numeric_limits<float>::infinity();  // every row's score for key 3 is +inf
+    } else {
+      args[0].data<float>()[2 * E + 1] = std::numeric_limits<float>::quiet_NaN();  // row 2's scores are NaN
+    }
+    for (const char* backend_name : {"cpu", "interpreter"}) {
+      SCOPED_TRACE(backend_name);
+      backend::CompilerOptions options;
+      const std::vector<runtime::Buffer> result = backend::make_compiler(backend_name, options)->compile(m)->execute(args);
+      const float* out = result[0].data<float>();  // [1, L, E + 1]
+      for (int64_t i = 0; i < L; ++i) {
+        const bool reached = infinite_key || i == 2;
+        for (int64_t e = 0; e <= E; ++e) EXPECT_EQ(std::isnan(out[i * (E + 1) + e]), reached) << "out row " << i << " column " << e;
+      }
+      const float* dq = result[1].data<float>();  // dq [L, E] first
+      for (int64_t i = 0; i < L; ++i) {
+        const bool reached = infinite_key || i == 2;
+        for (int64_t e = 0; e < E; ++e) EXPECT_EQ(std::isnan(dq[i * E + e]), reached) << "dq row " << i << " column " << e;
+      }
+    }
   }
 }
 
