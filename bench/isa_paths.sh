@@ -3,7 +3,8 @@
 # item 5): LAZYTRAIN_KERNEL_ISA=avx2 (generated kernels 8 lanes wide, oneDNN
 # capped at AVX2, so a bf16 dot is widened to f32: what an AVX2-only CPU such
 # as AMD Zen 3 runs) and, where the CPU has AVX-512, avx512 (oneDNN's native
-# bf16 with AVX512_BF16 or AMX). f32 and bf16 on each, in one run, and the
+# bf16 with AVX512_BF16 or AMX; widened again on plain AVX-512, such as Ice
+# Lake, where oneDNN's bf16 kernels emulate). f32 and bf16 on each, in one run, and the
 # bf16/f32 speed ratio per path: below 1 means --bf16 is slower there, which is
 # what the start-up note says on such a CPU.
 #

@@ -52,12 +52,23 @@ void note_widened_once(DType t) {
   static std::once_flag once;
   std::call_once(once, [t] {
     std::fprintf(stderr,
-                 "note: oneDNN has no native %s matmul here (it needs AVX-512, AVX512_BF16 or AMX for bf16, which this CPU lacks or "
+                 "note: oneDNN has no native %s matmul here (bf16 needs AVX512_BF16 or AMX, which this CPU lacks or "
                  "ONEDNN_MAX_CPU_ISA / LAZYTRAIN_KERNEL_ISA=avx2 turned off); %s dots are "
                  "computed as f32 matmuls of the %s values, rounded to %s once, which is slower than f32 here: "
                  "for speed on this CPU train in f32 (leave out --bf16 / bf16=True)\n",
                  xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str());
   });
+}
+
+// oneDNN multiplies bf16 with bf16 instructions from AVX512_BF16 (Cooper Lake, Zen 4) and AMX on.
+// On plain AVX-512 (Skylake-X to Ice Lake) it still creates bf16 matmuls, emulating every conversion
+// in integer code: a bert-mini step at 2 threads ran 3.2x slower than f32 on an Ice Lake Xeon
+// (bench/isa_paths.sh), where widening to f32 costs far less. cpu_isa values are feature bit sets.
+bool native_bf16_matmul() {
+  cpu_engine();  // LAZYTRAIN_KERNEL_ISA's cap first: the effective ISA is fixed by the first query
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
 }
 
 // A copy of `b`'s elements (bf16 or f16) as f32: exact, so a matmul of the
@@ -396,11 +407,13 @@ OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, Mat
     return Error("[" + dot.name() + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
                  std::to_string(p.k) + "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) + "] (" + dnnl_status_name(e.status) + ")");
   };
-  try {
-    p.plan(dot.dtype, native);
-    return;
-  } catch (const dnnl::error& e) {
-    if (dot.dtype == DType::kFloat32 || e.status != dnnl_unimplemented) throw failure(e);
+  if (dot.dtype != DType::kBFloat16 || native_bf16_matmul()) {
+    try {
+      p.plan(dot.dtype, native);
+      return;
+    } catch (const dnnl::error& e) {
+      if (dot.dtype == DType::kFloat32 || e.status != dnnl_unimplemented) throw failure(e);
+    }
   }
   // What a bf16 matmul computes, from f32 kernels: the same products, summed in f32, rounded once.
   note_widened_once(dot.dtype);

@@ -12,8 +12,9 @@
 // The dot: lhs [batch..., m, k] or [batch..., k, m] (contracting dim last or
 // second to last), rhs [batch..., k, n] or [batch..., n, k], out [batch..., m, n];
 // f32, bf16 or f16 operands of one dtype, output of that dtype (oneDNN
-// accumulates in f32). Where oneDNN has no native bf16/f16 matmul (CPUs
-// without AVX-512, or oneDNN capped by ONEDNN_MAX_CPU_ISA or
+// accumulates in f32). Where oneDNN has no native bf16/f16 matmul (bf16:
+// CPUs without AVX512_BF16 or AMX, where oneDNN's bf16 kernels are missing or
+// emulated and slower than this, or oneDNN capped by ONEDNN_MAX_CPU_ISA or
 // LAZYTRAIN_KERNEL_ISA=avx2), the dot is widened: its operands are converted
 // to f32 (exactly), multiplied by an f32 primitive and the result rounded to
 // the dot's type once, which is what a bf16 matmul computes; a note says so
