@@ -44,7 +44,11 @@ float value_at(const Buffer& b, int64_t i) {
 }
 
 // oneDNN's kernels on this CPU (or below its ONEDNN_MAX_CPU_ISA cap) are AVX-512 ones.
-bool onednn_avx512() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core; }
+// cpu_isa values are feature bit sets (avx2_vnni is numerically above avx512_core but has no AVX-512).
+bool onednn_avx512() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+}
 
 // ... and they include AVX512_BF16's instructions (AMX's ISA includes them too): /proc/cpuinfo's
 // avx512_bf16 or amx_bf16, unless ONEDNN_MAX_CPU_ISA caps oneDNN below.
