@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -209,6 +210,7 @@ Roofline measure_roofline(const HloModule& module, int threads) {
     value_of[static_cast<size_t>(in.id)] = in.opcode == HloOpcode::kReshape ? value_of[static_cast<size_t>(in.operands[0])] : in.id;
   }
   std::set<int> read;
+  const bool print_dots = std::getenv("LAZYTRAIN_ROOFLINE_DOTS") != nullptr;  // each dot's time alone, to set beside a trace
   for (const HloInstruction& in : module.instructions) {
     const Shape* lhs = nullptr;
     if (const HloInstruction* dot = dot_of(in, &lhs, module)) {
@@ -218,6 +220,7 @@ Roofline measure_roofline(const HloModule& module, int threads) {
       auto it = dot_seconds.find(key);
       if (it == dot_seconds.end()) it = dot_seconds.emplace(key, time_dot(*dot, *lhs)).first;
       r.matmul_s += it->second;
+      if (print_dots) std::fprintf(stderr, "roofline dot %s %s: %.3f ms alone\n", in.name().c_str(), key.c_str(), it->second * 1e3);
       continue;
     }
     // An sdpa kernel's matmuls count as the dots they are; its operands and

@@ -54,7 +54,11 @@ def proc_status_kb(key):
 
 
 def loaded_blas():
-    """Which BLAS library the process mapped (openblas / netlib reference / other)."""
+    """Which BLAS PyTorch's f32 matmuls use: "mkl" where torch links MKL (the PyPI x86 wheels of
+    torch 2.x, linked in statically), else the library the process mapped (openblas / netlib
+    reference / other). The maps alone would name numpy's bundled OpenBLAS under a torch with MKL."""
+    if torch.backends.mkl.is_available():
+        return "mkl"
     with open("/proc/self/maps") as f:
         maps = f.read()
     if "openblas" in maps:

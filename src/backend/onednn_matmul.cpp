@@ -48,15 +48,23 @@ dnnl::memory::data_type dnnl_type(DType t, const hlo::HloInstruction& in) {
   }
 }
 
+// Once per dtype: bf16 and f16 have different instructions and different flags to leave out.
 void note_widened_once(DType t) {
-  static std::once_flag once;
-  std::call_once(once, [t] {
-    std::fprintf(stderr,
-                 "note: oneDNN has no native %s matmul here (bf16 needs AVX512_BF16 or AMX, which this CPU lacks or "
-                 "ONEDNN_MAX_CPU_ISA / LAZYTRAIN_KERNEL_ISA=avx2 turned off); %s dots are "
-                 "computed as f32 matmuls of the %s values, rounded to %s once, which is slower than f32 here: "
-                 "for speed on this CPU train in f32 (leave out --bf16 / bf16=True)\n",
-                 xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str(), xla_name(t).c_str());
+  static std::once_flag bf16_once, f16_once;
+  const bool bf16 = t == DType::kBFloat16;
+  std::call_once(bf16 ? bf16_once : f16_once, [bf16] {
+    if (bf16) {
+      std::fprintf(stderr,
+                   "note: oneDNN has no native bf16 matmul here (bf16 needs AVX512_BF16 or AMX, which this CPU lacks or "
+                   "ONEDNN_MAX_CPU_ISA / LAZYTRAIN_KERNEL_ISA=avx2 turned off); bf16 dots are computed as f32 matmuls "
+                   "of the bf16 values, rounded to bf16 once, which is slower than f32 here: for speed on this CPU "
+                   "train in f32 (leave out --bf16 / bf16=True)\n");
+    } else {
+      std::fprintf(stderr,
+                   "note: oneDNN has no native f16 matmul here (f16 needs AVX512_FP16 or AMX-FP16, which this CPU lacks "
+                   "or ONEDNN_MAX_CPU_ISA turned off); f16 dots are computed as f32 matmuls of the f16 values, "
+                   "rounded to f16 once: for speed on this CPU compute in f32\n");
+    }
   });
 }
 
@@ -170,8 +178,14 @@ constexpr int64_t kMinTileRows = 128;
 // and [128, 128] weight-gradient dots ran on one thread of two (its step at
 // 2 threads 48.9 -> 44.1 ms; at 1 thread within noise, bench_bert_train).
 constexpr int64_t kSmallDotTiles = 2, kSmallTileWork = int64_t{1} << 20, kSmallTileRows = 32;
-// A wide output (a vocabulary-sized head) is also cut into column blocks.
-constexpr int64_t kSplitColumnsAbove = 4096, kTileColumns = 2048;
+// A wide output (a vocabulary-sized head) is also cut into column blocks, of
+// 2048 columns, but of 1024 for an f32 dot with K <= 128: there oneDNN's gemm
+// ran bert-tiny's tied head ([224, 128] x [128, 30522], one thread, Ice Lake)
+// in 23.9 ms in 2048-column tiles and 17.4 ms in 1024-column ones (a transposed
+// rhs block of 1024 x 128 is 512 KiB and stays in L2). At K = 768 (GPT-2's
+// head) 1024-column tiles measured no faster (87 ms against 81), so 2048 stays.
+constexpr int64_t kSplitColumnsAbove = 4096;
+int64_t tile_columns(dnnl::memory::data_type t, int64_t k) { return t == dnnl::memory::data_type::f32 && k <= 128 ? 1024 : 2048; }
 
 }  // namespace
 
@@ -338,7 +352,7 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
   const bool repack = repack_rhs(t, rhs_t, batch, n);
   // The tiling: a function of the shape only.
   const int64_t outer = batched() ? batch : m;
-  const int64_t cols = !batched() && !repack && n > kSplitColumnsAbove ? kTileColumns : n;
+  const int64_t cols = !batched() && !repack && n > kSplitColumnsAbove ? tile_columns(type, k) : n;
   const int64_t work_per_outer = (batched() ? m : 1) * cols * k;
   int64_t outer_block = std::clamp<int64_t>(kTileWork / std::max<int64_t>(1, work_per_outer), 1, outer);
   if (!batched()) outer_block = std::min(outer, std::max(kMinTileRows, (outer_block + 15) / 16 * 16));

@@ -116,7 +116,8 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
 
 // Tiles that are windows of a larger operand: row blocks of a transposed lhs
 // (a weight gradient x^T g over 600 rows: 3 tiles), and column blocks of a wide
-// output (a vocabulary head: n = 5000 in 2048-column tiles). Where oneDNN's
+// output (a vocabulary head: n = 5000 in 2048-column tiles, 1024 for f32 with
+// K <= 128). Where oneDNN's
 // brgemm takes only dense blocks, the tile copies its lhs window into one, or
 // writes a dense block copied into the output (onednn_matmul.cpp); exact either way.
 TEST(OneDnnMatmul, WindowTilesAreExact) {
@@ -126,8 +127,22 @@ TEST(OneDnnMatmul, WindowTilesAreExact) {
       // bf16 sums stay exact: |sum| <= 16 * 9 + 6 < 256.
       check_case({600, 16, 5000, lhs_t, true, epilogue, DType::kBFloat16, /*residual=*/false});
       check_case({40, 16, 5000, lhs_t, true, epilogue, DType::kBFloat16});
+      check_case({40, 128, 5000, lhs_t, true, epilogue});  // f32: 1024-column tiles
     }
   }
+}
+
+// A vocabulary head's forward is cut into column blocks: of 1024 columns for
+// f32 with K <= 128 (bert-tiny's tied head, faster there), else of 2048 (GPT-2's).
+TEST(OneDnnMatmul, AWideHeadIsCutInColumnBlocksByDtypeAndDepth) {
+  const auto tiles_of = [](int64_t m, int64_t k, int64_t n, DType t) {
+    hlo::HloBuilder b("dot");
+    hlo::HloModule module = b.build({b.dot(b.parameter({m, k}, t), b.parameter({n, k}, t), {{}, {}, {1}, {1}})});
+    const std::string text = OneDnnMatmul({m, k}, module.at(module.at(module.root).operands[0])).implementation();
+    return text.substr(text.rfind(", ") + 2);
+  };
+  EXPECT_EQ(tiles_of(224, 128, 30522, DType::kFloat32), "60 tiles");  // 30 blocks of 1024 columns x 2 of 112 rows
+  EXPECT_EQ(tiles_of(256, 768, 50257, DType::kFloat32), "50 tiles");  // 25 blocks of 2048 x 2 of 128 rows
 }
 
 // A dot small enough for one tile by the work rule is still cut in two when

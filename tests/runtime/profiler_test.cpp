@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,8 +30,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// This process's trace directories, removed when it exits.
+struct TraceRoot {
+  fs::path path = fs::temp_directory_path() / ("lazytrain_profiler_test_" + std::to_string(::getpid()));
+  ~TraceRoot() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("lazytrain_profiler_test_" + std::to_string(::getpid())) / name;
+  static const TraceRoot root;
+  const fs::path dir = root.path / name;
   fs::remove_all(dir);
   return dir;
 }

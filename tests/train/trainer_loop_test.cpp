@@ -148,6 +148,7 @@ TEST(TrainerLoop, ResumingFromAnyCheckpointReachesTheUninterruptedParametersBitF
     const nlohmann::json state = read_json_file(resumed.args.output_dir + "/checkpoint-8/trainer_state.json");
     EXPECT_EQ(state["global_step"], 8);
     EXPECT_EQ(state["log_history"].front()["step"], 1);
+    fs::remove_all(resumed.args.output_dir);
   }
   fs::remove_all(o.args.output_dir);
 }
