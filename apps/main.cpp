@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/args_file.h"
+#include "apps/cli_errors.h"
 #include "apps/commands.h"
 #include "core/error.h"
 #include "runtime/collectives.h"
@@ -57,10 +58,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every other error: "error: --flag: what was wrong".
+    const std::string message = lazytrain::apps::describe_parse_error(app, e);
     if (!args_file.empty()) {
-      std::fprintf(stderr, "error: '%s': %s (see --help)\n", args_file.c_str(), e.what());
+      std::fprintf(stderr, "error: '%s': %s (see --help)\n", args_file.c_str(), message.c_str());
     } else {
-      std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+      std::fprintf(stderr, "error: %s (see --help)\n", message.c_str());
     }
     return 2;
   }

@@ -322,7 +322,11 @@ int HloBuilder::reduce_scatter(int x, ReduceKind kind, int64_t dimension, std::v
 }
 
 int HloBuilder::copy(const HloInstruction& instruction, std::vector<int> operands) {
-  if (instruction.opcode == HloOpcode::kParameter) return parameter(instruction.shape, instruction.dtype);
+  if (instruction.opcode == HloOpcode::kParameter) {
+    const int id = parameter(instruction.shape, instruction.dtype);
+    module_.instructions[static_cast<size_t>(id)].sharding = instruction.sharding;  // an input's layout (FSDP's shards)
+    return id;
+  }
   HloInstruction in = instruction;
   in.operands = std::move(operands);
   if (is_collective(in.opcode)) in.channel_id = ++channels_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/literal.h"
 #include "core/shape.h"
 #include "hlo/hlo_opcode.h"
+#include "hlo/hlo_sharding.h"
 
 namespace lazytrain::hlo {
 
@@ -92,6 +94,12 @@ struct HloInstruction {
   // combining with reduce_kind (add).
 
   OpMetadata metadata;
+
+  // How the value is laid out over the devices (issue 34's SPMD annotations;
+  // hlo/hlo_sharding.h), XLA's `sharding={...}`; none: not annotated. A tiled
+  // sharding tiles every dimension of `shape` (the verifier checks the rank).
+  // Compared by CSE, printed, serialized, and kept by HloBuilder::copy.
+  std::optional<HloSharding> sharding;
 
   std::string name() const { return opcode_name(opcode) + "." + std::to_string(id); }
 };

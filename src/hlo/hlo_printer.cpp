@@ -150,7 +150,8 @@ void print_computation(std::ostream& os, const HloModule& m, const std::string& 
       os << (i ? ", " : "") << shape_text(self, o) << " %" << o.name();
     }
     const std::string metadata = metadata_attribute(in.metadata);
-    os << ")" << attributes(in) << (metadata.empty() ? "" : ", " + metadata) << "\n";
+    os << ")" << attributes(in) << (in.sharding ? ", sharding=" + in.sharding->to_string() : "") << (metadata.empty() ? "" : ", " + metadata)
+       << "\n";
   }
   os << "}\n";
 }

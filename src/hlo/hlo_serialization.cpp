@@ -8,8 +8,9 @@ namespace lazytrain::hlo {
 
 namespace {
 
-// 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index; 5: metadata
-constexpr uint32_t kFormat = 5;
+// 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index; 5: metadata;
+// 6: sharding (its text, "" for none)
+constexpr uint32_t kFormat = 6;
 
 class Writer {
  public:
@@ -102,6 +103,7 @@ void write_module(Writer& w, const HloModule& m) {
     w.str(in.metadata.source_file);
     w.i64(in.metadata.source_line);
     w.i64(in.metadata.ir_position);
+    w.str(in.sharding ? in.sharding->to_string() : "");
     w.i64(static_cast<int64_t>(in.fusion_kind));
     w.i64(in.fused_computation ? 1 : 0);
     if (in.fused_computation) write_module(w, *in.fused_computation);
@@ -159,6 +161,7 @@ HloModule read_module(Reader& r) {
     in.metadata.source_file = r.str();
     in.metadata.source_line = r.i64();
     in.metadata.ir_position = r.i64();
+    if (std::string sharding = r.str(); !sharding.empty()) in.sharding = HloSharding::parse(sharding);
     in.fusion_kind = checked_enum<FusionKind>(r.i64(), 3, "fusion kind");
     if (r.i64()) in.fused_computation = std::make_shared<HloModule>(read_module(r));
     m.instructions.push_back(std::move(in));

@@ -20,6 +20,15 @@ void verify(const HloModule& module) {
       check(!is_multi_output_fusion(module.at(o)) || in.opcode == HloOpcode::kGetTupleElement, "hlo verifier",
             in.name() + ": reads multi-output " + module.at(o).name() + " other than through get-tuple-element");
     }
+    if (in.sharding && in.sharding->is_tiled()) {
+      check(!is_tuple_shaped(in) && in.sharding->tiled_rank() == static_cast<int64_t>(in.shape.size()), "hlo verifier",
+            in.name() + ": sharding " + in.sharding->to_string() + " tiles " + std::to_string(in.sharding->tiled_rank()) +
+                " dimensions, expected one tile count per dimension of " + shape_str(in.shape));
+    }
+    if (in.sharding && in.sharding->kind() == HloSharding::Kind::kTuple) {
+      check(is_multi_output_fusion(in) && in.sharding->tuple_elements().size() == in.fused_computation->at(in.fused_computation->root).operands.size(),
+            "hlo verifier", in.name() + ": a tuple sharding " + in.sharding->to_string() + " needs a tuple-shaped value with one element each");
+    }
     if (in.opcode == HloOpcode::kParameter) {
       check(in.parameter_number == parameters++, "hlo verifier", in.name() + ": parameters must be numbered in order");
     }

@@ -222,7 +222,15 @@ check bad_metric_wrote_nothing test ! -e "$work/metric"
 expect_error negative_seed "--seed" run_mlm "${common[@]}" --seed -5 --output_dir "$work/x"
 expect_error json_then_flags "a JSON file of flags must be the only argument" run_mlm "$work/args.json" --max_steps 5
 sed 's/"learning_rate": 0.002/"learning_rate": "abc"/' "$work/args.json" > "$work/abc.json"
-expect_error json_bad_number "'$work/abc.json': Could not convert" run_mlm "$work/abc.json"
+expect_error json_bad_number "'$work/abc.json': --learning_rate expects a number, got 'abc' (see --help)" run_mlm "$work/abc.json"
+# CLI11's parse errors in the command line's own words, the value the flag keeps (its last) named.
+expect_error bad_integer "error: --max_steps expects an integer, got 'abc' (see --help)" \
+  run_mlm "${common[@]}" --max_steps 2 --max_steps abc --output_dir "$work/x"
+expect_error flag_typo "error: unknown flag --max_step (did you mean --max_steps?) (see --help)" \
+  run_mlm "${common[@]}" --max_step 2 --output_dir "$work/x"
+expect_error unknown_flag "error: unknown flag --frobnicate (see --help)" run_mlm "${common[@]}" --frobnicate 1 --output_dir "$work/x"
+expect_error stray_value "error: unexpected argument '7' (every value follows its flag: --name value)" \
+  run_mlm "${common[@]}" --max_steps 2 7 --output_dir "$work/x"
 sed 's/"max_steps": 3/"max_steps": true/' "$work/args.json" > "$work/bool.json"
 expect_error json_bool_value "key 'max_steps': expected a value, got true" run_mlm "$work/bool.json"
 

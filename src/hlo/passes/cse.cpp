@@ -37,6 +37,7 @@ size_t hash_instruction(const HloInstruction& in) {
   h = mix(h, std::hash<std::string>()(in.custom_call_target));
   h = mix(h, std::hash<std::string>()(in.backend_config));
   h = mix(h, static_cast<size_t>(in.tuple_index));
+  if (in.sharding) h = mix(h, std::hash<std::string>()(in.sharding->to_string()));
   return mix(h, std::hash<const void*>()(in.fused_computation.get()));
 }
 
@@ -54,7 +55,7 @@ bool same_value(const HloInstruction& a, const HloInstruction& b) {
          same_dot(a.dot, b.dot) && a.parameter_number == b.parameter_number &&
          a.fused_computation == b.fused_computation && a.fusion_kind == b.fusion_kind &&
          a.custom_call_target == b.custom_call_target && a.backend_config == b.backend_config && a.tuple_index == b.tuple_index &&
-         (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
+         a.sharding == b.sharding && (a.opcode != HloOpcode::kConstant || a.literal == b.literal);
 }
 
 }  // namespace
