@@ -25,9 +25,12 @@ void verify(const HloModule& module) {
             in.name() + ": sharding " + in.sharding->to_string() + " tiles " + std::to_string(in.sharding->tiled_rank()) +
                 " dimensions, expected one tile count per dimension of " + shape_str(in.shape));
     }
-    if (in.sharding && in.sharding->kind() == HloSharding::Kind::kTuple) {
-      check(is_multi_output_fusion(in) && in.sharding->tuple_elements().size() == in.fused_computation->at(in.fused_computation->root).operands.size(),
-            "hlo verifier", in.name() + ": a tuple sharding " + in.sharding->to_string() + " needs a tuple-shaped value with one element each");
+    if (in.sharding && in.sharding->kind() == HloSharding::Kind::kTuple) {  // the ROOT tuple's (the outputs') or a multi-output fusion's
+      const size_t elements = in.opcode == HloOpcode::kTuple     ? in.operands.size()
+                              : is_multi_output_fusion(in) ? in.fused_computation->at(in.fused_computation->root).operands.size()
+                                                           : 0;
+      check(elements > 0 && in.sharding->tuple_elements().size() == elements, "hlo verifier",
+            in.name() + ": a tuple sharding " + in.sharding->to_string() + " needs a tuple-shaped value with one element each");
     }
     if (in.opcode == HloOpcode::kParameter) {
       check(in.parameter_number == parameters++, "hlo verifier", in.name() + ": parameters must be numbered in order");

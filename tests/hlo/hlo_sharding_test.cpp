@@ -146,6 +146,11 @@ TEST(HloSharding, CseMergesOnlyValuesOfOneSharding) {
 }
 
 TEST(HloSharding, TheVerifierWantsOneTileCountPerDimension) {
+  HloModule outputs = annotated_module();  // the ROOT tuple's sharding: one per output
+  outputs.instructions[static_cast<size_t>(outputs.root)].sharding = HloSharding::tuple({HloSharding::replicate(), HloSharding::maximal(0)});
+  verify(outputs);
+  outputs.instructions[static_cast<size_t>(outputs.root)].sharding = HloSharding::tuple({HloSharding::replicate()});
+  EXPECT_THROW(verify(outputs), Error);
   HloModule m = annotated_module();
   m.instructions[0].sharding = HloSharding::iota_tiled({2});
   try {
