@@ -41,7 +41,8 @@ std::string conversion_message(const CLI::App& app, const std::string& what) {
   if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return what;
   const std::string name = what.substr(prefix.size(), eq - prefix.size());
   const std::string values = what.substr(eq + 3);
-  const std::string value = values.substr(values.rfind(',') == std::string::npos ? 0 : values.rfind(',') + 1);
+  const size_t comma = values.rfind(',');
+  const std::string value = comma == std::string::npos ? values : values.substr(comma + 1);
   for (const CLI::Option* o : all_options(app)) {
     if (o->get_name() == name) return name + " expects " + expected_value(o->get_type_name()) + ", got '" + value + "'";
   }

@@ -114,6 +114,14 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
   }
 }
 
+// "N tiles": how OneDnnMatmul cuts an f32 dot of `lhs` and `rhs` (its implementation() text).
+std::string tiles_of(const Shape& lhs, const Shape& rhs, const hlo::DotDimensionNumbers& d) {
+  hlo::HloBuilder b("dot");
+  hlo::HloModule module = b.build({b.dot(b.parameter(lhs, DType::kFloat32), b.parameter(rhs, DType::kFloat32), d)});
+  const std::string text = OneDnnMatmul(lhs, module.at(module.at(module.root).operands[0])).implementation();
+  return text.substr(text.rfind(", ") + 2);
+}
+
 // Tiles that are windows of a larger operand: row blocks of a transposed lhs
 // (a weight gradient x^T g over 600 rows: 3 tiles), and column blocks of a wide
 // output (a vocabulary head: n = 5000 in 2048-column tiles, 1024 for f32 with
@@ -135,26 +143,15 @@ TEST(OneDnnMatmul, WindowTilesAreExact) {
 // A vocabulary head's forward is cut into column blocks: of 1024 columns for
 // f32 with K <= 128 (bert-tiny's tied head, faster there), else of 2048 (GPT-2's).
 TEST(OneDnnMatmul, AWideHeadIsCutInColumnBlocksByDtypeAndDepth) {
-  const auto tiles_of = [](int64_t m, int64_t k, int64_t n, DType t) {
-    hlo::HloBuilder b("dot");
-    hlo::HloModule module = b.build({b.dot(b.parameter({m, k}, t), b.parameter({n, k}, t), {{}, {}, {1}, {1}})});
-    const std::string text = OneDnnMatmul({m, k}, module.at(module.at(module.root).operands[0])).implementation();
-    return text.substr(text.rfind(", ") + 2);
-  };
-  EXPECT_EQ(tiles_of(224, 128, 30522, DType::kFloat32), "60 tiles");  // 30 blocks of 1024 columns x 2 of 112 rows
-  EXPECT_EQ(tiles_of(256, 768, 50257, DType::kFloat32), "50 tiles");  // 25 blocks of 2048 x 2 of 128 rows
+  const hlo::DotDimensionNumbers head = {{}, {}, {1}, {1}};  // x [m, k] times a tied embedding [n, k]
+  EXPECT_EQ(tiles_of({224, 128}, {30522, 128}, head), "60 tiles");  // 30 blocks of 1024 columns x 2 of 112 rows
+  EXPECT_EQ(tiles_of({256, 768}, {50257, 768}, head), "50 tiles");  // 25 blocks of 2048 x 2 of 128 rows
 }
 
 // A dot small enough for one tile by the work rule is still cut in two when
 // each half has 2^20 multiply-adds (bert-tiny's weight gradients, x^T g over
 // 1024 tokens, ran on one thread of two); smaller ones stay whole. Exact.
 TEST(OneDnnMatmul, ASmallDotIsCutInTwoTilesAndStaysExact) {
-  const auto tiles_of = [](const Shape& lhs, const Shape& rhs, const hlo::DotDimensionNumbers& d) {
-    hlo::HloBuilder b("dot");
-    hlo::HloModule module = b.build({b.dot(b.parameter(lhs, DType::kFloat32), b.parameter(rhs, DType::kFloat32), d)});
-    const std::string text = OneDnnMatmul(lhs, module.at(module.at(module.root).operands[0])).implementation();
-    return text.substr(text.rfind(", ") + 2);
-  };
   EXPECT_EQ(tiles_of({1024, 128}, {1024, 128}, {{}, {}, {0}, {0}}), "2 tiles");              // [128, 128] over K = 1024
   EXPECT_EQ(tiles_of({16, 128, 128}, {16, 128, 64}, {{0}, {0}, {2}, {1}}), "2 tiles");      // 16 heads' P V
   EXPECT_EQ(tiles_of({64, 64}, {64, 64}, {{}, {}, {1}, {0}}), "1 tile");                    // 2^18 multiply-adds
