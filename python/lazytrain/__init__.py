@@ -62,7 +62,7 @@ from ._runtime import (  # noqa: E402,F401
     sync, mark_step, device, devices, compile, execution_mode, no_grad, enable_grad,
     set_grad_enabled, autocast, detect_anomaly,
 )
-from . import debug, nn, optim, core, models, data, distributed  # noqa: E402,F401
+from . import debug, nn, optim, core, models, data, distributed, runtime  # noqa: E402,F401
 from .models import (  # noqa: E402,F401
     PretrainedConfig, PreTrainedModel, BertConfig, BertModel, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM,
     GPT2Config, GPT2Model, GPT2LMHeadModel, LlamaConfig, LlamaModel, LlamaForCausalLM, AutoConfig, AutoModelForMaskedLM,

@@ -105,6 +105,7 @@ void init_profiler(nb::module_& m);
 void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
 void init_distributed(nb::module_& m);
+void init_spmd(nb::module_& m);
 void init_models(nb::module_& m);
 void init_trainer(nb::module_& m);
 void init_data(nb::module_& m);

@@ -34,6 +34,7 @@ NB_MODULE(_C, m) {
   py::init_nn(m);
   py::init_optim(m);
   py::init_distributed(m);
+  py::init_spmd(m);
   py::init_models(m);
   py::init_trainer(m);
   py::init_data(m);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace lazytrain {
 
@@ -39,6 +41,44 @@ bool Literal::operator==(const Literal& other) const {
   if (shape_ != other.shape_ || dtype_ != other.dtype_ || defined() != other.defined()) return false;
   if (bytes_ == other.bytes_ || nbytes() == 0) return true;
   return std::memcmp(raw(), other.raw(), static_cast<size_t>(nbytes())) == 0;
+}
+
+namespace {
+
+template <typename T>
+bool all_equal(const Literal& literal, double value) {
+  const T* data = literal.data<T>();
+  for (int64_t i = 0; i < literal.numel(); ++i) {
+    // Integers exactly; floating types (bf16, f16 included) through float.
+    double element;
+    if constexpr (std::is_integral_v<T>) {
+      element = static_cast<double>(data[i]);
+    } else {
+      element = static_cast<double>(static_cast<float>(data[i]));
+    }
+    if (element != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool all_elements_equal(const Literal& literal, double value) {
+  switch (literal.dtype()) {
+    case DType::kFloat32: return all_equal<float>(literal, value);
+    case DType::kBFloat16: return all_equal<BFloat16>(literal, value);
+    case DType::kFloat16: return all_equal<Half>(literal, value);
+    case DType::kInt32: return all_equal<int32_t>(literal, value);
+    case DType::kInt64: return all_equal<int64_t>(literal, value);
+    case DType::kBool: {
+      const uint8_t* data = literal.data<uint8_t>();
+      for (int64_t i = 0; i < literal.numel(); ++i) {
+        if ((data[i] != 0 ? 1.0 : 0.0) != value) return false;
+      }
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace lazytrain

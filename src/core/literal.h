@@ -48,4 +48,8 @@ class Literal {
   std::shared_ptr<uint8_t[]> bytes_;
 };
 
+// True when every element of `literal` equals `value` (a NaN never does; a
+// pred's elements are 0 or 1; a bf16 or f16 element is compared as a float).
+bool all_elements_equal(const Literal& literal, double value);
+
 }  // namespace lazytrain

@@ -118,6 +118,10 @@ ShapeAndType infer_custom_call(const HloModule& module, const HloInstruction& in
   if (in.custom_call_target == kTopKTarget) return infer_topk(r, config);
   if (in.custom_call_target == kSdpaForwardTarget) return infer_sdpa(r, config, false);
   if (in.custom_call_target == kSdpaBackwardTarget) return infer_sdpa(r, config, true);
+  if (in.custom_call_target == kShardingTarget) {
+    r.require(in.operands.size() == 1, "expects 1 operand");
+    return {r.operand(0).shape, r.operand(0).dtype};
+  }
   r.require(false, "unknown custom_call_target");
   return {};
 }

@@ -29,6 +29,11 @@
 //     q, k, v, scale, fwd (the forward's result), dout [B..., L, Ev] (q's
 //     dtype), mask?, dropout_p?, seed?
 //     ->  f32 [B..., L*E + S*E + S*Ev]: dq, dk, dv of each batch element, flattened, in that order.
+//
+//   "Sharding"  no keys (XLA's own target name, as PyTorch/XLA's mark_sharding emits it)
+//     x (any)  ->  x unchanged: the instruction's `sharding` is a user's annotation
+//     (issue 34) that sharding propagation starts from and never changes; the
+//     SPMD partitioner replaces it by x laid out that way.
 #pragma once
 
 #include <map>
@@ -43,6 +48,7 @@ namespace lazytrain::hlo {
 inline const std::string kTopKTarget = "__lazytrain$topk";
 inline const std::string kSdpaForwardTarget = "__lazytrain$sdpa_forward";
 inline const std::string kSdpaBackwardTarget = "__lazytrain$sdpa_backward";
+inline const std::string kShardingTarget = "Sharding";
 
 // A parsed backend_config. Throws Error("[hlo custom-call] ...") for a malformed
 // text or, from number(), a missing key.

@@ -184,6 +184,21 @@ int HloBuilder::slice(int x, std::vector<int64_t> starts, std::vector<int64_t> l
   return add(std::move(in));
 }
 
+int HloBuilder::dynamic_slice(int x, const std::vector<int>& starts, std::vector<int64_t> sizes) {
+  HloInstruction in;
+  in.opcode = HloOpcode::kDynamicSlice;
+  in.dimensions = std::move(sizes);
+  in.operands = {x};
+  in.operands.insert(in.operands.end(), starts.begin(), starts.end());
+  return add(std::move(in));
+}
+
+int HloBuilder::partition_id() {
+  HloInstruction in;
+  in.opcode = HloOpcode::kPartitionId;
+  return add(std::move(in));
+}
+
 int HloBuilder::concatenate(const std::vector<int>& xs, int64_t dimension) {
   HloInstruction in;
   in.opcode = HloOpcode::kConcatenate;
@@ -332,6 +347,8 @@ int HloBuilder::copy(const HloInstruction& instruction, std::vector<int> operand
   if (is_collective(in.opcode)) in.channel_id = ++channels_;
   return add(std::move(in));
 }
+
+void HloBuilder::set_sharding(int id, HloSharding sharding) { module_.instructions.at(static_cast<size_t>(id)).sharding = std::move(sharding); }
 
 HloModule HloBuilder::build(const std::vector<int>& outputs) {
   metadata_ = OpMetadata{};  // the ROOT tuple is nobody's op

@@ -42,6 +42,12 @@ class HloBuilder {
   int reshape(int x, const Shape& shape);
   int transpose(int x, std::vector<int64_t> permutation);
   int slice(int x, std::vector<int64_t> starts, std::vector<int64_t> limits, std::vector<int64_t> strides);
+  // The window of sizes `sizes` of x at the scalar integer `starts` (one per
+  // dimension, of one dtype), each clamped so the window lies inside x (XLA's dynamic-slice).
+  int dynamic_slice(int x, const std::vector<int>& starts, std::vector<int64_t> sizes);
+  // s32[]: the partition (global device ordinal) running the module (XLA's
+  // partition-id); the SPMD partitioner's per-device offsets start from it.
+  int partition_id();
   int concatenate(const std::vector<int>& xs, int64_t dimension);
   int gather(int operand, int indices);
   int scatter_add(int operand, int indices, int updates);
@@ -74,6 +80,10 @@ class HloBuilder {
   // Appends a copy of `instruction` (from another module) with new operand ids;
   // a parameter keeps its parameter number only if it is the next one.
   int copy(const HloInstruction& instruction, std::vector<int> operands);
+
+  // Annotates instruction `id` with how its value is laid out over the devices
+  // (HloInstruction::sharding; the lazy lowering's mark_sharding).
+  void set_sharding(int id, HloSharding sharding);
 
   // Finishes the module with ROOT tuple(outputs) and verifies it.
   HloModule build(const std::vector<int>& outputs);

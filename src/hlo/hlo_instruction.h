@@ -51,7 +51,8 @@ struct HloInstruction {
   std::vector<int> operands;    // ids of earlier instructions
 
   // broadcast: operand dim i maps to output dim dimensions[i]; transpose: the
-  // permutation; reduce: the reduced dims; concatenate/iota: {dim}.
+  // permutation; reduce: the reduced dims; concatenate/iota: {dim};
+  // dynamic-slice: the window's size per dim (XLA's dynamic_slice_sizes).
   std::vector<int64_t> dimensions;
   // slice: [start, limit) with stride per dim.
   std::vector<int64_t> slice_starts, slice_limits, slice_strides;
@@ -119,6 +120,11 @@ struct HloModule {
   std::vector<HloInstruction> instructions;
   int root = -1;            // a kTuple
   int num_parameters = 0;
+  // The devices one program of an SPMD-partitioned module runs on (XLA's
+  // num_partitions; set by the SPMD partitioner, printed when > 1). Such a
+  // module has local shapes; its parameters' and ROOT's shardings describe
+  // the global values they are tiles of. 1: not partitioned.
+  int64_t num_partitions = 1;
 
   const HloInstruction& at(int id) const { return instructions[static_cast<size_t>(id)]; }
   // XLA-style text: "HloModule ...", "ENTRY ...", one instruction a line.

@@ -40,6 +40,8 @@ enum HloOpcodeProperty : uint32_t {
   V(kConstant, "constant", 0, kPropertyNeverFold)                                                      \
   V(kIota, "iota", 0, kPropertyNeverFold)                                                              \
   V(kRngBitGenerator, "rng-bit-generator", 1, kPropertyNeverFold | kPropertyNeverMerge)                \
+  /* partition-id: the running device's partition (its global ordinal), s32[] (XLA's is u32[]: lazytrain has no unsigned type) */ \
+  V(kPartitionId, "partition-id", 0, kPropertyNeverFold)                                               \
   V(kNegate, "negate", 1, kPropertyElementwise)                                                        \
   V(kExp, "exponential", 1, kPropertyElementwise | kPropertyExpensive)                                 \
   V(kLog, "log", 1, kPropertyElementwise | kPropertyExpensive)                                         \
@@ -68,6 +70,8 @@ enum HloOpcodeProperty : uint32_t {
   V(kReshape, "reshape", 1, kPropertySplatPreserving)                                                  \
   V(kTranspose, "transpose", 1, kPropertySplatPreserving)                                              \
   V(kSlice, "slice", 1, kPropertySplatPreserving)                                                      \
+  /* dynamic-slice(x, start...): a window of sizes `dimensions` at scalar starts, clamped into x (XLA's) */ \
+  V(kDynamicSlice, "dynamic-slice", -1, 0)                                                             \
   V(kConcatenate, "concatenate", -1, 0)                                                                \
   V(kGather, "gather", 2, 0)                                                                           \
   V(kScatter, "scatter", 3, 0)                                                                         \
@@ -96,7 +100,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 45;
+inline constexpr int kHloOpcodeCount = 47;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \

@@ -68,6 +68,7 @@ std::string attributes(const HloInstruction& in) {
     case HloOpcode::kConcatenate: return ", dimensions=" + list(in.dimensions);
     case HloOpcode::kReduce: return ", dimensions=" + list(in.dimensions) + ", to_apply=%" + reduce_kind_name(in.reduce_kind);
     case HloOpcode::kIota: return ", iota_dimension=" + std::to_string(in.dimensions[0]);
+    case HloOpcode::kDynamicSlice: return ", dynamic_slice_sizes=" + list(in.dimensions);
     case HloOpcode::kCompare: return ", direction=" + direction_name(in.direction);
     case HloOpcode::kRngBitGenerator: return ", algorithm=rng_philox";
     case HloOpcode::kSlice: {
@@ -119,7 +120,9 @@ void print_computation(std::ostream& os, const HloModule& m, const std::string& 
 
 std::string HloModule::to_string() const {
   std::ostringstream os;
-  os << "HloModule " << name << "\n\n";
+  os << "HloModule " << name;
+  if (num_partitions > 1) os << ", num_partitions=" << num_partitions;
+  os << "\n\n";
   for (const auto& in : instructions) {
     if (in.opcode != HloOpcode::kFusion) continue;
     print_computation(os, *in.fused_computation, "%fused_computation." + std::to_string(in.id));

@@ -10,7 +10,7 @@ namespace {
 
 // 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index; 5: metadata;
 // 6: sharding (its text, "" for none)
-constexpr uint32_t kFormat = 6;
+constexpr uint32_t kFormat = 7;
 
 class Writer {
  public:
@@ -69,6 +69,7 @@ void write_module(Writer& w, const HloModule& m) {
   w.str(m.name);
   w.i64(m.num_parameters);
   w.i64(m.root);
+  w.i64(m.num_partitions);
   w.u64(m.instructions.size());
   for (const HloInstruction& in : m.instructions) {
     w.i64(in.id);
@@ -121,6 +122,7 @@ HloModule read_module(Reader& r) {
   m.name = r.str();
   m.num_parameters = static_cast<int>(r.i64());
   m.root = static_cast<int>(r.i64());
+  m.num_partitions = r.i64();
   uint64_t n = r.u64();
   if (n > (uint64_t{1} << 24)) throw Error("[hlo deserialize] implausible instruction count " + std::to_string(n));
   for (uint64_t k = 0; k < n; ++k) {

@@ -111,6 +111,7 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     if (op == HloOpcode::kIota) c.require(in.dimensions.size() == 1 && in.dimensions[0] < static_cast<int64_t>(in.shape.size()), "iota needs iota_dimension < rank");
     return {in.shape, in.dtype};
   }
+  if (op == HloOpcode::kPartitionId) return {Shape{}, DType::kInt32};
   if (op == HloOpcode::kConstant) {
     c.require(in.literal.defined() && in.literal.shape() == in.shape && in.literal.dtype() == in.dtype, "constant literal does not match its shape");
     return {in.shape, in.dtype};
@@ -180,6 +181,19 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
         out.push_back((in.slice_limits[i] - in.slice_starts[i] + in.slice_strides[i] - 1) / in.slice_strides[i]);
       }
       return {out, x.dtype};
+    }
+    case HloOpcode::kDynamicSlice: {
+      const auto& x = operand(0);
+      const size_t r = x.shape.size();
+      c.require(in.operands.size() == 1 + r, "dynamic-slice needs one start index per dimension of its operand (" + std::to_string(r) + ")");
+      c.require(in.dimensions.size() == r, "dynamic-slice needs a size per dimension");
+      for (size_t i = 0; i < r; ++i) {
+        const auto& start = operand(i + 1);
+        c.require(start.shape.empty() && (start.dtype == DType::kInt32 || start.dtype == DType::kInt64), "dynamic-slice start indices must be s32[] or s64[]");
+        c.require(start.dtype == operand(1).dtype, "dynamic-slice start indices must share one dtype");
+        c.require(0 <= in.dimensions[i] && in.dimensions[i] <= x.shape[i], "dynamic-slice size out of range at dimension " + std::to_string(i));
+      }
+      return {Shape(in.dimensions.begin(), in.dimensions.end()), x.dtype};
     }
     case HloOpcode::kConcatenate: {
       c.require(!in.operands.empty() && in.dimensions.size() == 1, "concatenate needs operands and one dimension");

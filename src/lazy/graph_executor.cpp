@@ -14,10 +14,14 @@
 #include "core/op_location.h"
 #include "hlo/cost_analysis.h"
 #include "hlo/op_metadata.h"
+#include "hlo/passes/sharding_propagation.h"
+#include "hlo/passes/spmd_partitioner.h"
 #include "lazy/execution_mode.h"
 #include "lazy/lowering_context.h"
 #include "lazy/recompile_reasons.h"
+#include "lazy/sharded_data.h"
 #include "lazy/step_analysis.h"
+#include "runtime/collectives.h"
 #include "runtime/execution_queue.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
@@ -106,6 +110,7 @@ hlo::HloModule lower_graph(const GraphSignature& sig, const std::string& name) {
     if (node->is_device_data()) {
       builder.set_metadata({});
       id = builder.parameter(node->shape(), node->dtype());
+      if (node->sharded_data()) builder.set_sharding(id, node->sharded_data()->sharding());
     } else {
       check(node->lower() != nullptr, node->op(), "has no lowering");
       builder.set_metadata({node->op(), node->location().file_name(), node->location().line, static_cast<int64_t>(position)});
@@ -335,6 +340,13 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
         runtime::TraceMe lowering("compile", "lower to HLO");
         hlo::HloModule module = lower_graph(sig, name.str());
         lowering.end();
+        if (hlo::has_sharding(module)) {
+          // SPMD (issue 34): one program for every device of the mesh, before the backend's passes.
+          runtime::TraceMe partitioning("compile", "sharding propagation and SPMD partitioning");
+          hlo::ShardingPropagation().run(module);
+          hlo::SpmdPartitioner().run(module);
+          hlo::verify(module);
+        }
         std::string text = eager_op ? std::string() : module.to_string();
         executable = eager_op ? compiler->compile_quick(std::move(module)) : compiler->compile(std::move(module), key);
         std::lock_guard<std::mutex> lock(mutex_);
@@ -364,6 +376,12 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
 }
 
 void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
+  for (LazyTensor* t : tensors) {
+    // A tensor the user laid out keeps its layout: its new value is annotated with it.
+    if (!t->has_pending_ir() || !t->sharding_spec() || !t->sharding_spec()->is_tiled()) continue;
+    const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*t->ir_value());
+    if (!annotated || !(*annotated == *t->sharding_spec())) t->set_ir_value(make_custom_sharding(t->ir_value(), *t->sharding_spec()));
+  }
   std::vector<LazyTensor*> pending;
   std::vector<const Node*> outputs;
   std::unordered_map<const Node*, size_t> output_index;
@@ -396,17 +414,19 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
   note_execution(device, compiled, eager_op, static_cast<int64_t>(sig.post_order.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(executable->module()));
-  std::vector<bool> donated = donatable_parameters(sig);
+  const bool spmd = executable->module().num_partitions > 1;
+  std::vector<bool> donated = spmd ? std::vector<bool>() : donatable_parameters(sig);
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
   arguments.reserve(sig.parameters.size());
   for (const Node* p : sig.parameters) arguments.push_back(p->async_data());
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> results;
   std::vector<NodePtr> data_nodes;
   for (const Node* o : outputs) {
+    if (spmd) break;
     results.push_back(std::make_shared<runtime::AsyncBuffer>(o->shape(), o->dtype(), device));
     data_nodes.push_back(make_device_data(results.back()));
   }
-  std::vector<int> keep_on_failure = committed_arguments(pending, tensor_output, outputs.size(), arguments);
+  std::vector<int> keep_on_failure = spmd ? std::vector<int>() : committed_arguments(pending, tensor_output, outputs.size(), arguments);
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(sig.hash));
   std::string what = std::string("graph ") + hash + ", " + executable->module().name;
@@ -430,7 +450,8 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   locations->reserve(sig.post_order.size());
   for (const Node* node : sig.post_order) locations->push_back(node->location());
   const std::exception_ptr earlier =
-      launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
+      spmd ? launch_spmd(executable, sig, outputs, device, what, std::move(locations), data_nodes)
+           : launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
   if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
     // The host's tracing since this thread's previous mark_step: the ops that built this graph.
@@ -445,6 +466,43 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   // An earlier execution's failure, reported once this step is on its way (it
   // is not dropped, nor merged into the next step's graph).
   if (earlier) std::rethrow_exception(earlier);
+}
+
+std::exception_ptr GraphExecutor::launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& sig,
+                                              const std::vector<const Node*>& outputs, const runtime::Device& device, const std::string& what,
+                                              std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<NodePtr>& data_nodes) {
+  const hlo::HloModule& module = executable->module();
+  const runtime::ReplicaWorld& world = runtime::replica_world();
+  check(module.num_partitions == world.world_size(), "mark_step",
+        "the SPMD program runs on " + std::to_string(module.num_partitions) + " devices, but the job has " + std::to_string(world.world_size()) +
+            " (runtime::set_local_replicas, --num_cores, mpirun): a mesh spans every device of the job");
+  check(device.ordinal < world.local_replicas, "mark_step",
+        "the SPMD program is traced on " + device.to_string() + ", which is not one of this process's " + std::to_string(world.local_replicas) + " devices");
+  const std::vector<hlo::HloSharding>& layouts = module.at(module.root).sharding->tuple_elements();
+  std::vector<std::map<int64_t, std::shared_ptr<runtime::AsyncBuffer>>> tiles(outputs.size());
+  std::exception_ptr earlier;
+  for (int l = 0; l < world.local_replicas; ++l) {
+    const int64_t ordinal = world.global_ordinal(l);
+    const runtime::Device local{device.kind, l};
+    std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
+    for (const Node* p : sig.parameters) arguments.push_back(p->sharded_data() ? p->sharded_data()->tile(ordinal) : p->async_data());
+    std::vector<std::shared_ptr<runtime::AsyncBuffer>> results;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      results.push_back(std::make_shared<runtime::AsyncBuffer>(layouts[k].tile_shape(outputs[k]->shape()), outputs[k]->dtype(), local));
+      tiles[k].emplace(ordinal, results.back());
+    }
+    std::exception_ptr e = launch(executable, std::move(arguments), std::vector<bool>(sig.parameters.size(), false), results, local, what, locations);
+    if (e && !earlier) earlier = e;
+  }
+  // A tiled output stays in tiles; every device holds a whole copy of the others (this device's is kept).
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (layouts[k].is_tiled()) {
+      data_nodes.push_back(make_device_data(std::make_shared<const ShardedData>(outputs[k]->shape(), outputs[k]->dtype(), layouts[k], std::move(tiles[k])), device));
+    } else {
+      data_nodes.push_back(make_device_data(tiles[k].at(world.global_ordinal(device.ordinal))));
+    }
+  }
+  return earlier;
 }
 
 std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,

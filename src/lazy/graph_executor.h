@@ -158,6 +158,15 @@ class GraphExecutor {
               const runtime::Device& device, const std::string& what,
               std::shared_ptr<const std::vector<OpLocation>> locations = nullptr, std::vector<int> keep_on_failure = {});
 
+  // launch() of an SPMD-partitioned executable (module num_partitions > 1) on
+  // every device of this process, each with its tiles of the sharded inputs
+  // (and the whole of the others); appends to `data_nodes` one device-data
+  // node per output: sharded data for a tiled output, this device's copy of
+  // a replicated one. Nothing is donated. Returns the earliest unreported
+  // failure of those devices, as launch() does.
+  std::exception_ptr launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& signature,
+                                 const std::vector<const Node*>& outputs, const runtime::Device& device, const std::string& what,
+                                 std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<NodePtr>& data_nodes);
   // Rethrows (once) the error of an execution of `device` that failed since the last call.
   void rethrow_execution_failure(const runtime::Device& device);
   void warn_if_large(const GraphSignature& signature);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/iterative_release.h"
 #include "core/op_location.h"
+#include "lazy/sharded_data.h"
 
 namespace lazytrain::lazy {
 
@@ -83,6 +84,14 @@ Node::Node(std::shared_ptr<runtime::AsyncBuffer> data) : Node("xla::device_data"
   data_ = std::move(data);
 }
 
+Node::Node(std::shared_ptr<const ShardedData> data, runtime::Device device)
+    : Node("xla::device_data", {}, data->shape(), data->dtype(), {Attr{"sharding", data->sharding().to_string()}}, nullptr) {
+  device_ = std::move(device);
+  sharded_ = std::move(data);
+}
+
+const runtime::Buffer& Node::data() const { return sharded_ ? sharded_->assembled() : data_->get(); }
+
 Node::~Node() {
   // Only an operand that dies with this node and owns operands itself would recurse.
   bool deep = false;
@@ -129,5 +138,9 @@ NodePtr make_device_data(runtime::Buffer data) {
 }
 
 NodePtr make_device_data(std::shared_ptr<runtime::AsyncBuffer> data) { return std::make_shared<const Node>(std::move(data)); }
+
+NodePtr make_device_data(std::shared_ptr<const ShardedData> data, const runtime::Device& device) {
+  return std::make_shared<const Node>(std::move(data), device);
+}
 
 }  // namespace lazytrain::lazy

@@ -5,7 +5,9 @@
 // operands, result shape/dtype, attributes and a lowering function that emits HLO.
 // Two leaf kinds exist: "xla::device_data" (holds a Buffer: a parameter of the
 // compiled graph, never part of the hash by value) and "prim::Constant" (a
-// scalar whose value is part of the hash).
+// scalar whose value is part of the hash). Device data may instead hold a
+// ShardedData (lazy/sharded_data.h: a value tiled over a mesh's devices, issue
+// 34); its layout is an attribute, "sharding", so part of the hash.
 //
 // Every node is on one Device: device data on its buffer's; an op on its
 // operands' (all must agree: an Error otherwise, as PyTorch's "expected all
@@ -28,6 +30,8 @@
 
 namespace lazytrain::lazy {
 
+class ShardedData;
+
 using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
 struct Attr {
   std::string name;
@@ -45,6 +49,9 @@ class Node {
   Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower);
   // An "xla::device_data" leaf holding `data`, ready or still being computed.
   explicit Node(std::shared_ptr<runtime::AsyncBuffer> data);
+  // An "xla::device_data" leaf over a value tiled across a mesh's devices,
+  // recorded on `device` (the tracing thread's: the SPMD program's one device).
+  Node(std::shared_ptr<const ShardedData> data, runtime::Device device);
   // Releases the operands without recursing down the chain (core/iterative_release.h):
   // a graph of any depth is freed in constant stack.
   ~Node();
@@ -61,11 +68,14 @@ class Node {
   bool device_neutral() const { return device_neutral_; }
   const std::vector<Attr>& attrs() const { return attrs_; }
   LowerFn lower() const { return lower_; }
-  bool is_device_data() const { return data_ != nullptr; }
+  bool is_device_data() const { return data_ != nullptr || sharded_ != nullptr; }
   // The device data's buffer, waiting for the execution that computes it;
-  // rethrows that execution's error.
-  const runtime::Buffer& data() const { return data_->get(); }
+  // rethrows that execution's error. Sharded data: the tiles assembled.
+  const runtime::Buffer& data() const;
+  // The buffer of unsharded device data (null for sharded data).
   const std::shared_ptr<runtime::AsyncBuffer>& async_data() const { return data_; }
+  // The tiles of sharded device data (null otherwise).
+  const std::shared_ptr<const ShardedData>& sharded_data() const { return sharded_; }
   // Hash of op, shape, dtype and attributes (not operands, not data).
   uint64_t local_hash() const { return local_hash_; }
   // Process-unique id, for IR dumps.
@@ -94,6 +104,7 @@ class Node {
   std::vector<Attr> attrs_;
   LowerFn lower_ = nullptr;
   std::shared_ptr<runtime::AsyncBuffer> data_;
+  std::shared_ptr<const ShardedData> sharded_;
   uint64_t local_hash_ = 0;
   int64_t id_ = 0;
   OpLocation location_;
@@ -106,6 +117,8 @@ NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DT
 NodePtr make_device_data(runtime::Buffer data);
 // A device-data leaf over a value that may still be pending (a graph's output).
 NodePtr make_device_data(std::shared_ptr<runtime::AsyncBuffer> data);
+// A device-data leaf over tiles on a mesh's devices, traced on `device`.
+NodePtr make_device_data(std::shared_ptr<const ShardedData> data, const runtime::Device& device);
 
 // Mixes `value` into `seed` (64-bit, order-sensitive).
 uint64_t hash_combine(uint64_t seed, uint64_t value);

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "hlo/hlo_sharding.h"
 #include "lazy/ir.h"
 
 namespace lazytrain::lazy {
@@ -49,6 +51,12 @@ class LazyTensor {
   void sync();
   // The materialised buffer: syncs, then waits for the execution.
   const runtime::Buffer& buffer();
+  // The layout a user gave this tensor (distributed/spmd.h mark_sharding),
+  // kept across updates: a sync annotates the tensor's pending value with it,
+  // so a parameter updated in place keeps its layout from step to step (as
+  // PyTorch/XLA keeps a tensor's sharding spec). None: the compiler decides.
+  const std::optional<hlo::HloSharding>& sharding_spec() const { return sharding_spec_; }
+  void set_sharding_spec(std::optional<hlo::HloSharding> sharding) { sharding_spec_ = std::move(sharding); }
   // Registry order: creation order, so graph outputs are ordered deterministically.
   int64_t unique_id() const { return unique_id_; }
 
@@ -60,6 +68,7 @@ class LazyTensor {
   runtime::Device device_;
   int64_t unique_id_;
   int pending_updates_ = 0;
+  std::optional<hlo::HloSharding> sharding_spec_;
 };
 
 // Adds `tensor` to the live-tensor registry (held weakly).

@@ -6,6 +6,8 @@
 //                                               holds the same bits after every step, and the parameters
 //                                               after 20 steps match FILE within f32 reduction-order tolerance
 //                                               (sharded: with distributed::ZeroRedundancyAdamW)
+//   mpirun -np P mpi_replicas_test spmd FILE     one device a process, FSDP by SPMD annotations over all
+//                                               P: the parameters after 20 steps match FILE within 1e-5
 //   mpirun -np 2 mpi_replicas_test hang SECONDS  rank 1 never reaches the all-reduce: rank 0 fails within
 //                                               the timeout naming it (exit 1 from MPI_Abort)
 // Prints one line per check; exits non-zero on a failed check.
@@ -18,6 +20,7 @@
 
 #include "core/error.h"
 #include "distributed/spawn.h"
+#include "distributed/spmd.h"
 #include "runtime/collectives.h"
 #include "runtime/mpi_world.h"
 #include "../support/tiny_data_parallel.h"
@@ -85,6 +88,28 @@ int replicas(const std::string& reference_path, int local_replicas, bool sharded
   return failures ? 1 : 0;
 }
 
+// SPMD across processes (issue 34): one device a process, the batch and every
+// parameter split over all of them (FSDP by annotation), traced once a process.
+int spmd(const std::string& reference_path) {
+  const Parameters reference = read_parameters(reference_path);
+  const int world = runtime::replica_world().world_size();
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < world; ++i) ids.push_back(i);
+  const distributed::spmd::Mesh mesh(ids, {world}, {"fsdp"});
+  testing_support::TinyRunOptions o;
+  o.shard_model = [&](models::MaskedLMModel& model) { distributed::spmd::shard_parameters_fsdp(model, mesh, "fsdp"); };
+  o.shard_batch = [&](Tensor& input) {
+    input.to_vector<int64_t>();
+    distributed::spmd::mark_sharding(input, mesh, {{"fsdp"}, {}});
+  };
+  const Parameters final_parameters = testing_support::train_tiny_replica(o);
+  const double difference = testing_support::max_parameter_difference(final_parameters, reference);
+  if (runtime::replica_world().process_rank == 0) {
+    std::printf("spmd over %d processes (FSDP): max difference to one replica at batch 8: %.3g\n", world, difference);
+  }
+  return difference < 1e-5 ? 0 : 1;
+}
+
 int hang(double timeout) {
   runtime::set_collective_timeout(timeout);
   if (runtime::replica_world().process_rank == 1) std::this_thread::sleep_for(std::chrono::minutes(10));  // never arrives
@@ -111,7 +136,8 @@ int main(int argc, char** argv) {
       return replicas(argv[2], argc >= 4 ? std::stoi(argv[3]) : 1, argc == 5 && std::string(argv[4]) == "sharded");
     }
     if (mode == "hang" && argc == 3) return hang(std::stod(argv[2]));
-    std::fprintf(stderr, "usage: mpi_replicas_test reference FILE | replicas FILE [LOCAL_REPLICAS [sharded]] | hang SECONDS\n");
+    if (mode == "spmd" && argc == 3) return spmd(argv[2]);
+    std::fprintf(stderr, "usage: mpi_replicas_test reference FILE | replicas FILE [LOCAL_REPLICAS [sharded]] | spmd FILE | hang SECONDS\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

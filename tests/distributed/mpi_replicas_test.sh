@@ -6,7 +6,8 @@
 #      the sharded ZeroRedundancyAdamW), each replica at
 #      batch 8/W, match one replica at batch 8 after 20 steps, and all replicas
 #      hold the same bits after every step;
-#   2. a rank that never reaches an all-reduce is named by the others within
+#   2. SPMD: FSDP by annotations over 2 processes x 1 device matches the same reference;
+#   3. a rank that never reaches an all-reduce is named by the others within
 #      the timeout, and the job ends non-zero (bounded to a minute).
 # Usage: mpi_replicas_test.sh MPI_REPLICAS_TEST_BINARY
 set -euo pipefail
@@ -36,6 +37,13 @@ if out="$(timeout 300 "${mpi4[@]}" "$bin" replicas "$tmp/reference.bin" 1 2>&1)"
   echo "$out" | grep -q "replicas differ at 0 step(s)" || fail "replicas differ (4 processes): $out"
 else
   fail "4 processes: $out"
+fi
+
+# SPMD (issue 34): the step traced once a process, FSDP over the 2 processes' devices.
+if out="$(timeout 300 "${mpi[@]}" "$bin" spmd "$tmp/reference.bin" 2>&1)"; then
+  echo "$out" | grep "spmd over"
+else
+  fail "spmd over 2 processes: $out"
 fi
 
 start=$(date +%s)

@@ -47,7 +47,7 @@ TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
             (std::set<O>{O::kNegate, O::kExp, O::kLog, O::kSqrt, O::kRsqrt, O::kTanh, O::kErf, O::kAbs, O::kCosine, O::kSine, O::kNot, O::kConvert}));
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
             (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kSine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
-  EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kTuple,
+  EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kPartitionId, O::kTuple,
                                                                      O::kGetTupleElement, O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
   EXPECT_EQ(with([](O o) { return never_merged(o); }),
             (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter,
@@ -66,6 +66,8 @@ TEST(HloOpcode, AritiesMatchTheOperationSemantics) {
   EXPECT_EQ(opcode_arity(O::kReduce), 2);
   EXPECT_EQ(opcode_arity(O::kOptimizationBarrier), 2);
   EXPECT_EQ(opcode_arity(O::kConcatenate), -1);
+  EXPECT_EQ(opcode_arity(O::kDynamicSlice), -1);
+  EXPECT_EQ(opcode_arity(O::kPartitionId), 0);
   EXPECT_EQ(opcode_arity(O::kFusion), -1);
   EXPECT_EQ(opcode_arity(O::kGetTupleElement), 1);
 }

@@ -72,6 +72,12 @@ struct TinyRunOptions {
   double max_grad_norm = 0;     // > 0: reduce_gradients, clip, step
   bool different_data = false;  // each replica the whole batch of its own stream
   bool sharded = false;         // distributed::ZeroRedundancyAdamW (it clips itself)
+  // SPMD (issue 34): set shard_batch, and this thread traces each step's whole
+  // batch once for every device of the job; shard_model lays the parameters
+  // out, shard_batch each input; the optimizer steps without
+  // reduce_gradients (the compiler inserts the reductions).
+  std::function<void(models::MaskedLMModel& model)> shard_model;
+  std::function<void(Tensor& input)> shard_batch;
   std::function<void(int step, models::MaskedLMModel& model)> after_step;
   std::function<void(int step, models::MaskedLMModel& model, optim::AdamW& optimizer)> after_step_optimizer;
 };
@@ -82,19 +88,30 @@ inline std::vector<std::vector<float>> train_tiny_replica(const TinyRunOptions& 
   const int64_t world = distributed::world_size(), me = distributed::ordinal();
   manual_seed(42);
   auto model = models::AutoModelForMaskedLM::from_config(tiny_bert_config());
+  const bool spmd = o.shard_batch != nullptr;
+  if (o.shard_model) {
+    lazy::mark_step();
+    o.shard_model(*model);
+  }
   optim::AdamWOptions adam;
   adam.lr = 1e-2;
   std::unique_ptr<optim::AdamW> owned =
       o.sharded ? std::make_unique<distributed::ZeroRedundancyAdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam, o.max_grad_norm)
                 : std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{{model->parameters(), 0.01}}, adam);
   optim::AdamW& optimizer = *owned;
-  const int64_t rows = o.different_data ? kTinyGlobalBatch : kTinyGlobalBatch / world;
+  const int64_t rows = o.different_data || spmd ? kTinyGlobalBatch : kTinyGlobalBatch / world;
   for (int step = 0; step < o.steps; ++step) {
-    const int64_t begin = o.different_data ? 0 : rows * me;
+    const int64_t begin = o.different_data || spmd ? 0 : rows * me;
     Tensor input_ids = from_vector(tiny_batch_rows(step, begin, begin + rows, o.different_data ? static_cast<uint64_t>(me) : 0), {rows, kTinySeqLen});
     Tensor attention = ones({rows, kTinySeqLen}, DType::kInt64);
+    if (spmd) {
+      o.shard_batch(input_ids);
+      o.shard_batch(attention);
+    }
     model->forward(input_ids, attention, input_ids).loss.backward();
-    if (o.sharded) {
+    if (spmd) {
+      optimizer.step();
+    } else if (o.sharded) {
       optimizer.step();
     } else if (o.max_grad_norm > 0) {
       distributed::reduce_gradients(optimizer);

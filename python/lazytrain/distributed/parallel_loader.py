@@ -183,8 +183,9 @@ class PerDeviceLoader:
     the loader is raised here at that batch's turn. ``close()`` (or dropping
     the iterator, e.g. ``break``) stops the threads."""
 
-    def __init__(self, source, device_index, device, loader_prefetch_size, device_prefetch_size, length):
+    def __init__(self, source, device_index, device, loader_prefetch_size, device_prefetch_size, length, input_sharding=None):
         self._feeder = _Feeder(source, device_index)
+        self._input_sharding = input_sharding
         self._device = device
         self._length = length
         self._first = True
@@ -208,6 +209,8 @@ class PerDeviceLoader:
         if isinstance(skeleton, _Failure):
             self.close()
             raise skeleton.error
+        if self._input_sharding is not None:
+            tensors = [self._input_sharding.apply(t) for t in tensors]
         return _rebuild(skeleton, tensors)
 
     next = __next__
@@ -232,8 +235,10 @@ class ParallelLoader:
     each of `devices` at once (batch i to device i % len(devices)); take each
     device's with ``per_device_loader(device)``. ``loader_prefetch_size``
     host batches and ``device_prefetch_size`` device batches are kept ready
-    per device (the C++ DeviceLoader's defaults). Only ``batches_per_execution=1``,
-    one transfer thread and no input sharding are supported (ValueError)."""
+    per device (the C++ DeviceLoader's defaults). ``input_sharding`` (an
+    ``lazytrain.distributed.spmd.ShardingSpec``) lays every tensor of each
+    batch out over its mesh (SPMD). Only ``batches_per_execution=1`` and one
+    transfer thread are supported (ValueError)."""
 
     def __init__(self, loader, devices, batchdim=0, batches_per_execution=1, loader_prefetch_size=8,
                  device_prefetch_size=4, host_to_device_transfer_threads=1, input_sharding=None):
@@ -241,8 +246,8 @@ class ParallelLoader:
             raise ValueError("ParallelLoader: only batches_per_execution=1 is supported (mark_step on every batch)")
         if host_to_device_transfer_threads != 1:
             raise ValueError("ParallelLoader: host_to_device_transfer_threads must be 1 (one transfer thread per device)")
-        if input_sharding is not None:
-            raise ValueError("ParallelLoader: input_sharding is not supported")
+        if input_sharding is not None and not hasattr(input_sharding, "apply"):
+            raise ValueError(f"ParallelLoader: input_sharding is {input_sharding!r}: expected a lazytrain.distributed.spmd.ShardingSpec")
         for name, value in (("loader_prefetch_size", loader_prefetch_size), ("device_prefetch_size", device_prefetch_size)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ParallelLoader: {name} is {value!r}: expected an int >= 1")
@@ -256,7 +261,7 @@ class ParallelLoader:
         except TypeError:
             length = None
         source = _Source(loader, len(devices))
-        self._per_device = {str(d): PerDeviceLoader(source, i, d, loader_prefetch_size, device_prefetch_size, length)
+        self._per_device = {str(d): PerDeviceLoader(source, i, d, loader_prefetch_size, device_prefetch_size, length, input_sharding)
                             for i, d in enumerate(devices)}
 
     def per_device_samples(self):

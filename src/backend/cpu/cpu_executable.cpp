@@ -201,6 +201,7 @@ class CpuExecutable : public Executable {
       case HloOpcode::kAllReduce:
       case HloOpcode::kAllGather:
       case HloOpcode::kReduceScatter:
+      case HloOpcode::kPartitionId:
       case HloOpcode::kTuple:
         return false;
       case HloOpcode::kFusion:

@@ -51,6 +51,11 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
     case HloOpcode::kConstant: return buffer_from_literal(in.literal);
     case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
     case HloOpcode::kDot: return interpreter::eval_dot(in, args);
+    case HloOpcode::kPartitionId: {
+      Buffer id(Shape{}, DType::kInt32);
+      *id.data<int32_t>() = runtime::global_ordinal(runtime::current_device());
+      return id;
+    }
     case HloOpcode::kAllReduce: return runtime::all_reduce(*args[0], reduce_op(in.reduce_kind), in.replica_groups);
     case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
     case HloOpcode::kReduceScatter:

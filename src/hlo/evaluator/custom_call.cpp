@@ -1,5 +1,6 @@
 // The custom-call kernels of hlo/custom_call.h: topk here, attention in attention.cpp.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "core/error.h"
@@ -49,6 +50,11 @@ void eval_custom_call(const HloInstruction& in, const Operands& args, const Muta
     const int64_t dim = static_cast<int64_t>(config.number("dim")), k = static_cast<int64_t>(config.number("k"));
     const bool largest = config.number("largest") != 0;
     dispatch_dtype(args[0].dtype(), [&]<typename T>() { topk<T>(args[0], dim, k, largest, out.data<int64_t>()); });
+    return;
+  }
+  if (in.custom_call_target == kShardingTarget) {
+    // An annotation only: the value passes unchanged (a module that was never partitioned).
+    std::memcpy(out.raw(), args[0].raw(), static_cast<size_t>(out.nbytes()));
     return;
   }
   throw Error("[hlo evaluator] " + in.name() + ": unknown custom_call_target '" + in.custom_call_target + "'");

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -50,6 +51,20 @@ void slice(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& o
   strided_copy(base, strides, out.raw(), in.shape, itemsize(in.dtype));
 }
 
+// XLA's semantics: each start is clamped into [0, dim - size], so the window always lies inside x.
+void dynamic_slice(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
+  const ArrayRef& x = args[0];
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
+  int64_t offset = 0;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const ArrayRef& s = args[d + 1];
+    const int64_t start = s.dtype() == DType::kInt32 ? *s.data<int32_t>() : *s.data<int64_t>();
+    offset += std::clamp<int64_t>(start, 0, x.shape()[d] - in.dimensions[d]) * xs[d];
+  }
+  const auto* base = static_cast<const uint8_t*>(x.raw()) + offset * itemsize(in.dtype);
+  strided_copy(base, xs, out.raw(), in.shape, itemsize(in.dtype));
+}
+
 void concatenate(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
   int64_t d = in.dimensions[0];
   int64_t outer = 1;
@@ -82,6 +97,7 @@ void eval_data_movement(const HloInstruction& in, const Operands& args, const Mu
     case HloOpcode::kReshape: std::memcpy(out.raw(), args[0].raw(), static_cast<size_t>(out.nbytes())); return;
     case HloOpcode::kTranspose: return transpose(in, args[0], out);
     case HloOpcode::kSlice: return slice(in, args[0], out);
+    case HloOpcode::kDynamicSlice: return dynamic_slice(in, args, out);
     case HloOpcode::kConcatenate: return concatenate(in, args, out);
     default: throw Error("[hlo evaluator] " + in.name() + " is not a data-movement instruction");
   }

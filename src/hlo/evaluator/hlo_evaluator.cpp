@@ -17,6 +17,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
     case HloOpcode::kAllGather:
     case HloOpcode::kReduceScatter:
       throw Error("[hlo evaluator] " + in.name() + " needs the other replicas' values: a backend runs it on a replica device");
+    case HloOpcode::kPartitionId: throw Error("[hlo evaluator] " + in.name() + " needs the running device: a backend runs it on a replica device");
     case HloOpcode::kConstant: std::memcpy(out.raw(), in.literal.raw(), static_cast<size_t>(out.nbytes())); return;
     case HloOpcode::kOptimizationBarrier: std::memcpy(out.raw(), args.at(0).raw(), static_cast<size_t>(out.nbytes())); return;
     case HloOpcode::kIota:
@@ -25,6 +26,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
     case HloOpcode::kReshape:
     case HloOpcode::kTranspose:
     case HloOpcode::kSlice:
+    case HloOpcode::kDynamicSlice:
     case HloOpcode::kConcatenate: return evaluator::eval_data_movement(in, args, out);
     case HloOpcode::kGather: return evaluator::eval_gather(in, args, out);
     case HloOpcode::kScatter: return evaluator::eval_scatter(in, args, out);

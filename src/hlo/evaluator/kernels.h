@@ -14,7 +14,7 @@ namespace lazytrain::hlo::evaluator {
 using Operands = std::vector<ArrayRef>;
 
 void eval_elementwise(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // unary, binary, compare, select, convert
-void eval_data_movement(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // broadcast, reshape, transpose, slice, concatenate
+void eval_data_movement(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // broadcast, reshape, transpose, slice, dynamic-slice, concatenate
 void eval_gather(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);
 void eval_scatter(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);
 void eval_dot(const HloInstruction& in, const Operands& args, const MutableArrayRef& out);  // a plain loop

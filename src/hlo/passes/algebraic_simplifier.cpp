@@ -9,57 +9,11 @@ namespace lazytrain::hlo {
 
 namespace {
 
-template <typename T>
-bool all_equal(const Literal& literal, double value) {
-  const T* data = literal.data<T>();
-  for (int64_t i = 0; i < literal.numel(); ++i) {
-    if (static_cast<double>(static_cast<float>(data[i])) != value) return false;
-  }
-  return true;
-}
-
-template <>
-bool all_equal<int64_t>(const Literal& literal, double value) {
-  const int64_t* data = literal.data<int64_t>();
-  for (int64_t i = 0; i < literal.numel(); ++i) {
-    if (static_cast<double>(data[i]) != value) return false;
-  }
-  return true;
-}
-
-template <>
-bool all_equal<int32_t>(const Literal& literal, double value) {
-  const int32_t* data = literal.data<int32_t>();
-  for (int64_t i = 0; i < literal.numel(); ++i) {
-    if (static_cast<double>(data[i]) != value) return false;
-  }
-  return true;
-}
-
-// True when every element of `literal` equals `value` (a NaN never does).
-bool literal_all_equal(const Literal& literal, double value) {
-  switch (literal.dtype()) {
-    case DType::kFloat32: return all_equal<float>(literal, value);
-    case DType::kBFloat16: return all_equal<BFloat16>(literal, value);
-    case DType::kFloat16: return all_equal<Half>(literal, value);
-    case DType::kInt32: return all_equal<int32_t>(literal, value);
-    case DType::kInt64: return all_equal<int64_t>(literal, value);
-    case DType::kBool: {
-      const uint8_t* data = literal.data<uint8_t>();
-      for (int64_t i = 0; i < literal.numel(); ++i) {
-        if ((data[i] != 0 ? 1.0 : 0.0) != value) return false;
-      }
-      return true;
-    }
-  }
-  return false;
-}
-
 // True when `id` is a constant with every element equal to `value`, directly or
 // through broadcasts and reshapes of one.
 bool is_splat_of(const HloBuilder& b, int id, double value) {
   while (b.at(id).opcode == HloOpcode::kBroadcast || b.at(id).opcode == HloOpcode::kReshape) id = b.at(id).operands[0];
-  return b.at(id).opcode == HloOpcode::kConstant && literal_all_equal(b.at(id).literal, value);
+  return b.at(id).opcode == HloOpcode::kConstant && all_elements_equal(b.at(id).literal, value);
 }
 
 bool is_identity(const std::vector<int64_t>& dims) {

@@ -30,7 +30,15 @@ bool rewrite_module(HloModule& module, const ReplaceFn& replace) {
 bool run_passes(HloModule& module, const std::vector<std::unique_ptr<HloPass>>& passes, const PassDumpFn& dump) {
   bool changed = false;
   for (const auto& pass : passes) {
+    // A partitioned module's entry layout: passes that rebuild the module keep
+    // its outputs in order but make a new ROOT.
+    const int64_t num_partitions = module.num_partitions;
+    const std::optional<HloSharding> output_layout = module.at(module.root).sharding;
     bool c = pass->run(module);
+    if (num_partitions > 1) {
+      module.num_partitions = num_partitions;
+      module.instructions[static_cast<size_t>(module.root)].sharding = output_layout;
+    }
     try {
       verify(module);
     } catch (const Error& e) {

@@ -42,6 +42,8 @@ using PassDumpFn = std::function<void(const std::string& pass_name, const HloMod
 
 // Runs `passes` in order, verifying the module after each (Error names the pass
 // that broke it), and calls `dump` after each pass that changed something.
+// A partitioned module (num_partitions > 1) keeps its num_partitions and its
+// ROOT's sharding (its outputs' layouts) through every pass.
 // Returns true when any pass changed the module.
 bool run_passes(HloModule& module, const std::vector<std::unique_ptr<HloPass>>& passes, const PassDumpFn& dump = {});
 

@@ -1,0 +1,132 @@
+"""torch_xla.distributed.spmd (``xs``) on lazytrain (issue 34): lay tensors out
+over a mesh of the job's devices and let the compiler do the rest.
+
+    import numpy as np
+    import lazytrain as lt
+    import lazytrain.runtime as xr
+    import lazytrain.distributed.spmd as xs
+
+    xr.use_spmd(4)                                  # cpu:0 .. cpu:3
+    n = xr.global_runtime_device_count()
+    mesh = xs.Mesh(np.arange(n), (n // 2, 2), ("data", "model"))
+    xs.mark_sharding(batch, mesh, ("data", None))   # the batch split by rows
+    xs.mark_sharding(w, mesh, (None, "model"))      # w's columns over "model"
+
+Every other value of the step gets its layout from sharding propagation; the
+SPMD partitioner compiles one program that every device runs on its tiles,
+with the collectives the layouts need (``lt._C._last_compiled_hlo()`` shows
+it). A partition spec has one entry per tensor dimension: ``None`` (whole), a
+mesh axis by name or index, or a tuple of them (split over their product,
+major first). Tiles must be even (PyTorch/XLA pads uneven ones; lazytrain
+raises, naming the dimension).
+"""
+import collections
+
+import numpy as np
+
+from .. import _C
+
+__all__ = ["Mesh", "ShardingSpec", "mark_sharding", "clear_sharding", "get_sharding_spec", "set_global_mesh", "get_global_mesh"]
+
+_global_mesh = None
+
+
+def set_global_mesh(mesh):
+    """xs.set_global_mesh: the mesh FSDPv2 and others use when given none."""
+    global _global_mesh
+    _global_mesh = mesh
+
+
+def get_global_mesh():
+    return _global_mesh
+
+
+class Mesh:
+    """xs.Mesh(device_ids, mesh_shape, axis_names=None): `device_ids` (the
+    job's global ordinals, each once) read row-major into `mesh_shape`;
+    `axis_names` name its dimensions (default: their indices)."""
+
+    def __init__(self, device_ids, mesh_shape, axis_names=None):
+        ids = [int(i) for i in np.asarray(device_ids).reshape(-1)]
+        self.device_ids = np.asarray(ids)
+        self.mesh_shape = tuple(int(s) for s in mesh_shape)
+        self.axis_names = tuple(axis_names) if axis_names is not None else None
+        names = [str(a) for a in axis_names] if axis_names is not None else []
+        self._native = _C._Mesh(ids, list(self.mesh_shape), names)
+
+    def size(self):
+        return len(self.device_ids)
+
+    def shape(self):
+        """The axes and their sizes, in order."""
+        names = self.axis_names if self.axis_names is not None else range(len(self.mesh_shape))
+        return collections.OrderedDict(zip(names, self.mesh_shape))
+
+    def get_logical_mesh(self):
+        return self.device_ids.reshape(self.mesh_shape)
+
+    def get_axis_name_idx(self, name):
+        if self.axis_names is None or name not in self.axis_names:
+            return None
+        return self.axis_names.index(name)
+
+    def get_op_sharding(self, partition_spec):
+        """The layout `partition_spec` gives, as XLA's HLO text (``{devices=[2,1]0,1}``)."""
+        return self._native.op_sharding(self._axes(partition_spec))
+
+    def _axis(self, axis, entry):
+        names = self._native.axis_names
+        if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+            if not 0 <= int(axis) < len(names):
+                raise ValueError(f"partition_spec entry {entry!r}: mesh axis {axis} out of range for a mesh of {len(names)} axes")
+            return names[int(axis)]
+        if isinstance(axis, str):
+            return axis
+        raise ValueError(f"partition_spec entry {entry!r}: expected None, a mesh axis (name or index) or a tuple of them")
+
+    def _axes(self, partition_spec):
+        axes = []
+        for entry in partition_spec:
+            if entry is None:
+                axes.append([])
+            elif isinstance(entry, tuple):
+                axes.append([self._axis(a, entry) for a in entry])
+            else:
+                axes.append([self._axis(entry, entry)])
+        return axes
+
+
+def mark_sharding(t, mesh, partition_spec):
+    """xs.mark_sharding: lays `t` out over `mesh` as `partition_spec` says and
+    returns it (the same tensor). Data is cut into the tiles of this process's
+    devices now; a pending value is annotated in the graph."""
+    _C._mark_sharding(t, mesh._native, mesh._axes(partition_spec))
+    return t
+
+
+def clear_sharding(t):
+    """xs.clear_sharding: `t` whole again (its tiles assembled, or its annotation removed)."""
+    _C._clear_sharding(t)
+    return t
+
+
+def get_sharding_spec(t):
+    """The HLO text of `t`'s layout; '' when it is whole on every device
+    (torch_xla's ``torch_xla._XLAC._get_xla_sharding_spec``)."""
+    return _C._get_xla_sharding_spec(t)
+
+
+class ShardingSpec:
+    """xs.ShardingSpec(mesh, partition_spec): a layout to apply to tensors, as
+    ``MpDeviceLoader(..., input_sharding=ShardingSpec(mesh, ("data", None)))``
+    does to every tensor of each batch. A tensor of lower rank than the spec
+    takes its first entries."""
+
+    def __init__(self, mesh, partition_spec, minibatch=False):
+        if minibatch:
+            raise ValueError("ShardingSpec: minibatch=True (each host loading its own rows) is not supported")
+        self.mesh = mesh
+        self.partition_spec = tuple(partition_spec)
+
+    def apply(self, t):
+        return mark_sharding(t, self.mesh, self.partition_spec[:t.dim()] + (None,) * max(0, t.dim() - len(self.partition_spec)))

@@ -1,0 +1,48 @@
+"""torch_xla.runtime (``xr``) on lazytrain: the devices SPMD programs run on.
+
+``use_spmd(n)`` gives this process n devices (cpu:0 .. cpu:n-1; default: the
+CPU_NUM_DEVICES environment variable, as PyTorch/XLA's CPU client reads it,
+else 1); a mesh (``lazytrain.distributed.spmd.Mesh``) spans the devices of
+every process of the job (mpirun's processes times n). The program is traced
+once, on the current device.
+"""
+import os
+
+from . import _C
+
+__all__ = ["use_spmd", "is_spmd", "global_runtime_device_count", "addressable_runtime_device_count", "global_ordinal", "world_size"]
+
+_spmd = False
+
+
+def use_spmd(num_devices=None):
+    """Makes this process run `num_devices` devices for SPMD programs."""
+    global _spmd
+    if num_devices is None:
+        num_devices = int(os.environ.get("CPU_NUM_DEVICES", "1"))
+    if not isinstance(num_devices, int) or num_devices < 1:
+        raise ValueError(f"use_spmd: num_devices is {num_devices!r}: expected an int >= 1")
+    _C._set_local_devices(num_devices)
+    _spmd = True
+
+
+def is_spmd():
+    return _spmd
+
+
+def global_runtime_device_count():
+    """Devices in the job: every process's."""
+    return _C._world_size()
+
+
+def addressable_runtime_device_count():
+    """This process's devices."""
+    return _C._local_devices()
+
+
+def world_size():
+    return _C._world_size()
+
+
+def global_ordinal():
+    return _C._ordinal()

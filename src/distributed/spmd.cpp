@@ -1,0 +1,164 @@
+#include "distributed/spmd.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+#include "lazy/sharded_data.h"
+#include "runtime/collectives.h"
+
+namespace lazytrain::distributed::spmd {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+// This process's devices, by global ordinal.
+std::vector<int64_t> local_ordinals() {
+  const runtime::ReplicaWorld& world = runtime::replica_world();
+  std::vector<int64_t> ordinals;
+  for (int l = 0; l < world.local_replicas; ++l) ordinals.push_back(world.global_ordinal(l));
+  return ordinals;
+}
+
+}  // namespace
+
+Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std::vector<std::string> axis_names)
+    : device_ids_(std::move(device_ids)), mesh_shape_(std::move(mesh_shape)), axis_names_(std::move(axis_names)) {
+  const int64_t cells = std::accumulate(mesh_shape_.begin(), mesh_shape_.end(), int64_t{1}, std::multiplies<>());
+  check(!mesh_shape_.empty() && cells == size(), "Mesh",
+        "mesh_shape " + shape_str(mesh_shape_) + " holds " + std::to_string(cells) + " devices, but device_ids has " + std::to_string(size()));
+  const int world = runtime::replica_world().world_size();
+  std::vector<int64_t> sorted = device_ids_;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    check(sorted[i] == static_cast<int64_t>(i) && static_cast<int64_t>(sorted.size()) == world, "Mesh",
+          "device_ids must hold each of the job's " + std::to_string(world) + " devices (0 .. " + std::to_string(world - 1) +
+              ") once: one SPMD program runs on all of them (set the local device count with runtime::set_local_replicas or --num_cores)");
+  }
+  if (axis_names_.empty()) {
+    for (size_t d = 0; d < mesh_shape_.size(); ++d) axis_names_.push_back(std::to_string(d));
+  }
+  check(axis_names_.size() == mesh_shape_.size(), "Mesh",
+        "axis_names has " + std::to_string(axis_names_.size()) + " names for a mesh of " + std::to_string(mesh_shape_.size()) + " dimensions");
+  check(std::set<std::string>(axis_names_.begin(), axis_names_.end()).size() == axis_names_.size(), "Mesh", "axis_names repeat a name: " + join(axis_names_));
+}
+
+int64_t Mesh::axis_index(const std::string& name) const {
+  const auto it = std::find(axis_names_.begin(), axis_names_.end(), name);
+  check(it != axis_names_.end(), "Mesh", "no mesh axis named '" + name + "' (the axes are " + join(axis_names_) + ")");
+  return it - axis_names_.begin();
+}
+
+hlo::HloSharding Mesh::sharding(const PartitionSpec& spec) const {
+  // The mesh's grid transposed so that the axes each dimension uses come first,
+  // in the dimensions' order, and the unused ones last (their devices hold copies).
+  std::vector<int64_t> order, tile_dims;
+  std::set<int64_t> used;
+  for (const auto& axes : spec) {
+    int64_t tiles = 1;
+    for (const std::string& name : axes) {
+      const int64_t axis = axis_index(name);
+      check(used.insert(axis).second, "mark_sharding", "mesh axis '" + name + "' splits two dimensions: each axis may split one");
+      order.push_back(axis);
+      tiles *= mesh_shape_[static_cast<size_t>(axis)];
+    }
+    tile_dims.push_back(tiles);
+  }
+  int64_t copies = 1;
+  for (size_t axis = 0; axis < mesh_shape_.size(); ++axis) {
+    if (used.count(static_cast<int64_t>(axis))) continue;
+    order.push_back(static_cast<int64_t>(axis));
+    copies *= mesh_shape_[axis];
+  }
+  if (copies == size()) return hlo::HloSharding::replicate();
+  // Read the grid in the new axis order (row-major).
+  const size_t rank = mesh_shape_.size();
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) strides[d] = strides[d + 1] * mesh_shape_[d + 1];
+  std::vector<int64_t> devices, index(rank, 0);
+  for (int64_t k = 0; k < size(); ++k) {
+    int64_t position = 0;
+    for (size_t i = 0; i < rank; ++i) position += index[i] * strides[static_cast<size_t>(order[i])];
+    devices.push_back(device_ids_[static_cast<size_t>(position)]);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < mesh_shape_[static_cast<size_t>(order[i])]) break;
+      index[i] = 0;
+    }
+  }
+  if (copies > 1) tile_dims.push_back(copies);
+  return hlo::HloSharding::tiled(std::move(tile_dims), std::move(devices), copies > 1);
+}
+
+Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec) {
+  check(static_cast<int64_t>(spec.size()) == tensor.dim(), "mark_sharding",
+        "partition_spec has " + std::to_string(spec.size()) + " entries for a tensor of " + std::to_string(tensor.dim()) + " dimensions " +
+            shape_str(tensor.shape()) + ": give one per dimension (None for a whole one)");
+  const hlo::HloSharding sharding = mesh.sharding(spec);
+  for (size_t d = 0; d < spec.size() && sharding.is_tiled(); ++d) {
+    check(tensor.shape()[d] % sharding.tile_dims()[d] == 0, "mark_sharding",
+          "dimension " + std::to_string(d) + " of " + shape_str(tensor.shape()) + " does not divide into " + std::to_string(sharding.tile_dims()[d]) +
+              " tiles (mesh axes " + join(spec[d]) + "): lazytrain needs even tiles");
+  }
+  const lazy::NodePtr& value = tensor.ir_value();
+  if (!sharding.is_tiled()) {
+    clear_sharding(tensor);
+    tensor.impl()->set_sharding_spec(sharding);
+    return tensor;
+  }
+  // The layout stays with the tensor: the values a step computes for it keep it.
+  tensor.impl()->set_sharding_spec(sharding);
+  if (value->is_device_data()) {
+    // Data: cut it now (from the whole value: an earlier layout is assembled first).
+    const runtime::Buffer& whole = value->data();
+    tensor.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split(whole, sharding, local_ordinals()), tensor.device()));
+  } else {
+    tensor.impl()->set_ir_value(lazy::make_custom_sharding(value, sharding));
+  }
+  return tensor;
+}
+
+Tensor clear_sharding(Tensor tensor) {
+  const lazy::NodePtr value = tensor.ir_value();
+  tensor.impl()->set_sharding_spec(std::nullopt);
+  if (value->sharded_data()) {
+    tensor.impl()->set_ir_value(lazy::make_device_data(value->data()));
+  } else if (lazy::custom_sharding_of(*value)) {
+    tensor.impl()->set_ir_value(value->operand(0));
+  }
+  return tensor;
+}
+
+hlo::HloSharding get_sharding(const Tensor& tensor) {
+  const lazy::NodePtr& value = tensor.ir_value();
+  if (value->sharded_data()) return value->sharded_data()->sharding();
+  if (auto annotated = lazy::custom_sharding_of(*value)) return *annotated;
+  return hlo::HloSharding::replicate();
+}
+
+PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const std::string& axis) {
+  const int64_t parts = mesh.mesh_shape()[static_cast<size_t>(mesh.axis_index(axis))];
+  PartitionSpec spec(shape.size());
+  int64_t best = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] % parts == 0 && (best < 0 || shape[d] > shape[static_cast<size_t>(best)])) best = static_cast<int64_t>(d);
+  }
+  if (best >= 0) spec[static_cast<size_t>(best)] = {axis};
+  return spec;
+}
+
+int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::string& axis) {
+  int split = 0;
+  for (Tensor& p : module.parameters()) {
+    const PartitionSpec spec = fsdp_partition_spec(p.shape(), mesh, axis);
+    mark_sharding(p, mesh, spec);
+    split += std::any_of(spec.begin(), spec.end(), [](const auto& axes) { return !axes.empty(); });
+  }
+  return split;
+}
+
+}  // namespace lazytrain::distributed::spmd

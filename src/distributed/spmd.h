@@ -1,0 +1,86 @@
+// SPMD sharding annotations, as PyTorch/XLA's torch_xla.distributed.spmd (xs)
+// names them (issue 34): a Mesh of the job's devices, mark_sharding to lay a
+// tensor out over it, clear_sharding to undo it. The compiler does the rest:
+// sharding propagation lays out every other value of the step, the SPMD
+// partitioner makes the one program every device runs and inserts the
+// collectives (hlo/passes/sharding_propagation.h, spmd_partitioner.h).
+//
+// The devices are the job's replica devices by global ordinal
+// (runtime/collectives.h): cpu:0 .. cpu:L-1 of this process after
+// runtime::set_local_replicas(L), and those of every process under mpirun.
+// A mesh spans every device of the job (PyTorch/XLA's SPMD runs one program
+// on all of them). The program is traced once, on this thread's current
+// device; each device runs it on its own tiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hlo/hlo_sharding.h"
+#include "nn/module.h"
+#include "tensor/tensor.h"
+
+namespace lazytrain::distributed::spmd {
+
+// One entry per tensor dimension: the mesh axes that dimension is split over,
+// major first (PyTorch/XLA's partition_spec entry: an axis name, a tuple of
+// them); an empty entry leaves the dimension whole (None).
+using PartitionSpec = std::vector<std::vector<std::string>>;
+
+// xs.Mesh(device_ids, mesh_shape, axis_names): the devices laid out as an
+// N-dimensional grid, device_ids read row-major into mesh_shape.
+class Mesh {
+ public:
+  // Throws Error unless device_ids holds each global ordinal 0 .. world_size-1
+  // once, the product of mesh_shape is their number, and axis_names (default
+  // "0", "1", ...) are distinct, one per mesh dimension.
+  Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std::vector<std::string> axis_names = {});
+
+  const std::vector<int64_t>& device_ids() const { return device_ids_; }
+  const std::vector<int64_t>& mesh_shape() const { return mesh_shape_; }
+  const std::vector<std::string>& axis_names() const { return axis_names_; }
+  int64_t size() const { return static_cast<int64_t>(device_ids_.size()); }
+  // The index of the mesh dimension named `name`; Error naming the axes otherwise.
+  int64_t axis_index(const std::string& name) const;
+
+  // xs.Mesh.get_op_sharding(partition_spec): the layout that splits dimension
+  // i over the mesh axes spec[i] (tile count: the product of their sizes) and
+  // copies the tiles over the axes no dimension uses (last_tile_dim_replicate).
+  // Throws Error for an unknown axis or one used twice.
+  hlo::HloSharding sharding(const PartitionSpec& spec) const;
+
+ private:
+  std::vector<int64_t> device_ids_, mesh_shape_;
+  std::vector<std::string> axis_names_;
+};
+
+// xs.mark_sharding(t, mesh, partition_spec): lays `tensor` out over `mesh`
+// and returns it (the same handle). A materialised tensor's data is cut into
+// the tiles of this process's devices now; a pending one gets an annotation in
+// the graph (PyTorch/XLA's custom sharding node), which the compiler keeps.
+// Throws Error when spec has not one entry per dimension, or a dimension does
+// not divide into its tiles (lazytrain needs even tiles; PyTorch/XLA pads).
+Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec);
+// xs.clear_sharding(t): the tensor whole again on its device (a materialised
+// sharded tensor is assembled from its tiles; a pending annotation is removed).
+Tensor clear_sharding(Tensor tensor);
+// The layout of `tensor`'s value: its data's or its annotation's; replicated otherwise.
+hlo::HloSharding get_sharding(const Tensor& tensor);
+
+// ---- fully sharded data parallelism by annotation (PyTorch/XLA's FSDPv2,
+// torch_xla.experimental.spmd_fully_sharded_data_parallel) ----
+// FSDPv2's spec for a parameter of `shape`: its largest dimension split over
+// mesh axis `axis`. lazytrain takes the largest dimension that the axis size
+// divides (the first of equal ones), and leaves the parameter whole when none
+// does (PyTorch/XLA would pad). Error for an unknown axis.
+PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const std::string& axis = "fsdp");
+// Marks every parameter of `module` (a tied one once) with
+// fsdp_partition_spec; returns how many were split. With the batch split over
+// the same axis (mark_sharding of the inputs, or the device loader's
+// input_sharding) the compiler gathers each weight before its use, forward
+// and backward, and reduce-scatters its gradient; the optimizer's state takes
+// the parameters' layout from the first step on.
+int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::string& axis = "fsdp");
+
+}  // namespace lazytrain::distributed::spmd

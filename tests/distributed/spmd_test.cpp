@@ -1,0 +1,162 @@
+// SPMD annotations on tensors (issue 34, distributed/spmd.h): a Mesh gives
+// PyTorch/XLA's layouts for a partition spec; mark_sharding cuts data into
+// tiles (reading assembles them) or annotates a pending value; one traced
+// step runs on every device of the mesh and gives the single-device values.
+// The expected layouts are XLA's (device d of a 2x2 mesh sits at (d / 2, d % 2)).
+#include "distributed/spmd.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "lazy/graph_executor.h"
+#include "lazy/sharded_data.h"
+#include "runtime/collectives.h"
+#include "tensor/ops.h"
+
+namespace lazytrain::distributed::spmd {
+namespace {
+
+// N local devices for the test's lifetime.
+class Devices {
+ public:
+  explicit Devices(int n) { runtime::set_local_replicas(n); }
+  ~Devices() {
+    lazy::wait_device_ops();
+    runtime::set_local_replicas(1);
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(gen);
+  return v;
+}
+
+TEST(SpmdMesh, PartitionSpecsGiveXlasLayouts) {
+  Devices devices(4);
+  const Mesh mesh({0, 1, 2, 3}, {2, 2}, {"data", "model"});
+  EXPECT_EQ(mesh.sharding({{"data"}, {}}).to_string(), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_EQ(mesh.sharding({{}, {"model"}}).to_string(), "{devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}");
+  EXPECT_EQ(mesh.sharding({{"data"}, {"model"}}).to_string(), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(mesh.sharding({{"model"}, {"data"}}).to_string(), "{devices=[2,2]0,2,1,3}");
+  EXPECT_EQ(mesh.sharding({{"data", "model"}, {}}).to_string(), "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(mesh.sharding({{"model", "data"}, {}}).to_string(), "{devices=[4,1]0,2,1,3}");
+  EXPECT_TRUE(mesh.sharding({{}, {}}).is_replicated());
+  // device_ids are read row-major into the mesh.
+  EXPECT_EQ(Mesh({3, 2, 1, 0}, {4, 1}).sharding({{"0"}}).to_string(), "{devices=[4]3,2,1,0}");
+}
+
+TEST(SpmdMesh, BadMeshesAndSpecsNameWhatIsWrong) {
+  Devices devices(4);
+  EXPECT_NE(error_of([] { Mesh({0, 1, 2}, {3}); }).find("device_ids must hold each of the job's 4 devices"), std::string::npos);
+  EXPECT_NE(error_of([] { Mesh({0, 1, 2, 3}, {2, 3}); }).find("mesh_shape [2, 3] holds 6 devices, but device_ids has 4"), std::string::npos);
+  EXPECT_NE(error_of([] { Mesh({0, 1, 2, 3}, {2, 2}, {"a", "a"}); }).find("axis_names repeat a name"), std::string::npos);
+  const Mesh mesh({0, 1, 2, 3}, {2, 2}, {"data", "model"});
+  EXPECT_NE(error_of([&] { mesh.sharding({{"batch"}}); }).find("no mesh axis named 'batch' (the axes are data, model)"), std::string::npos);
+  EXPECT_NE(error_of([&] { mesh.sharding({{"data"}, {"data"}}); }).find("mesh axis 'data' splits two dimensions"), std::string::npos);
+  const Tensor t = zeros({6, 4});
+  EXPECT_NE(error_of([&] { mark_sharding(t, mesh, {{"data"}}); }).find("partition_spec has 1 entries for a tensor of 2 dimensions [6, 4]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { mark_sharding(t, Mesh({0, 1, 2, 3}, {4}, {"x"}), {{"x"}, {}}); }).find("dimension 0 of [6, 4] does not divide into 4 tiles"),
+            std::string::npos);
+}
+
+TEST(SpmdMarkSharding, DataIsCutIntoTilesAndReadWhole) {
+  Devices devices(4);
+  const Mesh mesh({0, 1, 2, 3}, {2, 2}, {"data", "model"});
+  const std::vector<float> values = random_values(8 * 6, 1);
+  Tensor t = from_vector(values, {8, 6});
+  t.to_vector<float>();  // materialised
+  mark_sharding(t, mesh, {{"data"}, {"model"}});
+  const auto& data = t.ir_value()->sharded_data();
+  ASSERT_TRUE(data);
+  EXPECT_EQ(data->tiles().size(), 4u);
+  EXPECT_EQ(data->tile(3)->shape(), (Shape{4, 3}));
+  EXPECT_EQ(data->tile(3)->get().data<float>()[0], values[4 * 6 + 3]);  // tile (1, 1) starts at row 4, column 3
+  EXPECT_EQ(get_sharding(t).to_string(), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(t.to_vector<float>(), values);
+  clear_sharding(t);
+  EXPECT_FALSE(t.ir_value()->sharded_data());
+  EXPECT_EQ(t.to_vector<float>(), values);
+}
+
+// loss = sum(tanh(x @ w)), its gradient for w, and w after one SGD step.
+struct StepResult {
+  float loss = 0;
+  std::vector<float> grad, updated;
+};
+
+StepResult mlp_step(const std::vector<float>& x_values, const std::vector<float>& w_values, const Mesh* mesh, const PartitionSpec& x_spec,
+                    const PartitionSpec& w_spec) {
+  Tensor x = from_vector(x_values, {8, 16});
+  Tensor w = from_vector(w_values, {16, 4});
+  x.to_vector<float>();
+  w.to_vector<float>();
+  if (mesh) {
+    mark_sharding(x, *mesh, x_spec);
+    mark_sharding(w, *mesh, w_spec);
+  }
+  w.requires_grad_();
+  Tensor loss = sum(tanh(matmul(x, w)));
+  loss.backward();
+  Tensor updated = w.detach() - w.grad() * 0.5;
+  lazy::mark_step();
+  return {static_cast<float>(loss.item()), w.grad().to_vector<float>(), updated.to_vector<float>()};
+}
+
+void expect_near(const std::vector<float>& a, const std::vector<float>& b, double tolerance) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tolerance * (1 + std::abs(b[i]))) << i;
+}
+
+TEST(SpmdMarkSharding, AShardedStepGivesTheSingleDeviceValues) {
+  const std::vector<float> x = random_values(8 * 16, 2), w = random_values(16 * 4, 3);
+  const StepResult expected = mlp_step(x, w, nullptr, {}, {});
+  Devices devices(4);
+  const Mesh mesh({0, 1, 2, 3}, {2, 2}, {"data", "model"});
+  for (const auto& [x_spec, w_spec] : std::vector<std::pair<PartitionSpec, PartitionSpec>>{
+           {{{"data"}, {}}, {{}, {}}},                    // data parallel over one axis
+           {{{"data", "model"}, {}}, {{"data", "model"}, {}}},  // FSDP over all four
+           {{{"data"}, {}}, {{}, {"model"}}}}) {          // 2-D: batch by data, w's columns by model
+    SCOPED_TRACE(get_sharding(mark_sharding(zeros({16, 4}), mesh, w_spec)).to_string());
+    const StepResult got = mlp_step(x, w, &mesh, x_spec, w_spec);
+    EXPECT_NEAR(got.loss, expected.loss, 1e-5 * (1 + std::abs(expected.loss)));
+    expect_near(got.grad, expected.grad, 1e-5);
+    expect_near(got.updated, expected.updated, 1e-5);
+  }
+}
+
+TEST(SpmdMarkSharding, APendingValueIsAnnotatedInTheGraph) {
+  Devices devices(2);
+  const Mesh mesh({0, 1}, {2}, {"data"});
+  const std::vector<float> values = random_values(4 * 6, 4);
+  Tensor x = from_vector(values, {4, 6});
+  Tensor y = mark_sharding(exp(x), mesh, {{}, {"data"}});
+  EXPECT_EQ(y.ir_value()->op(), "xla::custom_sharding");
+  EXPECT_EQ(get_sharding(y).to_string(), "{devices=[1,2]<=[2]}");
+  Tensor z = neg(y);
+  lazy::mark_step();
+  // The result is laid out as the annotation says, and reads whole.
+  ASSERT_TRUE(z.ir_value()->sharded_data());
+  EXPECT_EQ(z.ir_value()->sharded_data()->sharding().to_string(), "{devices=[1,2]<=[2]}");
+  const std::vector<float> got = z.to_vector<float>();
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_FLOAT_EQ(got[i], -std::exp(values[i]));
+  EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("num_partitions=2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lazytrain::distributed::spmd

@@ -1,0 +1,107 @@
+"""lazytrain.distributed.spmd (torch_xla.distributed.spmd's names, issue 34):
+meshes give XLA's layouts, mark_sharding cuts a tensor into tiles that read
+back whole, a step traced once on 4 devices gives one device's values, and
+the device loader lays batches out by input_sharding. Expected layouts are
+XLA's (device d of a 2x2 mesh sits at (d // 2, d % 2))."""
+import numpy as np
+import pytest
+
+import lazytrain as lt
+import lazytrain.distributed.parallel_loader as pl
+import lazytrain.distributed.spmd as xs
+import lazytrain.nn as nn
+import lazytrain.runtime as xr
+from conftest import assert_close
+
+
+@pytest.fixture
+def four_devices():
+    xr.use_spmd(4)
+    yield xr.global_runtime_device_count()
+    lt.sync(wait=True)
+    lt._C._set_local_devices(1)
+
+
+def test_mesh_gives_xlas_layouts(four_devices):
+    assert four_devices == 4 and xr.addressable_runtime_device_count() == 4
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+    assert mesh.size() == 4 and list(mesh.shape().items()) == [("data", 2), ("model", 2)]
+    assert mesh.get_logical_mesh().tolist() == [[0, 1], [2, 3]]
+    assert mesh.get_op_sharding(("data", None)) == "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"
+    assert mesh.get_op_sharding((None, 1)) == "{devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}"
+    assert mesh.get_op_sharding(("data", "model")) == "{devices=[2,2]<=[4]}"
+    assert mesh.get_op_sharding((("data", "model"), None)) == "{devices=[4,1]<=[4]}"
+    assert mesh.get_op_sharding((None, None)) == "{replicated}"
+    with pytest.raises(ValueError, match="mesh axis 2 out of range"):
+        mesh.get_op_sharding((2, None))
+    with pytest.raises(RuntimeError, match="no mesh axis named 'batch'"):
+        mesh.get_op_sharding(("batch", None))
+    with pytest.raises(RuntimeError, match="device_ids must hold each of the job's 4 devices"):
+        xs.Mesh([0, 1], (2,))
+
+
+def test_mark_sharding_cuts_tiles_that_read_back_whole(four_devices):
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+    values = np.arange(48, dtype=np.float32).reshape(8, 6)
+    t = lt.tensor(values)
+    assert xs.mark_sharding(t, mesh, ("data", "model")) is t
+    assert xs.get_sharding_spec(t) == "{devices=[2,2]<=[4]}"
+    np.testing.assert_array_equal(t.numpy(), values)
+    # A pending value is annotated; the step's result keeps the layout.
+    y = xs.mark_sharding(t * 2, mesh, (None, "model"))
+    assert xs.get_sharding_spec(y) == "{devices=[1,2,2]0,2,1,3 last_tile_dim_replicate}"
+    lt.sync()
+    np.testing.assert_array_equal(y.numpy(), values * 2)
+    assert "num_partitions=4" in lt._C._last_compiled_hlo()
+    xs.clear_sharding(t)
+    assert xs.get_sharding_spec(t) == ""
+    with pytest.raises(RuntimeError, match=r"dimension 0 of \[6, 6\] does not divide into 4 tiles"):
+        xs.mark_sharding(lt.tensor(values[:6]), mesh, (("data", "model"), None))
+
+
+def _train(mesh, steps=3):
+    lt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    lt.sync()
+    if mesh is not None:
+        # FSDP by hand: every weight split along its larger dimension over all devices.
+        for p in model.parameters():
+            spec = [None] * p.dim()
+            spec[int(np.argmax(p.shape))] = ("data", "model")
+            xs.mark_sharding(p, mesh, tuple(spec))
+    optimizer = lt.optim.AdamW(model.parameters(), lr=1e-2)
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(steps):
+        x = lt.tensor(rng.standard_normal((8, 16)).astype(np.float32))
+        if mesh is not None:
+            xs.mark_sharding(x, mesh, (("data", "model"), None))
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        lt.sync()
+        losses.append(loss.item())
+    return losses, [p.numpy() for p in model.parameters()]
+
+
+def test_a_sharded_step_gives_one_devices_values(four_devices):
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+    losses, params = _train(mesh)
+    assert "reduce-scatter" in lt._C._last_compiled_hlo() and "all-gather" in lt._C._last_compiled_hlo()
+    lt._C._set_local_devices(1)
+    expected_losses, expected_params = _train(None)
+    assert_close(np.array(losses), np.array(expected_losses), rtol=1e-5)
+    for got, expected in zip(params, expected_params):
+        assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_device_loader_lays_batches_out_by_input_sharding(four_devices):
+    mesh = xs.Mesh(np.arange(4), (4,), ("data",))
+    batches = [{"input_ids": np.arange(16).reshape(8, 2) + 100 * i} for i in range(2)]
+    loader = pl.MpDeviceLoader(batches, lt.device(), input_sharding=xs.ShardingSpec(mesh, ("data", None)))
+    seen = []
+    for batch in loader:
+        assert xs.get_sharding_spec(batch["input_ids"]) == "{devices=[4,1]<=[4]}"
+        seen.append(batch["input_ids"].numpy())
+    np.testing.assert_array_equal(seen[1], batches[1]["input_ids"])
