@@ -3,8 +3,9 @@
 ``use_spmd(n)`` gives this process n devices (cpu:0 .. cpu:n-1; default: the
 CPU_NUM_DEVICES environment variable, as PyTorch/XLA's CPU client reads it,
 else 1); a mesh (``lazytrain.distributed.spmd.Mesh``) spans the devices of
-every process of the job (mpirun's processes times n). The program is traced
-once, on the current device.
+every process of the job (mpirun's processes times n; across processes, one
+device a process for now). The program is traced once, on the current
+device; ``xm.xrt_world_size()`` then counts processes, as PyTorch/XLA's does.
 """
 import os
 
@@ -20,9 +21,9 @@ def use_spmd(num_devices=None):
     global _spmd
     if num_devices is None:
         num_devices = int(os.environ.get("CPU_NUM_DEVICES", "1"))
-    if not isinstance(num_devices, int) or num_devices < 1:
+    if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"use_spmd: num_devices is {num_devices!r}: expected an int >= 1")
-    _C._set_local_devices(num_devices)
+    _C._use_spmd(num_devices)
     _spmd = True
 
 
@@ -30,9 +31,16 @@ def is_spmd():
     return _spmd
 
 
+def _reset_spmd():
+    """One device, SPMD mode off (for tests)."""
+    global _spmd
+    _C._reset_spmd()
+    _spmd = False
+
+
 def global_runtime_device_count():
     """Devices in the job: every process's."""
-    return _C._world_size()
+    return _C._global_devices()
 
 
 def addressable_runtime_device_count():
@@ -41,6 +49,7 @@ def addressable_runtime_device_count():
 
 
 def world_size():
+    """Processes in the job (in SPMD mode a process is one participant)."""
     return _C._world_size()
 
 

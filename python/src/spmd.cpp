@@ -40,10 +40,11 @@ void init_spmd(nb::module_& m) {
         return sharding.is_replicated() ? std::string() : sharding.to_string();
       },
       "t"_a, "torch_xla's _get_xla_sharding_spec: the HLO text of t's layout, '' when it is whole on every device.");
-  m.def(
-      "_set_local_devices", [](int n) { runtime::set_local_replicas(n); }, "n"_a,
-      "The devices of this process (cpu:0 .. cpu:n-1) that SPMD programs and collectives run on.");
+  m.def("_use_spmd", &s::use_spmd, "local_devices"_a, "distributed::spmd::use_spmd: this process runs n devices, traced by one thread.");
+  m.def("_reset_spmd", &s::reset_spmd, "One device, SPMD mode off (tests).");
+  m.def("_set_local_devices", [](int n) { runtime::set_local_replicas(n); }, "n"_a, "The devices of this process (cpu:0 .. cpu:n-1).");
   m.def("_local_devices", [] { return runtime::replica_world().local_replicas; });
+  m.def("_global_devices", [] { return runtime::replica_world().world_size(); });
 }
 
 }  // namespace lazytrain::python

@@ -27,6 +27,16 @@ std::vector<int64_t> local_ordinals() {
 
 }  // namespace
 
+void use_spmd(int local_devices) {
+  runtime::set_local_replicas(local_devices);
+  runtime::set_spmd_mode(true);
+}
+
+void reset_spmd() {
+  runtime::set_local_replicas(1);
+  runtime::set_spmd_mode(false);
+}
+
 Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std::vector<std::string> axis_names)
     : device_ids_(std::move(device_ids)), mesh_shape_(std::move(mesh_shape)), axis_names_(std::move(axis_names)) {
   const int64_t cells = std::accumulate(mesh_shape_.begin(), mesh_shape_.end(), int64_t{1}, std::multiplies<>());
@@ -38,7 +48,7 @@ Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std
   for (size_t i = 0; i < sorted.size(); ++i) {
     check(sorted[i] == static_cast<int64_t>(i) && static_cast<int64_t>(sorted.size()) == world, "Mesh",
           "device_ids must hold each of the job's " + std::to_string(world) + " devices (0 .. " + std::to_string(world - 1) +
-              ") once: one SPMD program runs on all of them (set the local device count with runtime::set_local_replicas or --num_cores)");
+              ") once: one SPMD program runs on all of them (the devices of a process: use_spmd(n), Python's lazytrain.runtime.use_spmd(n))");
   }
   if (axis_names_.empty()) {
     for (size_t d = 0; d < mesh_shape_.size(); ++d) axis_names_.push_back(std::to_string(d));
@@ -140,6 +150,17 @@ hlo::HloSharding get_sharding(const Tensor& tensor) {
   return hlo::HloSharding::replicate();
 }
 
+Tensor ShardingSpec::apply(Tensor t) const {
+  PartitionSpec fitted(spec.begin(), spec.begin() + std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(spec.size()), t.dim()));
+  fitted.resize(static_cast<size_t>(t.dim()));
+  return mark_sharding(std::move(t), mesh, fitted);
+}
+
+DeviceBatch shard_batch(DeviceBatch batch, const ShardingSpec& spec) {
+  for (auto& [name, t] : batch.tensors) spec.apply(t);
+  return batch;
+}
+
 PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const std::string& axis) {
   const int64_t parts = mesh.mesh_shape()[static_cast<size_t>(mesh.axis_index(axis))];
   PartitionSpec spec(shape.size());
@@ -159,6 +180,47 @@ int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::strin
     split += std::any_of(spec.begin(), spec.end(), [](const auto& axes) { return !axes.empty(); });
   }
   return split;
+}
+
+int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePlan& plan, const std::string& axis) {
+  const int64_t parts = mesh.mesh_shape()[static_cast<size_t>(mesh.axis_index(axis))];
+  int split = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    const size_t dot = name.rfind('.');
+    const std::string path = name.substr(0, dot), leaf = name.substr(dot + 1);
+    for (const PlanEntry& entry : plan) {
+      if (path != entry.module && !path.ends_with("." + entry.module)) continue;
+      // The dimension to split: output features for colwise (weight and bias), input features for rowwise (weight only).
+      int64_t d = -1;
+      if (leaf == "weight" && p.dim() == 2) {
+        const bool out_first = !entry.weight_in_out;
+        d = (entry.style == ParallelStyle::kColwise) == out_first ? 0 : 1;
+      } else if (leaf == "bias" && entry.style == ParallelStyle::kColwise) {
+        d = 0;
+      }
+      if (d < 0 || p.shape()[static_cast<size_t>(d)] % parts != 0) break;
+      PartitionSpec spec(static_cast<size_t>(p.dim()));
+      spec[static_cast<size_t>(d)] = {axis};
+      mark_sharding(p, mesh, spec);
+      ++split;
+      break;
+    }
+  }
+  return split;
+}
+
+ParallelizePlan megatron_plan() {
+  using S = ParallelStyle;
+  return {
+      // BERT, RoBERTa
+      {"attention.self.query", S::kColwise}, {"attention.self.key", S::kColwise}, {"attention.self.value", S::kColwise},
+      {"attention.output.dense", S::kRowwise}, {"intermediate.dense", S::kColwise}, {"output.dense", S::kRowwise},
+      // Llama
+      {"self_attn.q_proj", S::kColwise}, {"self_attn.k_proj", S::kColwise}, {"self_attn.v_proj", S::kColwise},
+      {"self_attn.o_proj", S::kRowwise}, {"mlp.gate_proj", S::kColwise}, {"mlp.up_proj", S::kColwise}, {"mlp.down_proj", S::kRowwise},
+      // GPT-2's MLP (Conv1D: weight [in, out])
+      {"mlp.c_fc", S::kColwise, true}, {"mlp.c_proj", S::kRowwise, true},
+  };
 }
 
 }  // namespace lazytrain::distributed::spmd

@@ -17,11 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "distributed/device_batch.h"
 #include "hlo/hlo_sharding.h"
 #include "nn/module.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::distributed::spmd {
+
+// torch_xla.runtime.use_spmd: this process runs `local_devices` devices
+// (cpu:0 .. cpu:local_devices-1; runtime::set_local_replicas) and one thread
+// traces for all of them (runtime::set_spmd_mode). reset_spmd() returns to one
+// device without SPMD mode (tests). Error for local_devices < 1.
+void use_spmd(int local_devices);
+void reset_spmd();
 
 // One entry per tensor dimension: the mesh axes that dimension is split over,
 // major first (PyTorch/XLA's partition_spec entry: an axis name, a tuple of
@@ -68,6 +76,21 @@ Tensor clear_sharding(Tensor tensor);
 // The layout of `tensor`'s value: its data's or its annotation's; replicated otherwise.
 hlo::HloSharding get_sharding(const Tensor& tensor);
 
+// xs.ShardingSpec(mesh, partition_spec): a layout to give tensors, as the
+// device loader's input_sharding gives it to every tensor of each batch.
+struct ShardingSpec {
+  Mesh mesh;
+  PartitionSpec spec;
+  // mark_sharding(t) with the spec's first t.dim() entries (whole dimensions
+  // past the spec's end); Error as mark_sharding's.
+  Tensor apply(Tensor t) const;
+};
+// `batch` with every tensor laid out by `spec`: the device loader's
+// input_sharding, e.g. DeviceLoader's to_device
+//   [&](HostBatch&& b) { return shard_batch(to_device(b), spec); }
+// (the tiles are cut on the loader's transfer thread, while a step runs).
+DeviceBatch shard_batch(DeviceBatch batch, const ShardingSpec& spec);
+
 // ---- fully sharded data parallelism by annotation (PyTorch/XLA's FSDPv2,
 // torch_xla.experimental.spmd_fully_sharded_data_parallel) ----
 // FSDPv2's spec for a parameter of `shape`: its largest dimension split over
@@ -82,5 +105,30 @@ PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const st
 // and backward, and reduce-scatters its gradient; the optimizer's state takes
 // the parameters' layout from the first step on.
 int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::string& axis = "fsdp");
+
+// ---- tensor parallelism by annotation (Megatron-LM's layout, Shoeybi et al.
+// 2019, under torch.distributed.tensor.parallel's names) ----
+// ColwiseParallel splits a linear layer's output features (weight rows, bias)
+// over the axis; RowwiseParallel its input features (weight columns; the bias
+// stays whole). A column-parallel layer followed by a row-parallel one needs
+// one all-reduce forward (after the second) and one backward (before the first).
+enum class ParallelStyle { kColwise, kRowwise };
+struct PlanEntry {
+  std::string module;           // a module path suffix: "attention.self.query" matches "bert.encoder.layer.3.attention.self.query"
+  ParallelStyle style;
+  bool weight_in_out = false;  // weight is [in, out] (GPT-2's Conv1D), not nn.Linear's [out, in]
+};
+using ParallelizePlan = std::vector<PlanEntry>;
+
+// torch.distributed.tensor.parallel.parallelize_module: marks the weight and
+// bias of every module of `model` that a plan entry matches; returns how many
+// parameters were split. A dimension the axis size does not divide stays whole.
+int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePlan& plan, const std::string& axis = "model");
+// Megatron's plan for the built-in models: attention's query, key and value
+// column-parallel (by heads, when the heads divide by the axis size) and its
+// output row-parallel; the MLP's up (and gate) column-, its down row-parallel.
+// BERT and RoBERTa, Llama, and GPT-2's MLP (GPT-2's attention computes q, k and
+// v in one fused [H, 3H] layer whose columns do not split by heads; it stays whole).
+ParallelizePlan megatron_plan();
 
 }  // namespace lazytrain::distributed::spmd

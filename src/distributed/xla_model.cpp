@@ -63,20 +63,45 @@ std::string reduce_type_name(ReduceType type) {
 
 }  // namespace
 
-int world_size() { return runtime::replica_world().world_size(); }
+// In SPMD mode (runtime::spmd_mode) a process is one participant: its one
+// tracing thread stands for all of its devices (PyTorch/XLA's SPMD world size
+// is the process count).
+int world_size() { return runtime::spmd_mode() ? runtime::replica_world().num_processes : runtime::replica_world().world_size(); }
 
-int ordinal() { return runtime::global_ordinal(runtime::current_device()); }
+int ordinal() { return runtime::spmd_mode() ? runtime::replica_world().process_rank : runtime::global_ordinal(runtime::current_device()); }
 
 int local_ordinal() {
+  if (runtime::spmd_mode()) return 0;
   const int global = ordinal();
   return global - runtime::replica_world().global_ordinal(0);
 }
 
+namespace {
+// Host meetings in SPMD mode: one thread a process. Alone, it meets itself;
+// processes meet through the replicas' host exchange, which needs one device a process.
+bool meets_alone(const std::string& what) {
+  if (!runtime::spmd_mode() || runtime::replica_world().local_replicas == 1) return false;
+  check(runtime::replica_world().num_processes == 1, what,
+        "in SPMD mode with " + std::to_string(runtime::replica_world().local_replicas) +
+            " devices a process, processes cannot meet on the host yet (one device a process can)");
+  return true;
+}
+
+void refuse_in_spmd(const std::string& what) {
+  check(!runtime::spmd_mode(), what,
+        "inside an SPMD program (use_spmd): the compiler inserts the collectives the layouts need; lay tensors out with mark_sharding instead");
+}
+}  // namespace
+
 bool is_master_ordinal(bool local) { return (local ? local_ordinal() : ordinal()) == 0; }
 
-void rendezvous(const std::string& tag) { runtime::host_rendezvous(tag); }
+void rendezvous(const std::string& tag) {
+  if (meets_alone("rendezvous")) return;
+  runtime::host_rendezvous(tag);
+}
 
 double mesh_reduce(const std::string& tag, double value, const std::function<double(const std::vector<double>&)>& reduce_fn) {
+  if (meets_alone("mesh_reduce")) return reduce_fn({value});
   return reduce_fn(runtime::host_all_gather(tag, {value}));
 }
 
@@ -87,6 +112,7 @@ void master_print(const std::string& text) {
 }
 
 Tensor all_reduce(ReduceType type, const Tensor& x, double scale, const ReplicaGroups& groups) {
+  refuse_in_spmd("xm.all_reduce");
   std::vector<lazy::Attr> attrs = group_attrs(groups);
   attrs.push_back({"reduce_type", static_cast<int64_t>(type)});
   attrs.push_back({"scale", scale});
@@ -131,6 +157,7 @@ std::vector<Tensor> all_reduce(ReduceType type, const std::vector<Tensor>& xs, d
 }
 
 Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups) {
+  refuse_in_spmd("xm.all_gather");
   check(dim >= 0 && dim < x.dim(), "all_gather", "dim " + std::to_string(dim) + " is out of range for " + shape_str(x.shape()));
   ReplicaGroups explicit_groups = groups;
   if (explicit_groups.empty()) {  // HLO all-gather names its groups: all replicas
@@ -148,6 +175,7 @@ Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups) {
 
 Tensor reduce_scatter(ReduceType type, const Tensor& x, double scale, int64_t scatter_dim, int64_t shard_count,
                       const ReplicaGroups& groups) {
+  refuse_in_spmd("xm.reduce_scatter");
   check(scatter_dim >= 0 && scatter_dim < x.dim(), "reduce_scatter",
         "scatter_dim " + std::to_string(scatter_dim) + " is out of range for " + shape_str(x.shape()));
   ReplicaGroups explicit_groups = groups;
@@ -174,7 +202,7 @@ Tensor reduce_scatter(ReduceType type, const Tensor& x, double scale, int64_t sc
 
 void reduce_gradients(optim::AdamW& optimizer, double bucket_cap_mb) {
   const int replicas = world_size();
-  if (replicas == 1) return;
+  if (replicas == 1 || runtime::spmd_mode()) return;  // SPMD: the compiler reduces what the layouts need
   std::vector<Tensor> params, grads;
   for (const auto& group : optimizer.param_groups()) {
     for (const Tensor& p : group.params) {

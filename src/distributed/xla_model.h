@@ -26,6 +26,11 @@ using runtime::ReplicaGroups;
 // xm.REDUCE_SUM, REDUCE_MUL, REDUCE_MIN, REDUCE_MAX.
 enum class ReduceType { kSum, kMul, kMin, kMax };
 
+// In SPMD mode (distributed/spmd.h use_spmd) a process is one participant:
+// world_size() counts processes, ordinal() is the process's rank, host
+// meetings are between processes, reduce_gradients does nothing (the compiler
+// reduces) and the tensor collectives are refused (the layouts decide them).
+
 // ---- who am I ----
 // xm.xrt_world_size(): replicas in the job (processes x replicas per process).
 int world_size();

@@ -14,6 +14,7 @@
 #include "core/op_location.h"
 #include "hlo/cost_analysis.h"
 #include "hlo/op_metadata.h"
+#include "hlo/passes/all_reduce_reassociate.h"
 #include "hlo/passes/sharding_propagation.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "lazy/execution_mode.h"
@@ -345,6 +346,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
           runtime::TraceMe partitioning("compile", "sharding propagation and SPMD partitioning");
           hlo::ShardingPropagation().run(module);
           hlo::SpmdPartitioner().run(module);
+          hlo::AllReduceReassociate().run(module);
           hlo::verify(module);
         }
         std::string text = eager_op ? std::string() : module.to_string();

@@ -216,6 +216,13 @@ void set_local_replicas(int n) {
   clear_collective_abort();
 }
 
+namespace {
+std::atomic<bool> spmd_mode_on{false};
+}  // namespace
+
+void set_spmd_mode(bool on) { spmd_mode_on = on; }
+bool spmd_mode() { return spmd_mode_on; }
+
 void set_collective_timeout(double seconds) {
   check(seconds > 0, "collective_timeout", "must be > 0 seconds, got " + std::to_string(seconds));
   world_state().timeout_seconds.store(seconds);

@@ -51,6 +51,12 @@ const ReplicaWorld& replica_world();
 // in a collective.
 void set_local_replicas(int n);
 
+// SPMD mode (issue 34, distributed/spmd.h use_spmd): one thread traces for all
+// of this process's devices, so the replica-level API (distributed/xla_model.h)
+// counts processes, not devices, and host meetings are between processes.
+void set_spmd_mode(bool on);
+bool spmd_mode();
+
 // Seconds a replica waits in a collective or rendezvous for the others before
 // it fails (default 300; lazytrain's --collective_timeout). Throws Error for a
 // value <= 0.

@@ -97,6 +97,11 @@ struct CompiledState {
   std::vector<Tensor> replay(const Plan& plan, const std::vector<Tensor>& inputs, const runtime::Device& device) const;
 };
 
+// Tiles on several devices are no single argument of a compiled function.
+const std::string sharded_input_text =
+    " reads a tensor laid out over a mesh (mark_sharding): a compiled function runs on one device; call its ops directly (the step then "
+    "compiles as one SPMD program)";
+
 Plan CompiledState::trace(const std::vector<Tensor>& inputs, const std::vector<int64_t>& static_args, const runtime::Device& device) {
   const std::string& name = options.name;
   // What existed before the call, and its value then.
@@ -168,6 +173,7 @@ Plan CompiledState::trace(const std::vector<Tensor>& inputs, const std::vector<i
     }
   }
   plan.executable = lazy::GraphExecutor::get().compile_or_lookup(sig, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
+  check(plan.executable->module().num_partitions == 1, "compile", name + " lays a value out over a mesh (mark_sharding inside it): " + sharded_input_text.substr(sharded_input_text.find(':') + 2));
   // The trace changed nothing yet: updated tensors get their values back, and the replay computes the new ones.
   for (const auto& w : plan.updated) {
     auto t = w.lock();
@@ -190,6 +196,7 @@ std::vector<Tensor> CompiledState::replay(const Plan& plan, const std::vector<Te
       }
       case ArgumentSource::Kind::kFixed: arguments.push_back(a.fixed->async_data()); break;
     }
+    check(arguments.back() != nullptr, "compile", options.name + sharded_input_text);
   }
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> results =
       lazy::GraphExecutor::get().execute(plan.executable, std::move(arguments), device, options.name);
@@ -217,6 +224,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   std::lock_guard<std::mutex> lock(s.mutex);
   // Pending work runs first (torch_xla.compile's mark_step on entry): inputs and captured tensors are device data.
   lazy::GraphExecutor::get().sync_live(device, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
+  for (const Tensor& t : inputs) check(!t.ir_value()->sharded_data(), "compile", s.options.name + sharded_input_text);
   auto it = s.plans.find(signature.key);
   if (it == s.plans.end()) {
     if (s.options.max_different_graphs > 0 && s.plans.size() >= s.options.max_different_graphs) {

@@ -27,6 +27,7 @@ struct Layout {
   const Mesh* mesh = nullptr;
   std::string batch_axis;  // splits the batch
   std::string param_axis;  // splits each parameter's largest dimension ("" : parameters whole)
+  bool megatron = false;   // instead: Megatron's plan over param_axis (parallelize_module)
 };
 
 struct Trained {
@@ -55,7 +56,11 @@ Trained train(const std::string& family, const Layout& layout, int steps) {
   manual_seed(42);
   std::shared_ptr<nn::Module> model = make_model(family);
   lazy::mark_step();
-  if (layout.mesh && !layout.param_axis.empty()) shard_parameters_fsdp(*model, *layout.mesh, layout.param_axis);
+  if (layout.mesh && layout.megatron) {
+    parallelize_module(*model, *layout.mesh, megatron_plan(), layout.param_axis);
+  } else if (layout.mesh && !layout.param_axis.empty()) {
+    shard_parameters_fsdp(*model, *layout.mesh, layout.param_axis);
+  }
   optim::AdamWOptions adam;
   adam.lr = 1e-2;
   // The key bias's gradient is zero in exact arithmetic (softmax ignores a
@@ -136,7 +141,49 @@ TEST_P(SpmdModels, TwoByTwoMeshBatchByDataParametersByModel) {
   EXPECT_GT(got.sharded_parameters, 0);
 }
 
+TEST_P(SpmdModels, MegatronOnATwoByTwoMesh) {
+  const Mesh mesh({0, 1, 2, 3}, {2, 2}, {"data", "model"});
+  Layout layout{&mesh, "data", "model"};
+  layout.megatron = true;
+  const Trained got = train(GetParam(), layout, kSteps);
+  expect_matches(got, expected());
+  // BERT: query, key, value, intermediate (weight and bias), the two output weights; Llama: 7 weights; GPT-2: c_fc's two, c_proj's weight.
+  EXPECT_EQ(got.sharded_parameters, GetParam() == "gpt2" ? 3 : (GetParam() == "bert" ? 10 : 7));
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, SpmdModels, ::testing::Values("bert", "gpt2", "llama"));
+
+// Megatron's layer on 2 devices of one model axis: the step's program has two
+// all-reduces in the forward (after attention's output and the MLP's down
+// projection) and two in the backward (the inputs' gradients of the
+// column-parallel query/key/value and up projections), and no other collective.
+TEST(SpmdStructure, MegatronHasTwoAllReducesForwardAndTwoBackwardPerLayer) {
+  runtime::set_local_replicas(2);
+  {
+    const Mesh mesh({0, 1}, {1, 2}, {"data", "model"});
+    manual_seed(42);
+    auto model = models::AutoModelForMaskedLM::from_config(testing_support::tiny_bert_config());
+    lazy::mark_step();
+    parallelize_module(*model, mesh, megatron_plan(), "model");
+    optim::AdamW optimizer({{model->parameters(), 0.01}}, optim::AdamWOptions{});
+    Tensor ids = from_vector(testing_support::tiny_batch_rows(0, 0, kTinyGlobalBatch), {kTinyGlobalBatch, kTinySeqLen});
+    model->forward(ids, ones({kTinyGlobalBatch, kTinySeqLen}, DType::kInt64), ids).loss.backward();
+    optimizer.step();
+    lazy::mark_step();
+    lazy::wait_device_ops();
+    const std::string hlo = lazy::GraphExecutor::get().last_compiled_hlo();
+    auto count = [&](const std::string& op) {
+      size_t n = 0;
+      for (size_t at = hlo.find(op); at != std::string::npos; at = hlo.find(op, at + 1)) ++n;
+      return n;
+    };
+    EXPECT_NE(hlo.find("num_partitions=2"), std::string::npos);
+    EXPECT_EQ(count(" all-reduce("), 4u) << hlo;  // tiny BERT has one layer
+    EXPECT_EQ(count(" all-gather("), 0u);
+    EXPECT_EQ(count(" reduce-scatter("), 0u);
+  }
+  runtime::set_local_replicas(1);
+}
 
 }  // namespace
 }  // namespace lazytrain::distributed::spmd

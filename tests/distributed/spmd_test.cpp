@@ -13,7 +13,9 @@
 #include "core/error.h"
 #include "lazy/graph_executor.h"
 #include "lazy/sharded_data.h"
+#include "distributed/xla_model.h"
 #include "runtime/collectives.h"
+#include "tensor/compile.h"
 #include "tensor/ops.h"
 
 namespace lazytrain::distributed::spmd {
@@ -156,6 +158,41 @@ TEST(SpmdMarkSharding, APendingValueIsAnnotatedInTheGraph) {
   const std::vector<float> got = z.to_vector<float>();
   for (size_t i = 0; i < values.size(); ++i) EXPECT_FLOAT_EQ(got[i], -std::exp(values[i]));
   EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("num_partitions=2"), std::string::npos);
+}
+
+TEST(SpmdMode, AProcessIsOneParticipantOfTheReplicaApi) {
+  use_spmd(4);
+  EXPECT_EQ(distributed::world_size(), 1);
+  EXPECT_EQ(distributed::ordinal(), 0);
+  EXPECT_EQ(runtime::replica_world().world_size(), 4);  // the devices
+  EXPECT_EQ(distributed::mesh_reduce("alone", 2.5, [](const std::vector<double>& v) { return v.size() * v[0]; }), 2.5);
+  distributed::rendezvous("alone");
+  EXPECT_NE(error_of([] { distributed::all_reduce(distributed::ReduceType::kSum, ones({2})); }).find("inside an SPMD program"), std::string::npos);
+  reset_spmd();
+  EXPECT_EQ(distributed::world_size(), 1);
+  EXPECT_FALSE(runtime::spmd_mode());
+}
+
+TEST(SpmdMarkSharding, InputShardingLaysOutEveryTensorOfABatch) {
+  Devices devices(4);
+  const ShardingSpec spec{Mesh({0, 1, 2, 3}, {4}, {"data"}), {{"data"}, {}}};
+  DeviceBatch batch;
+  batch.tensors["input_ids"] = from_vector(std::vector<int64_t>(16, 7), {8, 2});
+  batch.tensors["positions"] = from_vector(std::vector<int64_t>(8, 3), {8});
+  batch = shard_batch(std::move(batch), spec);
+  EXPECT_EQ(get_sharding(batch["input_ids"]).to_string(), "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(get_sharding(batch["positions"]).to_string(), "{devices=[4]<=[4]}");  // the spec's first entry
+  EXPECT_EQ(batch["positions"].to_vector<int64_t>(), std::vector<int64_t>(8, 3));
+}
+
+TEST(SpmdMarkSharding, ACompiledFunctionRefusesATensorInTiles) {
+  Devices devices(2);
+  const Mesh mesh({0, 1}, {2}, {"data"});
+  Tensor x = from_vector(random_values(4, 5), {4});
+  mark_sharding(x, mesh, {{"data"}});
+  CompiledFunction f = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; });
+  EXPECT_NE(error_of([&] { f({x}); }).find("reads a tensor laid out over a mesh (mark_sharding): a compiled function runs on one device"),
+            std::string::npos);
 }
 
 }  // namespace

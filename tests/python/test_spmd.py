@@ -19,11 +19,13 @@ def four_devices():
     xr.use_spmd(4)
     yield xr.global_runtime_device_count()
     lt.sync(wait=True)
-    lt._C._set_local_devices(1)
+    xr._reset_spmd()
 
 
 def test_mesh_gives_xlas_layouts(four_devices):
     assert four_devices == 4 and xr.addressable_runtime_device_count() == 4
+    import lazytrain.core.xla_model as xm
+    assert xm.xrt_world_size() == 1 and xm.get_ordinal() == 0  # SPMD: one process, one participant
     mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
     assert mesh.size() == 4 and list(mesh.shape().items()) == [("data", 2), ("model", 2)]
     assert mesh.get_logical_mesh().tolist() == [[0, 1], [2, 3]]
@@ -89,7 +91,7 @@ def test_a_sharded_step_gives_one_devices_values(four_devices):
     mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
     losses, params = _train(mesh)
     assert "reduce-scatter" in lt._C._last_compiled_hlo() and "all-gather" in lt._C._last_compiled_hlo()
-    lt._C._set_local_devices(1)
+    xr._reset_spmd()
     expected_losses, expected_params = _train(None)
     assert_close(np.array(losses), np.array(expected_losses), rtol=1e-5)
     for got, expected in zip(params, expected_params):
@@ -105,3 +107,39 @@ def test_device_loader_lays_batches_out_by_input_sharding(four_devices):
         assert xs.get_sharding_spec(batch["input_ids"]) == "{devices=[4,1]<=[4]}"
         seen.append(batch["input_ids"].numpy())
     np.testing.assert_array_equal(seen[1], batches[1]["input_ids"])
+
+
+def test_megatron_mlp_matches_one_device(four_devices):
+    """Megatron's MLP (up column-, down row-parallel) on a 2x2 mesh: one
+    device's values, and one all-reduce in the forward."""
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up_proj = nn.Linear(8, 16)
+            self.down_proj = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.down_proj(lt.tanh(self.up_proj(x)))
+
+    def run(shard):
+        lt.manual_seed(3)
+        model = Mlp()
+        lt.sync()
+        if shard:
+            xs.parallelize_module(model, mesh, {"up_proj": xs.ColwiseParallel(), "down_proj": xs.RowwiseParallel()})
+            assert xs.get_sharding_spec(model.up_proj.weight) == "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"
+            assert xs.get_sharding_spec(model.down_proj.bias) == ""
+        x = lt.tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8))
+        if shard:
+            xs.mark_sharding(x, mesh, ("data", None))
+        y = model(x)
+        lt.sync()
+        return y.numpy()
+
+    sharded = run(True)
+    hlo = lt._C._last_compiled_hlo()
+    assert hlo.count(" all-reduce(") == 1, hlo
+    xr._reset_spmd()
+    assert_close(sharded, run(False), rtol=1e-5, atol=1e-6)

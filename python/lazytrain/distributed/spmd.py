@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import _C
 
-__all__ = ["Mesh", "ShardingSpec", "mark_sharding", "clear_sharding", "get_sharding_spec", "set_global_mesh", "get_global_mesh"]
+__all__ = ["Mesh", "ShardingSpec", "mark_sharding", "clear_sharding", "get_sharding_spec", "set_global_mesh", "get_global_mesh",
+           "ColwiseParallel", "RowwiseParallel", "parallelize_module", "megatron_plan"]
 
 _global_mesh = None
 
@@ -130,3 +131,61 @@ class ShardingSpec:
 
     def apply(self, t):
         return mark_sharding(t, self.mesh, self.partition_spec[:t.dim()] + (None,) * max(0, t.dim() - len(self.partition_spec)))
+
+
+# ---- tensor parallelism by annotation (torch.distributed.tensor.parallel's names) ----
+class ColwiseParallel:
+    """A linear layer's output features split over the axis (weight rows of
+    nn.Linear's [out, in], bias too). ``weight_in_out=True`` for a [in, out]
+    weight (GPT-2's Conv1D)."""
+
+    def __init__(self, weight_in_out=False):
+        self.weight_in_out = weight_in_out
+
+
+class RowwiseParallel:
+    """A linear layer's input features split over the axis (the bias stays whole)."""
+
+    def __init__(self, weight_in_out=False):
+        self.weight_in_out = weight_in_out
+
+
+def megatron_plan():
+    """Megatron's layout for the built-in BERT/RoBERTa, Llama and GPT-2 (its MLP):
+    attention's query, key and value column-parallel, its output row-parallel;
+    the MLP's up (and gate) column-, its down row-parallel (distributed/spmd.h)."""
+    col, row = ColwiseParallel(), RowwiseParallel()
+    return {
+        "attention.self.query": col, "attention.self.key": col, "attention.self.value": col,
+        "attention.output.dense": row, "intermediate.dense": col, "output.dense": row,
+        "self_attn.q_proj": col, "self_attn.k_proj": col, "self_attn.v_proj": col, "self_attn.o_proj": row,
+        "mlp.gate_proj": col, "mlp.up_proj": col, "mlp.down_proj": row,
+        "mlp.c_fc": ColwiseParallel(weight_in_out=True), "mlp.c_proj": RowwiseParallel(weight_in_out=True),
+    }
+
+
+def parallelize_module(module, mesh, parallelize_plan, axis="model"):
+    """torch.distributed.tensor.parallel.parallelize_module over `mesh`'s
+    `axis`: `parallelize_plan` maps a module path suffix ("attention.self.query")
+    to ColwiseParallel() or RowwiseParallel(); every matching module's weight
+    and bias are laid out so (a dimension the axis size does not divide stays
+    whole). Returns `module`."""
+    parts = mesh.mesh_shape[mesh._native.axis_index(axis)]
+    for name, p in module.named_parameters():
+        path, _, leaf = name.rpartition(".")
+        for suffix, style in parallelize_plan.items():
+            if path != suffix and not path.endswith("." + suffix):
+                continue
+            colwise = isinstance(style, ColwiseParallel)
+            if leaf == "weight" and p.dim() == 2:
+                d = 0 if colwise != style.weight_in_out else 1
+            elif leaf == "bias" and colwise:
+                d = 0
+            else:
+                break
+            if p.shape[d] % parts == 0:
+                spec = [None] * p.dim()
+                spec[d] = axis
+                mark_sharding(p, mesh, tuple(spec))
+            break
+    return module

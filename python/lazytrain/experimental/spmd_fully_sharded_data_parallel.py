@@ -9,8 +9,8 @@ as SPMD annotations.
     loader = pl.MpDeviceLoader(data, lt.device(), input_sharding=xs.ShardingSpec(mesh, ("fsdp", None)))
 
 Each parameter is split along its largest dimension that the "fsdp" axis
-divides (PyTorch/XLA pads to split the largest one; a parameter no dimension
-of which divides stays whole). The compiler then gathers each weight before
+divides (a parameter no dimension of which divides stays whole; lazytrain
+needs even tiles, where PyTorch/XLA pads). The compiler then gathers each weight before
 its use in the forward and again in the backward (two all-gathers: the
 gathered copy lives only around its use), and reduce-scatters its gradient;
 the optimizer updates the local tiles only.

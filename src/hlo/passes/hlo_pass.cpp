@@ -23,7 +23,11 @@ bool rewrite_module(HloModule& module, const ReplaceFn& replace) {
     map[static_cast<size_t>(in.id)] = r.id >= 0 ? r.id : b.copy(in, std::move(ops));
   }
   const size_t before = module.instructions.size();
+  const int64_t num_partitions = module.num_partitions;
+  std::optional<HloSharding> output_layout = module.at(module.root).sharding;
   module = b.build(outputs);
+  module.num_partitions = num_partitions;  // a partitioned module stays one, its outputs in their layouts
+  module.instructions[static_cast<size_t>(module.root)].sharding = std::move(output_layout);
   return replaced || module.instructions.size() != before;
 }
 

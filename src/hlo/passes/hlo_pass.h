@@ -34,7 +34,7 @@ struct Rewritten {
 // Rewrites `module` by reconstruction: for each instruction in order (ROOT
 // excluded), `replace(builder, instruction, new_operand_ids)` says what stands for
 // it. Returns true when anything was replaced or the rebuilt module lost dead
-// instructions.
+// instructions. The module keeps its num_partitions and its ROOT's sharding.
 using ReplaceFn = std::function<Rewritten(class HloBuilder& builder, const HloInstruction& instruction, const std::vector<int>& operands)>;
 bool rewrite_module(HloModule& module, const ReplaceFn& replace);
 

@@ -32,7 +32,7 @@
 //   opt-barrier                    its value's
 //   custom-calls                   "Sharding" (the annotation itself), topk (every
 //                                  dimension but `dim`), sdpa forward and
-//                                  backward (the batch dimensions, and L for q)
+//                                  backward (the batch dimensions: batch, heads)
 //   constant, iota, rng-bit-generator  nothing forward; they take their users'
 // An instruction with no rule (a collective a user wrote, a fusion) whose
 // operand or user is tiled is an Error naming it, never a silent replication.

@@ -486,7 +486,11 @@ int Partitioner::lower_custom_call(const HloInstruction& in) {
     const Shape& q = g_.at(in.operands[0]).shape;
     const size_t batch = q.size() - 2;
     const size_t mask = config.number("has_mask") != 0 ? (backward ? 6 : 4) : in.operands.size();
-    const HloSharding by_batch = map_dimensions(s, static_cast<int64_t>(rank), keeping(rank, [&](size_t d) { return d < batch; }));
+    // With dropout the kernel draws each mask from its row's position in the
+    // batch it is given: only the whole batch draws the whole program's masks.
+    const bool dropout = config.number("has_dropout") != 0;
+    const HloSharding by_batch = dropout ? HloSharding::replicate()
+                                         : map_dimensions(s, static_cast<int64_t>(rank), keeping(rank, [&](size_t d) { return d < batch; }));
     std::vector<int> ops;
     for (size_t k = 0; k < in.operands.size(); ++k) {
       const Shape& o = g_.at(in.operands[k]).shape;

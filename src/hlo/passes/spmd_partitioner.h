@@ -19,6 +19,9 @@
 //   - scatter-add of updates tiled by their index dimensions (embedding gradients).
 // An all-reduce whose result is then sliced along one dimension by exactly
 // its groups becomes a reduce-scatter (FSDP's gradients).
+// The attention kernels split by their batch dimensions (batch, heads), and
+// run whole when they apply dropout (the kernel draws its masks from the row's
+// position in the batch it is given).
 // Every other op computes on operands laid out as its result asks, dimension
 // by dimension (sharding_util's maps); constants and random bits are made
 // whole and sliced, an iota as its tile plus the tile's offset, a fill in the

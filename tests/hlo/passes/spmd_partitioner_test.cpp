@@ -140,6 +140,16 @@ TEST(SpmdPartitioner, AttentionSplitsByHeads) {
   EXPECT_NE(local.to_string().find("f32[2,2,4,9]{3,2,1,0} custom-call("), std::string::npos) << local.to_string();
 }
 
+TEST(SpmdPartitioner, AttentionWithDropoutRunsWholeToDrawTheWholeProgramsMasks) {
+  HloBuilder b("dropout");
+  int q = b.parameter({4, 2, 8, 8}, DType::kFloat32);
+  b.set_sharding(q, S("{devices=[2,1,1,1]<=[2]}"));
+  int fwd = b.custom_call({q, q, q, b.scalar(0.3, DType::kFloat32), b.scalar(0.5, DType::kFloat32), b.constant(Literal({}, DType::kInt64))},
+                          kSdpaForwardTarget, "has_dropout=1,has_mask=0,is_causal=0");
+  HloModule local = expect_partitioned_matches(b.build({fwd}), 2);
+  EXPECT_EQ(count_opcode(local, HloOpcode::kAllGather), 3);  // the batch of q, k and v (one value here) gathered for the kernel
+}
+
 TEST(SpmdPartitioner, EmbeddingGradientsSumOverTheBatch) {
   HloBuilder b("embedding");
   int table = b.parameter({10, 8}, DType::kFloat32);
