@@ -64,6 +64,9 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
   c.add_flag("--sharded_optimizer", t.sharded_optimizer,
              "With several replicas, shard the AdamW state (ZeRO stage 1): each keeps 1/N of it; gradients are "
              "reduce-scattered and parameters all-gathered");
+  c.add_option("--fsdp", t.fsdp,
+               "full_shard: one SPMD program over the --num_cores devices (of every process), every parameter and its "
+               "optimizer state split over them (FSDPv2), each batch too; per_device_train_batch_size is per device");
   c.add_option("--collective_timeout", t.collective_timeout,
                "Seconds a replica waits for the others at a gradient exchange or rendezvous before failing, naming the missing one");
   c.add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/registry.h"
 #include "bench_support.h"
 #include "distributed/spmd.h"
 #include "lazy/graph_executor.h"
@@ -180,6 +181,8 @@ Result run(const Options& o, int devices, const Layout& layout) {
     runtime::metric("ArenaBytes", runtime::MetricKind::kBytes).clear();
   }
   runtime::set_local_replicas(1);
+  // Each layout's executables keep an arena per device: drop them before the next layout.
+  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(lazy::GraphExecutor::get().compiler().name()));
   return r;
 }
 

@@ -77,16 +77,6 @@ int local_ordinal() {
 }
 
 namespace {
-// Host meetings in SPMD mode: one thread a process. Alone, it meets itself;
-// processes meet through the replicas' host exchange, which needs one device a process.
-bool meets_alone(const std::string& what) {
-  if (!runtime::spmd_mode() || runtime::replica_world().local_replicas == 1) return false;
-  check(runtime::replica_world().num_processes == 1, what,
-        "in SPMD mode with " + std::to_string(runtime::replica_world().local_replicas) +
-            " devices a process, processes cannot meet on the host yet (one device a process can)");
-  return true;
-}
-
 void refuse_in_spmd(const std::string& what) {
   check(!runtime::spmd_mode(), what,
         "inside an SPMD program (use_spmd): the compiler inserts the collectives the layouts need; lay tensors out with mark_sharding instead");
@@ -95,13 +85,9 @@ void refuse_in_spmd(const std::string& what) {
 
 bool is_master_ordinal(bool local) { return (local ? local_ordinal() : ordinal()) == 0; }
 
-void rendezvous(const std::string& tag) {
-  if (meets_alone("rendezvous")) return;
-  runtime::host_rendezvous(tag);
-}
+void rendezvous(const std::string& tag) { runtime::host_rendezvous(tag); }
 
 double mesh_reduce(const std::string& tag, double value, const std::function<double(const std::vector<double>&)>& reduce_fn) {
-  if (meets_alone("mesh_reduce")) return reduce_fn({value});
   return reduce_fn(runtime::host_all_gather(tag, {value}));
 }
 

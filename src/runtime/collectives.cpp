@@ -347,6 +347,12 @@ Buffer reduce_scatter(const Buffer& x, ReduceOp op, int64_t dimension, const Rep
 
 std::vector<double> host_all_gather(const std::string& tag, const std::vector<double>& values) {
   const std::string what = "rendezvous '" + tag + "'";
+  if (spmd_mode() && replica_world().local_replicas > 1) {
+    // SPMD: one thread a process stands for all its devices. Alone, it meets itself.
+    check(replica_world().num_processes == 1, what,
+          "in SPMD mode processes meet on the host only with one device each, this one has " + std::to_string(replica_world().local_replicas));
+    return values;
+  }
   TraceMe trace("collective", "rendezvous");
   if (trace) trace.arg("tag", tag).arg("values", static_cast<int64_t>(values.size()));
   InFlight in_flight;

@@ -53,7 +53,9 @@ void set_local_replicas(int n);
 
 // SPMD mode (issue 34, distributed/spmd.h use_spmd): one thread traces for all
 // of this process's devices, so the replica-level API (distributed/xla_model.h)
-// counts processes, not devices, and host meetings are between processes.
+// counts processes, not devices, and host meetings (host_all_gather,
+// host_rendezvous) are between processes: one process meets itself; several
+// meet with one device each (Error otherwise).
 void set_spmd_mode(bool on);
 bool spmd_mode();
 

@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "distributed/spawn.h"
+#include "distributed/spmd.h"
 #include "distributed/xla_model.h"
 #include "lazy/graph_executor.h"
 #include "runtime/collectives.h"
@@ -96,7 +97,12 @@ void fit_batch_sizes_to_data(const std::string& command, TrainingArguments& t, i
 }
 
 void run_replicas(const TrainingArguments& t, const std::function<void(int)>& replica) {
-  if (t.num_cores > 1) {
+  if (t.uses_fsdp()) {
+    // One thread traces for all devices (SPMD): no replica threads.
+    runtime::set_collective_timeout(t.collective_timeout);
+    distributed::spmd::use_spmd(static_cast<int>(t.num_cores));
+    replica(0);
+  } else if (t.num_cores > 1) {
     distributed::SpawnOptions spawn_options;
     spawn_options.collective_timeout = t.collective_timeout;
     if (t.num_threads > 0) spawn_options.threads_per_replica = std::max(1, static_cast<int>(t.num_threads / t.num_cores));

@@ -57,6 +57,14 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, data
   state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = args_.per_device_train_batch_size;
+  if (args_.uses_fsdp()) {
+    // SPMD (issue 34): one thread traces for every device; the replica API counts processes.
+    if (!runtime::spmd_mode()) distributed::spmd::use_spmd(static_cast<int>(args_.num_cores));
+    const int devices = runtime::replica_world().world_size();
+    std::vector<int64_t> ids(static_cast<size_t>(devices));
+    for (int i = 0; i < devices; ++i) ids[static_cast<size_t>(i)] = i;
+    fsdp_ = distributed::spmd::ShardingSpec{distributed::spmd::Mesh(ids, {devices}, {"fsdp"}), {{"fsdp"}}};
+  }
   replicas_ = distributed::world_size();
   replica_ = distributed::ordinal();
   state_.is_world_process_zero = is_master();
@@ -103,11 +111,13 @@ void Trainer::stream_eval_dataset(ExampleStreamFactory factory, int64_t size) {
 data::FeedOptions Trainer::feed_options(bool training) {
   data::FeedOptions options;
   options.training = training;
-  options.batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  options.batch_size = (training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size) * devices_per_batch();
   options.drop_last = training && args_.dataloader_drop_last;
   options.seed = args_.seed;
-  options.replicas = replicas_;
-  options.replica = replica_;
+  // Under --fsdp every process reads the whole global batch (PyTorch/XLA's
+  // SPMD default) and keeps its devices' rows of it.
+  options.replicas = fsdp_ ? 1 : replicas_;
+  options.replica = fsdp_ ? 0 : replica_;
   // Workers beyond the CPUs the compute threads leave would only take CPU time
   // from them; they also yield to them when both want a CPU (issue 15).
   options.num_workers = runtime::bounded_data_workers(static_cast<int>(args_.dataloader_num_workers), runtime::threads_per_execution());
@@ -124,10 +134,12 @@ data::FeedOptions Trainer::feed_options(bool training) {
 int64_t Trainer::batches_per_epoch(bool training) const {
   data::FeedOptions options;
   options.training = training;
-  options.batch_size = training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size;
+  options.batch_size = (training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size) * devices_per_batch();
   options.drop_last = training && args_.dataloader_drop_last;
-  options.replicas = replicas_;
-  options.replica = replica_;
+  // Under --fsdp every process reads the whole global batch (PyTorch/XLA's
+  // SPMD default) and keeps its devices' rows of it.
+  options.replicas = fsdp_ ? 1 : replicas_;
+  options.replica = fsdp_ ? 0 : replica_;
   return data::batches_per_epoch(dataset(training), options);
 }
 
@@ -320,6 +332,14 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
                  static_cast<double>(opt.optimizer->state_bytes()) / 1e6, opt.sharded ? " (sharded, ZeRO stage 1)" : "");
   }
   if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
+  if (fsdp_) {
+    // FSDPv2: every parameter split over all devices (the optimizer state follows from the first step).
+    const int split = distributed::spmd::shard_parameters_fsdp(model_, fsdp_->mesh, "fsdp");
+    if (is_master()) {
+      std::fprintf(stderr, "[Trainer] fsdp full_shard over %lld devices: %d of %zu parameters split\n",
+                   static_cast<long long>(fsdp_->mesh.size()), split, model_.parameters().size());
+    }
+  }
   sort_out_existing_checkpoints(resume_from_checkpoint);
   model_.train();
   run_ = RunTotals{};
@@ -458,9 +478,17 @@ std::map<std::string, double> Trainer::train_metrics(double runtime) {
 }
 
 Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch, int64_t start_batch) {
+  // Under --fsdp each batch is cut into the devices' rows on the loader's transfer thread.
+  const std::optional<distributed::spmd::ShardingSpec> layout = fsdp_;
   return DeviceLoader(data::epoch_feed(dataset(training), feed_options(training), epoch, start_batch),
-                      [](data::NamedBatch&& b) { return distributed::to_device(b); }, device_loader_options());
+                      [layout](data::NamedBatch&& b) {
+                        distributed::DeviceBatch batch = distributed::to_device(b);
+                        return layout ? distributed::spmd::shard_batch(std::move(batch), *layout) : batch;
+                      },
+                      device_loader_options());
 }
+
+int64_t Trainer::devices_per_batch() const { return fsdp_ ? runtime::replica_world().world_size() : 1; }
 
 distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
   distributed::DeviceLoaderOptions options;

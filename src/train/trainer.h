@@ -47,6 +47,7 @@
 #include "data/example.h"
 #include "data/trainer_dataset.h"
 #include "distributed/device_batch.h"
+#include "distributed/spmd.h"
 #include "distributed/parallel_loader.h"
 #include "nn/module.h"
 #include "train/eval_prediction.h"
@@ -277,6 +278,11 @@ class Trainer {
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
   int replicas_ = 1, replica_ = 0;  // distributed::world_size() and ordinal() when the Trainer was made
+  // --fsdp full_shard: the mesh of every device ("fsdp") and the batches' layout (rows split over it).
+  std::optional<distributed::spmd::ShardingSpec> fsdp_;
+  // Devices one batch feeds: every device of the job under --fsdp (each process
+  // reads the global batch), else 1 (a replica's).
+  int64_t devices_per_batch() const;
   bool workers_capped_noted_ = false;  // the notice that --dataloader_num_workers was bounded, printed once
 };
 

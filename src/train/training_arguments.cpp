@@ -36,6 +36,8 @@ void TrainingArguments::validate() const {
     if (!ok) throw Error("[TrainingArguments] " + what);
   };
   require(!output_dir.empty(), "--output_dir is required");
+  require(fsdp.empty() || fsdp == "full_shard", "--fsdp expects full_shard (or nothing: replicas), got '" + fsdp + "'");
+  require(fsdp.empty() || !sharded_optimizer, "--fsdp full_shard shards the optimizer state already: leave out --sharded_optimizer");
   require(per_device_train_batch_size > 0, "--per_device_train_batch_size must be positive");
   require(per_device_eval_batch_size > 0, "--per_device_eval_batch_size must be positive");
   require(gradient_accumulation_steps >= 1 && gradient_accumulation_steps <= 1'000'000,
@@ -148,7 +150,9 @@ nlohmann::json TrainingArguments::to_json() const {
           {"num_cores", num_cores},
           {"num_threads", num_threads},
           {"collective_timeout", collective_timeout},
-          {"sharded_optimizer", sharded_optimizer}};
+          {"sharded_optimizer", sharded_optimizer},
+          // As Hugging Face writes it: a list of FSDP options.
+          {"fsdp", fsdp.empty() ? nlohmann::json::array() : nlohmann::json::array({fsdp})}};
 }
 
 namespace {
@@ -239,6 +243,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& json, const
       else if (key == "num_threads") read_value(v, a.num_threads);
       else if (key == "collective_timeout") read_value(v, a.collective_timeout);
       else if (key == "sharded_optimizer") read_value(v, a.sharded_optimizer);
+      else if (key == "fsdp") a.fsdp = v.is_array() ? (v.empty() ? std::string() : v.at(0).get<std::string>()) : v.get<std::string>();
       else throw Error("[" + source + "] unknown training argument '" + key + "'");
     } catch (const nlohmann::json::exception& e) {
       std::string what = e.what();

@@ -86,12 +86,19 @@ struct TrainingArguments {
   // ZeRO stage 1 with several replicas: each keeps the AdamW state of 1/N of
   // every parameter (distributed::ZeroRedundancyAdamW); the same updates.
   bool sharded_optimizer = false;
+  // Hugging Face's fsdp: "full_shard" trains one SPMD program over the
+  // --num_cores devices of every process (issue 34; distributed/spmd.h): every
+  // parameter split along its largest dimension over all of them (FSDPv2), each
+  // batch of per_device_train_batch_size x devices rows split the same way.
+  // "": data parallelism by replicas.
+  std::string fsdp;
 
   // Throws Error "[TrainingArguments] --name ..." naming the argument for a
   // value out of range or arguments that disagree (as HF's __post_init__:
   // load_best_model_at_end needs save and evaluation strategies that match, and
   // save_steps a multiple of eval_steps).
   void validate() const;
+  bool uses_fsdp() const { return !fsdp.empty(); }
   // HF's __post_init__ defaults: do_eval when evaluation_strategy is not "no",
   // eval_steps = logging_steps, metric_for_best_model = "loss",
   // greater_is_better, logging_dir, report_to "all" → "tensorboard". Idempotent.

@@ -4,6 +4,8 @@
 #   train the same model bit for bit; their loss is close to one replica's at
 #   the same global batch; the master alone writes checkpoints and outputs; a
 #   checkpoint resumes on as many replicas and is refused on another count;
+#   --fsdp full_shard (one SPMD program, every parameter split) trains one
+#   replica's model and resumes on another mesh;
 #   killing one MPI rank ends the job non-zero within a minute, naming it; bad
 #   flags get one error.
 # Usage: replicas_cli_test.sh LAZYTRAIN_BINARY DATA_DIR
@@ -94,6 +96,30 @@ PY
   --output_dir "$tmp/sharded_resumed" --resume_from_checkpoint "$tmp/sharded/checkpoint-3" > "$tmp/sharded_resumed.log" 2>&1 \
   || fail "resume sharded: $(tail -3 "$tmp/sharded_resumed.log")"
 cmp -s "$tmp/sharded/model.safetensors" "$tmp/sharded_resumed/model.safetensors" || fail "a resumed sharded run must reach the same model"
+
+# 1c. --fsdp full_shard (issue 34): one SPMD program over 2 devices, every parameter split, the
+#     global batch of 2 x 4 rows read whole: the model of one replica at batch 8 (the same data,
+#     masks and dropout bits), and its checkpoint resumes on another mesh (4 devices x 2 rows).
+"$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --fsdp full_shard --max_steps 6 --save_steps 3 \
+  --output_dir "$tmp/fsdp" > "$tmp/fsdp.log" 2>&1 || fail "--fsdp full_shard: $(tail -3 "$tmp/fsdp.log")"
+grep -q "fsdp full_shard over 2 devices: 26 of 26 parameters split" "$tmp/fsdp.log" || fail "fsdp must split every parameter: $(grep fsdp "$tmp/fsdp.log")"
+cp -r "$tmp/fsdp" "$tmp/fsdp_resumed" && rm -rf "$tmp/fsdp_resumed/checkpoint-6" "$tmp/fsdp_resumed/model.safetensors"
+"$bin" "${common[@]}" --per_device_train_batch_size 2 --num_cores 4 --fsdp full_shard --max_steps 6 --save_steps 3 \
+  --output_dir "$tmp/fsdp_resumed" --resume_from_checkpoint "$tmp/fsdp_resumed/checkpoint-3" > "$tmp/fsdp_resumed.log" 2>&1 \
+  || fail "resume fsdp on 4 devices: $(tail -3 "$tmp/fsdp_resumed.log")"
+/usr/bin/python3 - "$tmp/one/model.safetensors" "$tmp/fsdp/model.safetensors" "$tmp/fsdp_resumed/model.safetensors" <<'PY' || fail "fsdp must train one replica's model"
+import array, json, struct, sys
+def load(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: array.array("f", data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in header.items() if k != "__metadata__"}
+one, fsdp, resumed = (load(p) for p in sys.argv[1:4])
+def worst(a, b):
+    return max(max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a[k], b[k])) for k in b)
+print(f"fsdp on 2 devices vs one replica at batch 8: {worst(fsdp, one):.2e}; resumed on 4 devices vs fsdp on 2: {worst(resumed, fsdp):.2e}")
+sys.exit(0 if one.keys() == fsdp.keys() == resumed.keys() and worst(fsdp, one) < 1e-5 and worst(resumed, fsdp) < 1e-5 else 1)
+PY
 
 # 2. Resuming: on two replicas it continues; on one it is refused (another data order).
 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --max_steps 6 --save_steps 3 --output_dir "$tmp/resumed" \

@@ -1,7 +1,8 @@
 // Tiny BERT, GPT-2 and Llama models trained with SPMD annotations on 4
-// logical devices (issue 34's equivalence): the batch split over a mesh axis,
-// the parameters whole (data parallelism), split along their largest
-// dimension over every device (FSDP) or over the second axis of a 2x2 mesh;
+// logical devices (issue 34's equivalence): meshes 4x1 (the batch split, the
+// parameters whole or split along their largest dimension: FSDP), 1x4 (the
+// parameters split four ways, the batch whole) and 2x2 (the batch by "data",
+// the parameters by "model": largest dimension, or Megatron's plan);
 // after every step the losses, and at the end every parameter, match one
 // device training on the whole batch within 1e-5 relative.
 #include <gtest/gtest.h>
@@ -139,6 +140,14 @@ TEST_P(SpmdModels, TwoByTwoMeshBatchByDataParametersByModel) {
   const Trained got = train(GetParam(), {&mesh, "data", "model"}, kSteps);
   expect_matches(got, expected());
   EXPECT_GT(got.sharded_parameters, 0);
+}
+
+TEST_P(SpmdModels, OneByFourMeshParametersByModel) {
+  // The batch whole (the data axis has one device), every parameter split over four.
+  const Mesh mesh({0, 1, 2, 3}, {1, 4}, {"data", "model"});
+  const Trained got = train(GetParam(), {&mesh, "data", "model"}, kSteps);
+  expect_matches(got, expected());
+  EXPECT_EQ(got.sharded_parameters, static_cast<int>(got.parameters.size()));
 }
 
 TEST_P(SpmdModels, MegatronOnATwoByTwoMesh) {

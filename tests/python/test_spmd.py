@@ -143,3 +143,26 @@ def test_megatron_mlp_matches_one_device(four_devices):
     assert hlo.count(" all-reduce(") == 1, hlo
     xr._reset_spmd()
     assert_close(sharded, run(False), rtol=1e-5, atol=1e-6)
+
+
+def test_trainer_fsdp_full_shard_trains_one_devices_model(four_devices, tmp_path):
+    """Hugging Face's fsdp="full_shard": the C++ Trainer splits every parameter
+    and each batch of 4 devices x 2 rows; one device at batch 8 trains the same
+    model (dropout included: its random bits are drawn whole, then sliced)."""
+    import test_trainer as tt
+
+    def run(out, **kw):
+        args = tt.args(tmp_path, output_dir=str(tmp_path / out), max_steps=6, save_strategy="no", **kw)
+        lt.manual_seed(0)
+        model = tt.TinyLM()  # with dropout: the random bits are drawn whole, as on one device
+        trainer = lt.Trainer(model=model, args=args, train_dataset=tt.dataset())
+        return trainer.train().training_loss, [p.numpy() for p in model.parameters()]
+
+    loss, params = run("fsdp", per_device_train_batch_size=2, fsdp="full_shard")
+    xr._reset_spmd()
+    expected_loss, expected = run("one", per_device_train_batch_size=8)
+    assert abs(loss - expected_loss) <= 1e-5 * abs(expected_loss)
+    for got, want in zip(params, expected):
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="call it first"):
+        lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, fsdp="full_shard"), train_dataset=tt.dataset())

@@ -58,6 +58,13 @@ TEST(TrainingArguments, EachBadValueNamesItsFlag) {
   EXPECT_NE(with([](auto& a) { a.save_total_limit = 0; }).find("--save_total_limit must be positive"), std::string::npos);
   EXPECT_NE(with([](auto& a) { a.warmup_ratio = 1.5; }).find("--warmup_ratio"), std::string::npos);
   EXPECT_NE(with([](auto& a) { a.report_to = {"wandb"}; }).find("--report_to 'wandb'"), std::string::npos);
+  EXPECT_NE(with([](auto& a) { a.fsdp = "shard_grad_op"; }).find("--fsdp expects full_shard (or nothing: replicas), got 'shard_grad_op'"),
+            std::string::npos);
+  EXPECT_NE(with([](auto& a) {
+              a.fsdp = "full_shard";
+              a.sharded_optimizer = true;
+            }).find("leave out --sharded_optimizer"),
+            std::string::npos);
   EXPECT_NE(with([](auto& a) {
               a.load_best_model_at_end = true;
               a.evaluation_strategy = "steps";
@@ -89,6 +96,15 @@ TEST(TrainingArguments, ToJsonHoldsEveryValueWithHuggingFacesKeys) {
                           "load_best_model_at_end", "report_to", "resume_from_checkpoint", "dataloader_drop_last", "seed", "bf16"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+}
+
+TEST(TrainingArguments, FsdpIsHuggingFacesListOfOptions) {
+  TrainingArguments a = valid();
+  EXPECT_EQ(a.to_json()["fsdp"], nlohmann::json::array());
+  a.fsdp = "full_shard";
+  EXPECT_EQ(a.to_json()["fsdp"], nlohmann::json::array({"full_shard"}));
+  EXPECT_EQ(TrainingArguments::from_json(a.to_json(), "test").fsdp, "full_shard");
+  EXPECT_EQ(TrainingArguments::from_json({{"output_dir", "out"}, {"fsdp", "full_shard"}}, "test").fsdp, "full_shard");  // HF accepts a string too
 }
 
 }  // namespace

@@ -91,6 +91,9 @@ class Trainer:
         if self.args.num_cores != 1:
             raise ValueError("Trainer: num_cores is the CLI's replica count; from Python, run one Trainer per replica under "
                              "lazytrain.distributed.xla_multiprocessing.spawn(fn, nprocs=N) (or mpirun), as xla_spawn.py does")
+        from .. import runtime as _xr
+        if self.args.fsdp and not _xr.is_spmd():
+            raise ValueError("Trainer: fsdp='full_shard' trains on the devices of lazytrain.runtime.use_spmd(n): call it first")
         set_seed(self.args.seed)
         self.model = model
         self.processing_class = processing_class if processing_class is not None else tokenizer

@@ -9,7 +9,7 @@ greater_is_better, report_to "all" -> "tensorboard") are the C++ TrainingArgumen
 lazytrain's additions to Hugging Face's fields: execution_mode, detect_anomaly,
 debug_recompiles, debug_graphs, loader_prefetch_size, device_prefetch_size
 (PyTorch/XLA's MpDeviceLoader), num_cores (xla_spawn.py's), num_threads,
-collective_timeout, sharded_optimizer."""
+collective_timeout, sharded_optimizer, fsdp."""
 import dataclasses
 import json
 import math
@@ -70,6 +70,10 @@ class TrainingArguments:
     num_threads: int = 0
     collective_timeout: float = 300.0
     sharded_optimizer: bool = False
+    # Hugging Face's fsdp ("full_shard", or a list of options): one SPMD program
+    # over the devices of lazytrain.runtime.use_spmd(n), every parameter split
+    # over all of them (FSDPv2); per_device_train_batch_size is per device.
+    fsdp: object = ""
 
     def __post_init__(self):
         """Checks every field as the CLI does and fills the resolved defaults.
