@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "lazy/graph_executor.h"
 #include "lazy/sharded_data.h"
 #include "runtime/collectives.h"
 
@@ -28,11 +29,13 @@ std::vector<int64_t> local_ordinals() {
 }  // namespace
 
 void use_spmd(int local_devices) {
+  lazy::wait_device_ops();  // the device count changes between executions only
   runtime::set_local_replicas(local_devices);
   runtime::set_spmd_mode(true);
 }
 
 void reset_spmd() {
+  lazy::wait_device_ops();
   runtime::set_local_replicas(1);
   runtime::set_spmd_mode(false);
 }
@@ -115,11 +118,7 @@ Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec)
               " tiles (mesh axes " + join(spec[d]) + "): lazytrain needs even tiles");
   }
   const lazy::NodePtr& value = tensor.ir_value();
-  if (!sharding.is_tiled()) {
-    clear_sharding(tensor);
-    tensor.impl()->set_sharding_spec(sharding);
-    return tensor;
-  }
+  if (!sharding.is_tiled()) return clear_sharding(std::move(tensor));
   // The layout stays with the tensor: the values a step computes for it keep it.
   tensor.impl()->set_sharding_spec(sharding);
   if (value->is_device_data()) {
@@ -134,7 +133,8 @@ Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec)
 
 Tensor clear_sharding(Tensor tensor) {
   const lazy::NodePtr value = tensor.ir_value();
-  tensor.impl()->set_sharding_spec(std::nullopt);
+  // Whole from now on: its later values too (in SPMD mode each is annotated so).
+  tensor.impl()->set_sharding_spec(hlo::HloSharding::replicate());
   if (value->sharded_data()) {
     tensor.impl()->set_ir_value(lazy::make_device_data(value->data()));
   } else if (lazy::custom_sharding_of(*value)) {
@@ -185,11 +185,13 @@ int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::strin
 int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePlan& plan, const std::string& axis) {
   const int64_t parts = mesh.mesh_shape()[static_cast<size_t>(mesh.axis_index(axis))];
   int split = 0;
+  bool matched = false;
   for (auto& [name, p] : model.named_parameters()) {
     const size_t dot = name.rfind('.');
     const std::string path = name.substr(0, dot), leaf = name.substr(dot + 1);
     for (const PlanEntry& entry : plan) {
       if (path != entry.module && !path.ends_with("." + entry.module)) continue;
+      matched = true;
       // The dimension to split: output features for colwise (weight and bias), input features for rowwise (weight only).
       int64_t d = -1;
       if (leaf == "weight" && p.dim() == 2) {
@@ -206,6 +208,8 @@ int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePla
       break;
     }
   }
+  check(matched, "parallelize_module", "no module of the model matches the plan (" + std::to_string(plan.size()) +
+                                          " entries, e.g. '" + (plan.empty() ? std::string() : plan[0].module) + "'): check its module paths");
   return split;
 }
 

@@ -71,7 +71,9 @@ class Mesh {
 // not divide into its tiles (lazytrain needs even tiles; PyTorch/XLA pads).
 Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec);
 // xs.clear_sharding(t): the tensor whole again on its device (a materialised
-// sharded tensor is assembled from its tiles; a pending annotation is removed).
+// sharded tensor is assembled from its tiles; a pending annotation is
+// removed), and its later values too (in SPMD mode each update is annotated
+// whole; mark_sharding with every entry None does the same).
 Tensor clear_sharding(Tensor tensor);
 // The layout of `tensor`'s value: its data's or its annotation's; replicated otherwise.
 hlo::HloSharding get_sharding(const Tensor& tensor);
@@ -123,6 +125,7 @@ using ParallelizePlan = std::vector<PlanEntry>;
 // torch.distributed.tensor.parallel.parallelize_module: marks the weight and
 // bias of every module of `model` that a plan entry matches; returns how many
 // parameters were split. A dimension the axis size does not divide stays whole.
+// Error when no module of `model` matches any entry (a misspelt path).
 int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePlan& plan, const std::string& axis = "model");
 // Megatron's plan for the built-in models: attention's query, key and value
 // column-parallel (by heads, when the heads divide by the axis size) and its

@@ -379,8 +379,9 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
 
 void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
   for (LazyTensor* t : tensors) {
-    // A tensor the user laid out keeps its layout: its new value is annotated with it.
-    if (!t->has_pending_ir() || !t->sharding_spec() || !t->sharding_spec()->is_tiled()) continue;
+    // A tensor the user laid out keeps its layout: its new value is annotated
+    // with it (a whole one only in SPMD mode, where the compiler would otherwise choose).
+    if (!t->has_pending_ir() || !t->sharding_spec() || (!t->sharding_spec()->is_tiled() && !runtime::spmd_mode())) continue;
     const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*t->ir_value());
     if (!annotated || !(*annotated == *t->sharding_spec())) t->set_ir_value(make_custom_sharding(t->ir_value(), *t->sharding_spec()));
   }

@@ -36,7 +36,8 @@ void TrainingArguments::validate() const {
     if (!ok) throw Error("[TrainingArguments] " + what);
   };
   require(!output_dir.empty(), "--output_dir is required");
-  require(fsdp.empty() || fsdp == "full_shard", "--fsdp expects full_shard (or nothing: replicas), got '" + fsdp + "'");
+  require(fsdp.empty() || fsdp == "full_shard" || fsdp == "full_shard auto_wrap",
+          "--fsdp expects full_shard (or \"full_shard auto_wrap\", the same here: every parameter is split; or nothing: replicas), got '" + fsdp + "'");
   require(fsdp.empty() || !sharded_optimizer, "--fsdp full_shard shards the optimizer state already: leave out --sharded_optimizer");
   require(per_device_train_batch_size > 0, "--per_device_train_batch_size must be positive");
   require(per_device_eval_batch_size > 0, "--per_device_eval_batch_size must be positive");

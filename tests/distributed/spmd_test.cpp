@@ -173,6 +173,26 @@ TEST(SpmdMode, AProcessIsOneParticipantOfTheReplicaApi) {
   EXPECT_FALSE(runtime::spmd_mode());
 }
 
+TEST(SpmdMode, AClearedTensorStaysWholeThroughUpdates) {
+  use_spmd(2);
+  {
+    const Mesh mesh({0, 1}, {2}, {"data"});
+    Tensor w = from_vector(random_values(8, 6), {4, 2});
+    mark_sharding(w, mesh, {{"data"}, {}});
+    clear_sharding(w);
+    Tensor x = mark_sharding(from_vector(random_values(8, 7), {4, 2}), mesh, {{"data"}, {}});
+    w.impl()->set_ir_value((w + x).ir_value());  // an update from a split value
+    lazy::mark_step();
+    EXPECT_FALSE(w.ir_value()->sharded_data());
+    EXPECT_TRUE(get_sharding(w).is_replicated());
+    // A plan that matches no module is a misspelt path.
+    nn::Module empty;
+    EXPECT_NE(error_of([&] { parallelize_module(empty, mesh, {{"up_proj", ParallelStyle::kColwise}}, "data"); }).find("no module of the model matches"),
+              std::string::npos);
+  }
+  reset_spmd();
+}
+
 TEST(SpmdMarkSharding, InputShardingLaysOutEveryTensorOfABatch) {
   Devices devices(4);
   const ShardingSpec spec{Mesh({0, 1, 2, 3}, {4}, {"data"}), {{"data"}, {}}};

@@ -58,7 +58,7 @@ TEST(TrainingArguments, EachBadValueNamesItsFlag) {
   EXPECT_NE(with([](auto& a) { a.save_total_limit = 0; }).find("--save_total_limit must be positive"), std::string::npos);
   EXPECT_NE(with([](auto& a) { a.warmup_ratio = 1.5; }).find("--warmup_ratio"), std::string::npos);
   EXPECT_NE(with([](auto& a) { a.report_to = {"wandb"}; }).find("--report_to 'wandb'"), std::string::npos);
-  EXPECT_NE(with([](auto& a) { a.fsdp = "shard_grad_op"; }).find("--fsdp expects full_shard (or nothing: replicas), got 'shard_grad_op'"),
+  EXPECT_NE(with([](auto& a) { a.fsdp = "shard_grad_op"; }).find("--fsdp expects full_shard (or \"full_shard auto_wrap\", the same here: every parameter is split; or nothing: replicas), got 'shard_grad_op'"),
             std::string::npos);
   EXPECT_NE(with([](auto& a) {
               a.fsdp = "full_shard";

@@ -169,13 +169,15 @@ def parallelize_module(module, mesh, parallelize_plan, axis="model"):
     `axis`: `parallelize_plan` maps a module path suffix ("attention.self.query")
     to ColwiseParallel() or RowwiseParallel(); every matching module's weight
     and bias are laid out so (a dimension the axis size does not divide stays
-    whole). Returns `module`."""
+    whole). Returns `module`. ValueError when no module matches any entry."""
     parts = mesh.mesh_shape[mesh._native.axis_index(axis)]
+    matched = False
     for name, p in module.named_parameters():
         path, _, leaf = name.rpartition(".")
         for suffix, style in parallelize_plan.items():
             if path != suffix and not path.endswith("." + suffix):
                 continue
+            matched = True
             colwise = isinstance(style, ColwiseParallel)
             if leaf == "weight" and p.dim() == 2:
                 d = 0 if colwise != style.weight_in_out else 1
@@ -188,4 +190,6 @@ def parallelize_module(module, mesh, parallelize_plan, axis="model"):
                 spec[d] = axis
                 mark_sharding(p, mesh, tuple(spec))
             break
+    if not matched:
+        raise ValueError(f"parallelize_module: no module of the model matches the plan ({sorted(parallelize_plan)}): check its module paths")
     return module
