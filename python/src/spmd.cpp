@@ -15,12 +15,21 @@ using namespace nb::literals;
 void init_spmd(nb::module_& m) {
   namespace s = distributed::spmd;
   nb::class_<s::Mesh>(m, "_Mesh")
-      .def(nb::init<std::vector<int64_t>, std::vector<int64_t>, std::vector<std::string>>(), "device_ids"_a, "mesh_shape"_a, "axis_names"_a)
+      .def(
+          "__init__",
+          [](s::Mesh* self, std::vector<int64_t> ids, std::vector<int64_t> shape, std::vector<std::string> names) {
+            PyOp op;  // errors name the user's line
+            new (self) s::Mesh(std::move(ids), std::move(shape), std::move(names));
+          },
+          "device_ids"_a, "mesh_shape"_a, "axis_names"_a)
       .def_prop_ro("device_ids", &s::Mesh::device_ids)
       .def_prop_ro("mesh_shape", &s::Mesh::mesh_shape)
       .def_prop_ro("axis_names", &s::Mesh::axis_names)
       .def("axis_index", &s::Mesh::axis_index, "name"_a)
-      .def("op_sharding", [](const s::Mesh& mesh, const s::PartitionSpec& spec) { return mesh.sharding(spec).to_string(); }, "spec"_a,
+      .def("op_sharding", [](const s::Mesh& mesh, const s::PartitionSpec& spec) {
+            PyOp op;
+            return mesh.sharding(spec).to_string();
+          }, "spec"_a,
            "The HLO text of the layout `spec` (one list of axis names per dimension) gives.");
   m.def(
       "_mark_sharding", [](Tensor t, const s::Mesh& mesh, const s::PartitionSpec& spec) {

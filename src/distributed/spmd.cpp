@@ -5,12 +5,21 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/op_location.h"
 #include "lazy/graph_executor.h"
 #include "lazy/sharded_data.h"
 #include "runtime/collectives.h"
 
 namespace lazytrain::distributed::spmd {
 namespace {
+
+// require(), naming the user's line when a Python or C++ op scope knows it
+// (core/op_location.h), as tensor ops' errors do.
+void require(bool ok, const std::string& what, const std::string& message) {
+  if (ok) return;
+  if (const OpLocation* where = current_op_location()) throw Error(format_error(what, message, *where));
+  throw Error("[" + what + "] " + message);
+}
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -43,27 +52,27 @@ void reset_spmd() {
 Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std::vector<std::string> axis_names)
     : device_ids_(std::move(device_ids)), mesh_shape_(std::move(mesh_shape)), axis_names_(std::move(axis_names)) {
   const int64_t cells = std::accumulate(mesh_shape_.begin(), mesh_shape_.end(), int64_t{1}, std::multiplies<>());
-  check(!mesh_shape_.empty() && cells == size(), "Mesh",
+  require(!mesh_shape_.empty() && cells == size(), "Mesh",
         "mesh_shape " + shape_str(mesh_shape_) + " holds " + std::to_string(cells) + " devices, but device_ids has " + std::to_string(size()));
   const int world = runtime::replica_world().world_size();
   std::vector<int64_t> sorted = device_ids_;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
-    check(sorted[i] == static_cast<int64_t>(i) && static_cast<int64_t>(sorted.size()) == world, "Mesh",
+    require(sorted[i] == static_cast<int64_t>(i) && static_cast<int64_t>(sorted.size()) == world, "Mesh",
           "device_ids must hold each of the job's " + std::to_string(world) + " devices (0 .. " + std::to_string(world - 1) +
               ") once: one SPMD program runs on all of them (the devices of a process: use_spmd(n), Python's lazytrain.runtime.use_spmd(n))");
   }
   if (axis_names_.empty()) {
     for (size_t d = 0; d < mesh_shape_.size(); ++d) axis_names_.push_back(std::to_string(d));
   }
-  check(axis_names_.size() == mesh_shape_.size(), "Mesh",
+  require(axis_names_.size() == mesh_shape_.size(), "Mesh",
         "axis_names has " + std::to_string(axis_names_.size()) + " names for a mesh of " + std::to_string(mesh_shape_.size()) + " dimensions");
-  check(std::set<std::string>(axis_names_.begin(), axis_names_.end()).size() == axis_names_.size(), "Mesh", "axis_names repeat a name: " + join(axis_names_));
+  require(std::set<std::string>(axis_names_.begin(), axis_names_.end()).size() == axis_names_.size(), "Mesh", "axis_names repeat a name: " + join(axis_names_));
 }
 
 int64_t Mesh::axis_index(const std::string& name) const {
   const auto it = std::find(axis_names_.begin(), axis_names_.end(), name);
-  check(it != axis_names_.end(), "Mesh", "no mesh axis named '" + name + "' (the axes are " + join(axis_names_) + ")");
+  require(it != axis_names_.end(), "Mesh", "no mesh axis named '" + name + "' (the axes are " + join(axis_names_) + ")");
   return it - axis_names_.begin();
 }
 
@@ -76,7 +85,7 @@ hlo::HloSharding Mesh::sharding(const PartitionSpec& spec) const {
     int64_t tiles = 1;
     for (const std::string& name : axes) {
       const int64_t axis = axis_index(name);
-      check(used.insert(axis).second, "mark_sharding", "mesh axis '" + name + "' splits two dimensions: each axis may split one");
+      require(used.insert(axis).second, "mark_sharding", "mesh axis '" + name + "' splits two dimensions: each axis may split one");
       order.push_back(axis);
       tiles *= mesh_shape_[static_cast<size_t>(axis)];
     }
@@ -108,12 +117,12 @@ hlo::HloSharding Mesh::sharding(const PartitionSpec& spec) const {
 }
 
 Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec) {
-  check(static_cast<int64_t>(spec.size()) == tensor.dim(), "mark_sharding",
+  require(static_cast<int64_t>(spec.size()) == tensor.dim(), "mark_sharding",
         "partition_spec has " + std::to_string(spec.size()) + " entries for a tensor of " + std::to_string(tensor.dim()) + " dimensions " +
             shape_str(tensor.shape()) + ": give one per dimension (None for a whole one)");
   const hlo::HloSharding sharding = mesh.sharding(spec);
   for (size_t d = 0; d < spec.size() && sharding.is_tiled(); ++d) {
-    check(tensor.shape()[d] % sharding.tile_dims()[d] == 0, "mark_sharding",
+    require(tensor.shape()[d] % sharding.tile_dims()[d] == 0, "mark_sharding",
           "dimension " + std::to_string(d) + " of " + shape_str(tensor.shape()) + " does not divide into " + std::to_string(sharding.tile_dims()[d]) +
               " tiles (mesh axes " + join(spec[d]) + "): lazytrain needs even tiles");
   }
@@ -208,7 +217,7 @@ int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePla
       break;
     }
   }
-  check(matched, "parallelize_module", "no module of the model matches the plan (" + std::to_string(plan.size()) +
+  require(matched, "parallelize_module", "no module of the model matches the plan (" + std::to_string(plan.size()) +
                                           " entries, e.g. '" + (plan.empty() ? std::string() : plan[0].module) + "'): check its module paths");
   return split;
 }

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "core/half.h"
 #include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {

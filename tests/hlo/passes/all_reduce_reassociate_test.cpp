@@ -13,19 +13,24 @@ namespace {
 
 using testing::count_opcode;
 
-TEST(AllReduceReassociate, ASumOfAllReducesBecomesOne) {
-  HloBuilder b("sums");
-  int x = b.parameter({4}, DType::kFloat32), y = b.parameter({4}, DType::kFloat32), z = b.parameter({4}, DType::kFloat32);
-  auto ar = [&](int v) { return b.all_reduce(b.unary(HloOpcode::kTanh, v), ReduceKind::kAdd, {{0, 1}}); };
-  int sum = b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kAdd, ar(x), ar(y)), ar(z));
-  HloModule m = b.build({sum});
-  const std::vector<runtime::Buffer> args = testing::random_arguments(m, 5);
+// Runs the pass on `m` (2 replica devices) and checks it merged the all-reduces into one, keeping every value.
+void expect_one_all_reduce_with_the_same_values(HloModule& m, uint32_t seed) {
+  const std::vector<runtime::Buffer> args = testing::random_arguments(m, seed);
   const auto before = testing::run_on_devices(m, 2, args);
   ASSERT_TRUE(AllReduceReassociate().run(m));
   verify(m);
   EXPECT_EQ(count_opcode(m, HloOpcode::kAllReduce), 1) << m.to_string();
   const auto after = testing::run_on_devices(m, 2, args);
   for (int d = 0; d < 2; ++d) testing::expect_close(before[static_cast<size_t>(d)], after[static_cast<size_t>(d)], 1e-6);
+}
+
+TEST(AllReduceReassociate, ASumOfAllReducesBecomesOne) {
+  HloBuilder b("sums");
+  int x = b.parameter({4}, DType::kFloat32), y = b.parameter({4}, DType::kFloat32), z = b.parameter({4}, DType::kFloat32);
+  auto ar = [&](int v) { return b.all_reduce(b.unary(HloOpcode::kTanh, v), ReduceKind::kAdd, {{0, 1}}); };
+  int sum = b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kAdd, ar(x), ar(y)), ar(z));
+  HloModule m = b.build({sum});
+  expect_one_all_reduce_with_the_same_values(m, 5);
 }
 
 TEST(AllReduceReassociate, ThroughReshapesAndPastAResidualTerm) {
@@ -36,13 +41,7 @@ TEST(AllReduceReassociate, ThroughReshapesAndPastAResidualTerm) {
   auto ar = [&](int v) { return b.reshape(b.all_reduce(v, ReduceKind::kAdd, {{0, 1}}), {3, 4}); };
   int sum = b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kAdd, ar(x), residual), ar(y)), ar(z));
   HloModule m = b.build({sum});
-  const std::vector<runtime::Buffer> args = testing::random_arguments(m, 6);
-  const auto before = testing::run_on_devices(m, 2, args);
-  ASSERT_TRUE(AllReduceReassociate().run(m));
-  verify(m);
-  EXPECT_EQ(count_opcode(m, HloOpcode::kAllReduce), 1) << m.to_string();
-  const auto after = testing::run_on_devices(m, 2, args);
-  for (int d = 0; d < 2; ++d) testing::expect_close(before[static_cast<size_t>(d)], after[static_cast<size_t>(d)], 1e-6);
+  expect_one_all_reduce_with_the_same_values(m, 6);
 }
 
 TEST(AllReduceReassociate, OtherGroupsKindsOrUsersStay) {
