@@ -15,12 +15,17 @@
 //   the largest parameter (what FSDP gathers at once for one use);
 //   arena bytes: the largest working memory of one device's program (the CPU
 //     backend's static buffer assignment, metric ArenaBytes);
-//   compile seconds (CompileTime of the first step) and the median step time.
+//   compile seconds (CompileTime of the first step) and the median step time,
+//   with the collectives overlapping compute (start/done pairs on each
+//   device's collective thread: CompilerOptions::async_collectives) and
+//   without (each collective run where it stands), --overlap off,on.
 // Machine facts (CPU, ISA, load) are printed first; runs of one binary share
 // the machine, so the ratios between layouts are what to read.
 //
 // usage: bench_spmd [--model bert-tiny|bert-mini|bert-base|bert-large] [--devices 1,2,4]
-//                   [--batch_size B (global)] [--seq_len S] [--warmup W] [--steps M]
+//                   [--batch_size B (global)] [--seq_len S] [--warmup W] [--steps M] [--overlap off,on]
+//                   [--layouts data_parallel,fsdp,2d] (bert-large over 4 devices: --layouts fsdp, as
+//                   data parallelism would hold four whole copies)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +33,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,11 +61,13 @@ struct Options {
   std::vector<int> devices = {1, 2, 4};
   int64_t batch = 8, seq = 128;
   int warmup = 2, steps = 3;
+  std::vector<bool> overlap = {false, true};  // off first: the "on" row reads its ratio to it
+  std::set<std::string> layouts = {"data_parallel", "fsdp", "2d"};
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr, "bench_spmd: %s\nusage: bench_spmd [--model bert-tiny|bert-mini|bert-base|bert-large] [--devices 1,2,4] "
-                       "[--batch_size B] [--seq_len S] [--warmup W] [--steps M]\n", why.c_str());
+                       "[--batch_size B] [--seq_len S] [--warmup W] [--steps M] [--overlap off,on] [--layouts data_parallel,fsdp,2d]\n", why.c_str());
   std::exit(2);
 }
 
@@ -87,6 +95,20 @@ Options parse(int argc, char** argv) {
         if (!n) usage("--devices expects a list of integers >= 1, got '" + value + "'");
         o.devices.push_back(static_cast<int>(*n));
       }
+    } else if (flag == "--layouts") {
+      o.layouts.clear();
+      std::stringstream in(value);
+      for (std::string part; std::getline(in, part, ',');) {
+        if (part != "data_parallel" && part != "fsdp" && part != "2d") usage("--layouts expects a list of data_parallel, fsdp and 2d, got '" + value + "'");
+        o.layouts.insert(part);
+      }
+    } else if (flag == "--overlap") {
+      o.overlap.clear();
+      std::stringstream in(value);
+      for (std::string part; std::getline(in, part, ',');) {
+        if (part != "on" && part != "off") usage("--overlap expects a list of on and off, got '" + value + "'");
+        o.overlap.push_back(part == "on");
+      }
     } else {
       usage("unknown flag " + flag);
     }
@@ -106,6 +128,7 @@ models::BertConfig make_config(const std::string& model) {
 }
 
 struct Layout {
+  std::string key;  // --layouts' name
   std::string name;
   std::vector<int64_t> mesh_shape;
   std::vector<std::string> axes;
@@ -133,7 +156,15 @@ struct Result {
   int64_t persistent = 0, largest_parameter = 0, arena = 0, parameters = 0;
 };
 
-Result run(const Options& o, int devices, const Layout& layout) {
+// A fresh compiler of the current backend, its collectives asynchronous or not.
+void use_compiler(bool async_collectives) {
+  backend::CompilerOptions options = backend::CompilerOptions::from_environment();
+  options.async_collectives = async_collectives;
+  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(lazy::GraphExecutor::get().compiler().name(), options));
+}
+
+Result run(const Options& o, int devices, const Layout& layout, bool overlap) {
+  use_compiler(overlap);
   runtime::set_local_replicas(devices);
   std::vector<int64_t> ids(static_cast<size_t>(devices));
   std::iota(ids.begin(), ids.end(), int64_t{0});
@@ -182,7 +213,7 @@ Result run(const Options& o, int devices, const Layout& layout) {
   }
   runtime::set_local_replicas(1);
   // Each layout's executables keep an arena per device: drop them before the next layout.
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(lazy::GraphExecutor::get().compiler().name()));
+  use_compiler(true);
   return r;
 }
 
@@ -219,23 +250,32 @@ int main(int argc, char** argv) {
   print_machine();
   std::printf("model %s, global batch %lld x %lld tokens, %d warm-up + %d timed steps (median), AdamW f32\n\n", o.model.c_str(),
               static_cast<long long>(o.batch), static_cast<long long>(o.seq), o.warmup, o.steps);
-  std::printf("| devices | layout | persistent MiB/device | 12Ψ/N MiB | largest parameter MiB | arena MiB | compile s | step s | vs data parallel |\n");
-  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| devices | layout | overlap | persistent MiB/device | 12Ψ/N MiB | largest parameter MiB | arena MiB | compile s | step s | "
+              "vs data parallel | vs no overlap |\n");
+  std::printf("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int n : o.devices) {
-    std::vector<Layout> layouts = {{"data parallel", {n}, {"data"}, "data", ""}, {"fsdp", {n}, {"fsdp"}, "fsdp", "fsdp"}};
-    if (n % 2 == 0 && n > 2) layouts.push_back({"2-D data x fsdp", {n / 2, 2}, {"data", "fsdp"}, "data", "fsdp"});
-    if (n == 2) layouts.push_back({"2-D batch x model", {1, 2}, {"data", "model"}, "data", "model"});
-    if (n == 1) layouts.resize(1);
-    double dp_step = 0;
+    std::vector<Layout> layouts = {{"data_parallel", "data parallel", {n}, {"data"}, "data", ""}, {"fsdp", "fsdp", {n}, {"fsdp"}, "fsdp", "fsdp"}};
+    if (n % 2 == 0 && n > 2) layouts.push_back({"2d", "2-D data x fsdp", {n / 2, 2}, {"data", "fsdp"}, "data", "fsdp"});
+    if (n == 2) layouts.push_back({"2d", "2-D batch x model", {1, 2}, {"data", "model"}, "data", "model"});
+    if (n == 1) layouts = {{"one_device", "one device", {1}, {"data"}, "data", ""}};
+    std::map<bool, double> dp_step;  // by overlap
     for (const Layout& layout : layouts) {
-      if (o.batch % n != 0) continue;
-      const Result r = run(o, n, layout);
-      if (layout.name == "data parallel") dp_step = r.step_seconds;
-      const int64_t zero = 12 * r.parameters / n;
-      std::printf("| %d | %s | %s | %s | %s | %s | %.1f | %.3f | %.2f |\n", n, n == 1 ? "one device" : layout.name.c_str(), mib(r.persistent).c_str(),
-                  mib(zero).c_str(), mib(r.largest_parameter).c_str(), mib(r.arena).c_str(), r.compile_seconds, r.step_seconds,
-                  dp_step > 0 ? r.step_seconds / dp_step : 1.0);
-      std::fflush(stdout);
+      if (o.batch % n != 0 || (n > 1 && !o.layouts.count(layout.key))) continue;
+      std::map<bool, double> step;
+      // One device has no collectives: overlap changes nothing there.
+      for (bool overlap : n == 1 ? std::vector<bool>{o.overlap.front()} : o.overlap) {
+        const Result r = run(o, n, layout, overlap);
+        step[overlap] = r.step_seconds;
+        if (layout.name == "data parallel") dp_step[overlap] = r.step_seconds;
+        const int64_t zero = 12 * r.parameters / n;
+        const std::string versus_off = overlap && step.count(false) ? std::to_string(r.step_seconds / step[false]).substr(0, 4) : "";
+        std::printf("| %d | %s | %s | %s | %s | %s | %s | %.1f | %.3f | %s | %s |\n", n, n == 1 ? "one device" : layout.name.c_str(),
+                    n == 1 ? "" : overlap ? "on" : "off", mib(r.persistent).c_str(), mib(zero).c_str(), mib(r.largest_parameter).c_str(),
+                    mib(r.arena).c_str(), r.compile_seconds, r.step_seconds,
+                    dp_step.count(overlap) ? std::to_string(r.step_seconds / dp_step[overlap]).substr(0, 4).c_str() : "",
+                    versus_off.c_str());
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

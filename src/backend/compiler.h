@@ -49,9 +49,14 @@ struct CompilerOptions {
   // cpu: run the multi-output-fusion pass (hlo/passes/multi_output_fusion.h);
   // false measures the pipeline without it (LAZYTRAIN_MULTI_OUTPUT_FUSION=0).
   bool multi_output_fusion = true;
+  // cpu: collectives become start/done pairs that run on each device's
+  // collective thread while compute goes on (hlo/passes/async_collective_creator.h,
+  // latency_hiding_scheduler.h); false runs each where it stands, the
+  // execution waiting (LAZYTRAIN_ASYNC_COLLECTIVES=0).
+  bool async_collectives = true;
   // The defaults from the environment (core/env_vars.h): LAZYTRAIN_CACHE_DIR,
   // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE_STDERR, CXX, LAZYTRAIN_KERNEL_ISA,
-  // LAZYTRAIN_MULTI_OUTPUT_FUSION.
+  // LAZYTRAIN_MULTI_OUTPUT_FUSION, LAZYTRAIN_ASYNC_COLLECTIVES.
   static CompilerOptions from_environment();
 };
 

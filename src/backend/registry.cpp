@@ -46,6 +46,7 @@ CompilerOptions CompilerOptions::from_environment() {
   o.cxx = env.cxx;
   o.kernel_isa = env.kernel_isa;
   o.multi_output_fusion = env.multi_output_fusion;
+  o.async_collectives = env.async_collectives;
   return o;
 }
 

@@ -21,6 +21,7 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   env.cxx = get("CXX");
   env.kernel_isa = get("LAZYTRAIN_KERNEL_ISA");
   env.multi_output_fusion = get("LAZYTRAIN_MULTI_OUTPUT_FUSION") != "0";
+  env.async_collectives = get("LAZYTRAIN_ASYNC_COLLECTIVES") != "0";
   if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(n.c_str(), &end, 10);

@@ -22,6 +22,7 @@ struct EnvironmentVariables {
   std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
   std::string kernel_isa;                     // LAZYTRAIN_KERNEL_ISA: auto, avx2 or avx512 (generated kernels); empty: auto
   bool multi_output_fusion = true;            // LAZYTRAIN_MULTI_OUTPUT_FUSION=0: the cpu pipeline without multi-output-fusion
+  bool async_collectives = true;              // LAZYTRAIN_ASYNC_COLLECTIVES=0: collectives run where they stand, nothing overlaps them
   // OMP_NUM_THREADS (OpenMP's own): the first number of its list, the user's
   // choice of compute threads; unset: lazytrain picks (runtime/thread_budget.h).
   std::optional<int> omp_num_threads;

@@ -28,13 +28,6 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 // This process's devices, by global ordinal.
-std::vector<int64_t> local_ordinals() {
-  const runtime::ReplicaWorld& world = runtime::replica_world();
-  std::vector<int64_t> ordinals;
-  for (int l = 0; l < world.local_replicas; ++l) ordinals.push_back(world.global_ordinal(l));
-  return ordinals;
-}
-
 }  // namespace
 
 void use_spmd(int local_devices) {
@@ -133,7 +126,7 @@ Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec)
   if (value->is_device_data()) {
     // Data: cut it now (from the whole value: an earlier layout is assembled first).
     const runtime::Buffer& whole = value->data();
-    tensor.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split(whole, sharding, local_ordinals()), tensor.device()));
+    tensor.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(whole, sharding), tensor.device()));
   } else {
     tensor.impl()->set_ir_value(lazy::make_custom_sharding(value, sharding));
   }
@@ -222,9 +215,9 @@ int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePla
   return split;
 }
 
-ParallelizePlan megatron_plan() {
+ParallelizePlan megatron_plan(bool vocab_parallel) {
   using S = ParallelStyle;
-  return {
+  ParallelizePlan plan = {
       // BERT, RoBERTa
       {"attention.self.query", S::kColwise}, {"attention.self.key", S::kColwise}, {"attention.self.value", S::kColwise},
       {"attention.output.dense", S::kRowwise}, {"intermediate.dense", S::kColwise}, {"output.dense", S::kRowwise},
@@ -234,6 +227,15 @@ ParallelizePlan megatron_plan() {
       // GPT-2's MLP (Conv1D: weight [in, out])
       {"mlp.c_fc", S::kColwise, true}, {"mlp.c_proj", S::kRowwise, true},
   };
+  if (vocab_parallel) {
+    // [vocab, hidden] weights split by rows: BERT's word embeddings (the decoder's,
+    // tied) and its decoder bias (cls.predictions.bias; RoBERTa's lm_head.bias),
+    // GPT-2's wte (lm_head's, tied), Llama's embed_tokens and lm_head.
+    for (const char* module : {"embeddings.word_embeddings", "cls.predictions", "wte", "embed_tokens", "lm_head"}) {
+      plan.push_back({module, S::kColwise});
+    }
+  }
+  return plan;
 }
 
 }  // namespace lazytrain::distributed::spmd

@@ -132,6 +132,11 @@ int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePla
 // output row-parallel; the MLP's up (and gate) column-, its down row-parallel.
 // BERT and RoBERTa, Llama, and GPT-2's MLP (GPT-2's attention computes q, k and
 // v in one fused [H, 3H] layer whose columns do not split by heads; it stays whole).
-ParallelizePlan megatron_plan();
+// `vocab_parallel` adds Megatron's vocabulary-parallel embedding and loss: the
+// word embeddings and the LM head ([vocab, hidden], tied or not) split by
+// vocabulary rows, so the logits stay split by vocabulary through the
+// cross-entropy (each device reduces its columns; all-reduces of [batch, seq]
+// combine them) and are never gathered whole.
+ParallelizePlan megatron_plan(bool vocab_parallel = false);
 
 }  // namespace lazytrain::distributed::spmd

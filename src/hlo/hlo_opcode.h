@@ -86,6 +86,15 @@ enum HloOpcodeProperty : uint32_t {
   V(kAllReduce, "all-reduce", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
   V(kAllGather, "all-gather", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective)       \
   V(kReduceScatter, "reduce-scatter", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
+  /* asynchronous collectives (issue 34; XLA's *-start / *-done pairs, made by AsyncCollectiveCreator):  \
+     X-start(x) issues collective X on the device's collective stream and has X's shape; X-done(start) \
+     waits for it and is its value. Compute placed between the two overlaps the exchange. */           \
+  V(kAllReduceStart, "all-reduce-start", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
+  V(kAllReduceDone, "all-reduce-done", 1, kPropertyNeverFold | kPropertyNeverMerge)                    \
+  V(kAllGatherStart, "all-gather-start", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
+  V(kAllGatherDone, "all-gather-done", 1, kPropertyNeverFold | kPropertyNeverMerge)                    \
+  V(kReduceScatterStart, "reduce-scatter-start", 1, kPropertyNeverFold | kPropertyNeverMerge | kPropertyCollective) \
+  V(kReduceScatterDone, "reduce-scatter-done", 1, kPropertyNeverFold | kPropertyNeverMerge)            \
   /* calls a host kernel named by HloInstruction::custom_call_target (hlo/custom_call.h) */          \
   V(kCustomCall, "custom-call", -1, 0)                                                                 \
   /* calls a fused computation (HloInstruction::fused_computation) */                                 \
@@ -100,7 +109,7 @@ enum class HloOpcode { HLO_OPCODE_LIST(HLO_OPCODE_ENUM_ENTRY) };
 // until this number is raised, which is the moment to give it a shape rule
 // (shape_inference.cpp), an evaluator kernel (hlo/evaluator), a CPU emitter
 // case or interpreter fallback, and a case in tests/support/random_hlo.cpp.
-inline constexpr int kHloOpcodeCount = 47;
+inline constexpr int kHloOpcodeCount = 53;
 #define HLO_OPCODE_COUNT_ONE(enum_name, text, arity, properties) +1
 #define HLO_OPCODE_COUNT_CHECK(list)                                   \
   static_assert((0 list(HLO_OPCODE_COUNT_ONE)) == kHloOpcodeCount, \
@@ -131,6 +140,45 @@ constexpr bool never_folded(HloOpcode opcode) { return opcode_properties(opcode)
 constexpr bool never_merged(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyNeverMerge; }
 constexpr bool is_splat_preserving(HloOpcode opcode) { return opcode_properties(opcode) & kPropertySplatPreserving; }
 constexpr bool is_collective(HloOpcode opcode) { return opcode_properties(opcode) & kPropertyCollective; }
+
+// The asynchronous pairs: all-reduce <-> all-reduce-start <-> all-reduce-done, and
+// the same for all-gather and reduce-scatter.
+constexpr bool is_async_collective_start(HloOpcode opcode) {
+  return opcode == HloOpcode::kAllReduceStart || opcode == HloOpcode::kAllGatherStart || opcode == HloOpcode::kReduceScatterStart;
+}
+constexpr bool is_async_collective_done(HloOpcode opcode) {
+  return opcode == HloOpcode::kAllReduceDone || opcode == HloOpcode::kAllGatherDone || opcode == HloOpcode::kReduceScatterDone;
+}
+// The collective a start (or done) runs; any other opcode is returned unchanged.
+constexpr HloOpcode synchronous_collective(HloOpcode opcode) {
+  switch (opcode) {
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllReduceDone: return HloOpcode::kAllReduce;
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kAllGatherDone: return HloOpcode::kAllGather;
+    case HloOpcode::kReduceScatterStart:
+    case HloOpcode::kReduceScatterDone: return HloOpcode::kReduceScatter;
+    default: return opcode;
+  }
+}
+// all-reduce -> all-reduce-start (all-gather, reduce-scatter alike); other opcodes unchanged.
+constexpr HloOpcode async_collective_start(HloOpcode opcode) {
+  switch (opcode) {
+    case HloOpcode::kAllReduce: return HloOpcode::kAllReduceStart;
+    case HloOpcode::kAllGather: return HloOpcode::kAllGatherStart;
+    case HloOpcode::kReduceScatter: return HloOpcode::kReduceScatterStart;
+    default: return opcode;
+  }
+}
+// all-reduce-start -> all-reduce-done (all-gather, reduce-scatter alike); other opcodes unchanged.
+constexpr HloOpcode async_collective_done(HloOpcode start) {
+  switch (start) {
+    case HloOpcode::kAllReduceStart: return HloOpcode::kAllReduceDone;
+    case HloOpcode::kAllGatherStart: return HloOpcode::kAllGatherDone;
+    case HloOpcode::kReduceScatterStart: return HloOpcode::kReduceScatterDone;
+    default: return start;
+  }
+}
 
 enum class ComparisonDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 // XLA's names: EQ, NE, LT, LE, GT, GE.

@@ -52,8 +52,9 @@ std::string collective_attributes(const HloInstruction& in) {
   std::string s = ", channel_id=" + std::to_string(in.channel_id) + ", replica_groups={";
   for (size_t g = 0; g < in.replica_groups.size(); ++g) s += (g ? "," : "") + list(in.replica_groups[g]);
   s += "}";
-  if (in.opcode != HloOpcode::kAllReduce) s += ", dimensions=" + list(in.dimensions);
-  if (in.opcode != HloOpcode::kAllGather) s += ", to_apply=%" + reduce_kind_name(in.reduce_kind);
+  const HloOpcode kind = synchronous_collective(in.opcode);
+  if (kind != HloOpcode::kAllReduce) s += ", dimensions=" + list(in.dimensions);
+  if (kind != HloOpcode::kAllGather) s += ", to_apply=%" + reduce_kind_name(in.reduce_kind);
   return s;
 }
 
@@ -61,7 +62,10 @@ std::string attributes(const HloInstruction& in) {
   switch (in.opcode) {
     case HloOpcode::kAllReduce:
     case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter: return collective_attributes(in);
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kReduceScatterStart: return collective_attributes(in);
     case HloOpcode::kParameter: return "";
     case HloOpcode::kBroadcast:
     case HloOpcode::kTranspose:

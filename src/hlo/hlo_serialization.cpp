@@ -10,7 +10,7 @@ namespace {
 
 // 2: replica_groups, channel_id; 3: custom_call_target, backend_config; 4: tuple_index; 5: metadata;
 // 6: sharding (its text, "" for none)
-constexpr uint32_t kFormat = 7;
+constexpr uint32_t kFormat = 8;  // 8: the asynchronous collectives (*-start, *-done)
 
 class Writer {
  public:

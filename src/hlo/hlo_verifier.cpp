@@ -1,10 +1,32 @@
+#include <vector>
+
 #include "core/error.h"
 #include "hlo/hlo_instruction.h"
 #include "hlo/shape_inference.h"
 
 namespace lazytrain::hlo {
 
+namespace {
+
+// Every start is read by exactly one done and by nothing else (XLA's
+// asynchronous pairs): a backend hands the start's in-flight exchange to it.
+void verify_async_pairs(const HloModule& module) {
+  std::vector<int> done_users(module.instructions.size(), 0), other_users(module.instructions.size(), 0);
+  for (const HloInstruction& in : module.instructions) {
+    for (int o : in.operands) ++(is_async_collective_done(in.opcode) ? done_users : other_users)[static_cast<size_t>(o)];
+  }
+  for (const HloInstruction& in : module.instructions) {
+    if (!is_async_collective_start(in.opcode)) continue;
+    const auto k = static_cast<size_t>(in.id);
+    check(done_users[k] == 1 && other_users[k] == 0, "hlo verifier",
+          in.name() + ": a start must be read by exactly one done, and by nothing else");
+  }
+}
+
+}  // namespace
+
 void verify(const HloModule& module) {
+  verify_async_pairs(module);
   int parameters = 0;
   for (size_t i = 0; i < module.instructions.size(); ++i) {
     const HloInstruction& in = module.instructions[i];

@@ -57,7 +57,7 @@ ShapeAndType infer_dot(const HloModule& m, const HloInstruction& in, const Check
 // allowed for all-reduce only).
 int64_t replica_group_size(const HloInstruction& in, const Checker& c) {
   if (in.replica_groups.empty()) {
-    c.require(in.opcode == HloOpcode::kAllReduce, "needs replica_groups: its shape depends on the group size");
+    c.require(synchronous_collective(in.opcode) == HloOpcode::kAllReduce, "needs replica_groups: its shape depends on the group size");
     return 0;
   }
   std::vector<int64_t> seen;
@@ -79,12 +79,13 @@ ShapeAndType infer_collective(const HloModule& m, const HloInstruction& in, cons
   const int64_t group_size = replica_group_size(in, c);
   c.require(in.channel_id >= 1, "a collective needs a channel_id >= 1");
   c.require(in.reduce_kind != ReduceKind::kLogAddExp, "a collective cannot combine with logaddexp");
-  if (in.opcode == HloOpcode::kAllReduce) return {x.shape, x.dtype};
+  const HloOpcode kind = synchronous_collective(in.opcode);  // a start has its collective's shape
+  if (kind == HloOpcode::kAllReduce) return {x.shape, x.dtype};
   c.require(in.dimensions.size() == 1 && in.dimensions[0] >= 0 && in.dimensions[0] < static_cast<int64_t>(x.shape.size()),
             "needs one dimension within the operand's rank");
   Shape out = x.shape;
   const int64_t d = in.dimensions[0];
-  if (in.opcode == HloOpcode::kAllGather) {
+  if (kind == HloOpcode::kAllGather) {
     out[d] *= group_size;
   } else {
     c.require(out[d] % group_size == 0, "dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) +
@@ -249,7 +250,17 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     case HloOpcode::kAllReduce:
     case HloOpcode::kAllGather:
     case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kReduceScatterStart:
       return infer_collective(m, in, c);
+    case HloOpcode::kAllReduceDone:
+    case HloOpcode::kAllGatherDone:
+    case HloOpcode::kReduceScatterDone: {
+      const auto& start = operand(0);
+      c.require(start.opcode == async_collective_start(synchronous_collective(in.opcode)), "the operand of a done must be its start");
+      return {start.shape, start.dtype};
+    }
     case HloOpcode::kCustomCall:
       return infer_custom_call(m, in);
     case HloOpcode::kFusion: {

@@ -105,6 +105,8 @@ GraphSignature graph_signature(const std::vector<const Node*>& outputs) {
 hlo::HloModule lower_graph(const GraphSignature& sig, const std::string& name) {
   hlo::HloBuilder builder(name);
   LoweringContext context(builder);
+  context.set_partitioned(std::any_of(sig.post_order.begin(), sig.post_order.end(),
+                                      [](const Node* n) { return n->sharded_data() != nullptr || custom_sharding_of(*n).has_value(); }));
   for (size_t position = 0; position < sig.post_order.size(); ++position) {
     const Node* node = sig.post_order[position];
     int id;

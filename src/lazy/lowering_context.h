@@ -17,9 +17,16 @@ class LoweringContext {
   int operand(const Node& node, size_t i) const { return lowered_.at(node.operand(i).get()); }
   void set(const Node* node, int hlo_id) { lowered_[node] = hlo_id; }
   int get(const Node* node) const { return lowered_.at(node); }
+  // Whether the graph lays values out over devices (a sharded input or a
+  // mark_sharding annotation; issue 34): the SPMD partitioner will split it,
+  // so a lowering may choose the form that splits without exchanges (part of
+  // the graph's hash already: a layout is an attribute).
+  bool partitioned() const { return partitioned_; }
+  void set_partitioned(bool partitioned) { partitioned_ = partitioned; }
 
  private:
   hlo::HloBuilder& builder_;
+  bool partitioned_ = false;
   std::unordered_map<const Node*, int> lowered_;
 };
 

@@ -148,6 +148,17 @@ ShardedData::ShardedData(Shape shape, DType dtype, hlo::HloSharding sharding, st
   }
 }
 
+std::vector<int64_t> ShardedData::local_device_ordinals() {
+  const runtime::ReplicaWorld& world = runtime::replica_world();
+  std::vector<int64_t> ordinals;
+  for (int l = 0; l < world.local_replicas; ++l) ordinals.push_back(world.global_ordinal(l));
+  return ordinals;
+}
+
+std::shared_ptr<ShardedData> ShardedData::split_locally(const runtime::Buffer& whole, const hlo::HloSharding& sharding) {
+  return split(whole, sharding, local_device_ordinals());
+}
+
 std::shared_ptr<ShardedData> ShardedData::split(const runtime::Buffer& whole, const hlo::HloSharding& sharding, const std::vector<int64_t>& ordinals) {
   check_even(sharding, whole.shape());
   std::map<int64_t, std::shared_ptr<runtime::AsyncBuffer>> tiles;

@@ -32,6 +32,10 @@ class ShardedData {
   // (global ordinals; device cpu:(ordinal - first_local) holds each). Throws
   // Error naming the dimension when a tile count does not divide it.
   static std::shared_ptr<ShardedData> split(const runtime::Buffer& whole, const hlo::HloSharding& sharding, const std::vector<int64_t>& ordinals);
+  // split(whole, sharding, local_device_ordinals()): the tiles of this process's devices.
+  static std::shared_ptr<ShardedData> split_locally(const runtime::Buffer& whole, const hlo::HloSharding& sharding);
+  // The global ordinals of this process's devices (cpu:0 .. cpu:L-1 under runtime::replica_world()).
+  static std::vector<int64_t> local_device_ordinals();
 
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }

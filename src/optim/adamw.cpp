@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "core/error.h"
+#include "lazy/lazy_tensor.h"
+#include "lazy/sharded_data.h"
 
 namespace lazytrain::optim {
 
@@ -14,17 +16,32 @@ void AdamWOptions::validate(const std::string& op) const {
   check(beta2 >= 0 && beta2 < 1, op, "Invalid beta parameter at index 1: " + std::to_string(beta2));
 }
 
+namespace {
+
+// A zero moment of `p`, laid out as `p` is (SPMD, issue 34: its tiles on the
+// devices that hold p's), so that the first step reads the layout every later
+// step reads and the loop compiles one step graph.
+Tensor zero_moment(const Tensor& p) {
+  runtime::DeviceGuard on_parameter_device(p.device());  // the moments live with their parameter
+  std::vector<uint8_t> zero_bytes(static_cast<size_t>(p.numel() * itemsize(p.dtype())), 0);
+  Tensor moment = from_buffer(zero_bytes.data(), p.shape(), p.dtype());
+  const std::optional<hlo::HloSharding>& layout = p.impl()->sharding_spec();
+  if (layout && layout->is_tiled()) {
+    moment.impl()->set_sharding_spec(layout);
+    moment.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(moment.ir_value()->data(), *layout), moment.device()));
+  }
+  return moment;
+}
+
+}  // namespace
+
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std::move(groups)), options_(options) {
   options_.validate("AdamW");
   // State is made here, not at the first step (PyTorch makes it lazily), so that
   // step 1 and step 2 record the same graph and the loop compiles once.
   for (const auto& g : groups_) {
     state_.emplace_back();
-    for (const Tensor& p : g.params) {
-      runtime::DeviceGuard on_parameter_device(p.device());  // the moments live with their parameter
-      std::vector<uint8_t> zero_bytes(static_cast<size_t>(p.numel() * itemsize(p.dtype())), 0);
-      state_.back().push_back({from_buffer(zero_bytes.data(), p.shape(), p.dtype()), from_buffer(zero_bytes.data(), p.shape(), p.dtype())});
-    }
+    for (const Tensor& p : g.params) state_.back().push_back({zero_moment(p), zero_moment(p)});
   }
 }
 

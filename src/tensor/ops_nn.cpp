@@ -48,12 +48,20 @@ Tensor pick_along_dim1(const Tensor& x, const Tensor& index) {
     auto& b = c.builder();
     const Shape& xs = nd.operand(0)->shape();
     DType it = nd.operand(1)->dtype();
-    int rows = b.binary(HloOpcode::kMultiply, b.iota({xs[0]}, it, 0), b.full(static_cast<double>(xs[1]), {xs[0]}, it));
     // The index read through a gather of iota(C): the same value, but a value
     // outside [0, C) fails the gather's check when the graph runs (torch raises
     // "Target ... is out of bounds"); unchecked, row*C + index would silently
     // pick another row's element.
     int checked = b.reshape(b.gather(b.iota({xs[1], 1}, it, 0), c.operand(nd, 1)), {xs[0]});
+    if (c.partitioned()) {
+      // One-hot instead (the form of the backward): with x split along C (a
+      // vocabulary-parallel loss) each device sums its own columns and an
+      // all-reduce of N values combines them; the flat gather would gather x whole.
+      int hit = b.compare(b.iota(xs, it, 1), b.broadcast(checked, xs, {0}), hlo::ComparisonDirection::kEq);
+      int selected = b.select(hit, c.operand(nd, 0), b.full(0.0, xs, nd.dtype()));
+      return b.reduce(selected, {1}, hlo::ReduceKind::kAdd);
+    }
+    int rows = b.binary(HloOpcode::kMultiply, b.iota({xs[0]}, it, 0), b.full(static_cast<double>(xs[1]), {xs[0]}, it));
     int flat = b.binary(HloOpcode::kAdd, rows, checked);
     int picked = b.gather(b.reshape(c.operand(nd, 0), {xs[0] * xs[1], 1}), flat);
     return b.reshape(picked, nd.shape());

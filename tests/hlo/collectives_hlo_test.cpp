@@ -76,12 +76,17 @@ TEST(CollectivesHlo, ThePassPipelineNeverFoldsMergesOrFusesThem) {
   int second = b.all_reduce(doubled, ReduceKind::kAdd, {});
   int constant = b.all_reduce(b.full(2.0, {8}, DType::kFloat32), ReduceKind::kAdd, {});
   int out = b.binary(HloOpcode::kMultiply, b.binary(HloOpcode::kAdd, first, second), constant);
-  HloModule m = b.build({out});
-  run_passes(m, backend::cpu::cpu_pass_pipeline());
-  EXPECT_EQ(count(m, HloOpcode::kAllReduce), 3) << m.to_string();
-  for (const auto& in : m.instructions) {
-    if (in.opcode != HloOpcode::kFusion) continue;
-    EXPECT_EQ(count(*in.fused_computation, HloOpcode::kAllReduce), 0) << m.to_string();
+  const HloModule built = b.build({out});
+  for (bool async : {false, true}) {
+    HloModule m = built;
+    run_passes(m, backend::cpu::cpu_pass_pipeline(true, async));
+    // With async collectives each stays, as a start/done pair.
+    EXPECT_EQ(count(m, async ? HloOpcode::kAllReduceStart : HloOpcode::kAllReduce), 3) << m.to_string();
+    EXPECT_EQ(count(m, HloOpcode::kAllReduceDone), async ? 3 : 0) << m.to_string();
+    for (const auto& in : m.instructions) {
+      if (in.opcode != HloOpcode::kFusion) continue;
+      EXPECT_EQ(count(*in.fused_computation, HloOpcode::kAllReduce), 0) << m.to_string();
+    }
   }
   EXPECT_TRUE(is_collective(HloOpcode::kAllGather) && is_collective(HloOpcode::kReduceScatter) && !is_collective(HloOpcode::kReduce));
 }

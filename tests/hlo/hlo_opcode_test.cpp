@@ -48,11 +48,23 @@ TEST(HloOpcode, PropertiesAreThoseThePassesUsedToList) {
   EXPECT_EQ(with([](O o) { return is_expensive(o); }),
             (std::set<O>{O::kExp, O::kLog, O::kTanh, O::kErf, O::kCosine, O::kSine, O::kPower, O::kSqrt, O::kRsqrt, O::kDivide}));
   EXPECT_EQ(with([](O o) { return never_folded(o); }), (std::set<O>{O::kParameter, O::kConstant, O::kIota, O::kRngBitGenerator, O::kPartitionId, O::kTuple,
-                                                                     O::kGetTupleElement, O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier}));
+                                                                     O::kGetTupleElement, O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kOptimizationBarrier,
+                                                                     O::kAllReduceStart, O::kAllReduceDone, O::kAllGatherStart, O::kAllGatherDone,
+                                                                     O::kReduceScatterStart, O::kReduceScatterDone}));
   EXPECT_EQ(with([](O o) { return never_merged(o); }),
             (std::set<O>{O::kParameter, O::kRngBitGenerator, O::kTuple, O::kAllReduce, O::kAllGather, O::kReduceScatter,
-                         O::kOptimizationBarrier}));
-  EXPECT_EQ(with([](O o) { return is_collective(o); }), (std::set<O>{O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+                         O::kOptimizationBarrier, O::kAllReduceStart, O::kAllReduceDone, O::kAllGatherStart, O::kAllGatherDone,
+                         O::kReduceScatterStart, O::kReduceScatterDone}));
+  EXPECT_EQ(with([](O o) { return is_collective(o); }), (std::set<O>{O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllReduceStart,
+                                                                      O::kAllGatherStart, O::kReduceScatterStart}));
+  EXPECT_EQ(with([](O o) { return is_async_collective_start(o); }), (std::set<O>{O::kAllReduceStart, O::kAllGatherStart, O::kReduceScatterStart}));
+  EXPECT_EQ(with([](O o) { return is_async_collective_done(o); }), (std::set<O>{O::kAllReduceDone, O::kAllGatherDone, O::kReduceScatterDone}));
+  for (O sync : {O::kAllReduce, O::kAllGather, O::kReduceScatter}) {
+    EXPECT_EQ(synchronous_collective(async_collective_start(sync)), sync);
+    EXPECT_EQ(synchronous_collective(async_collective_done(async_collective_start(sync))), sync);
+    EXPECT_EQ(opcode_name(async_collective_start(sync)), opcode_name(sync) + "-start");
+    EXPECT_EQ(opcode_name(async_collective_done(async_collective_start(sync))), opcode_name(sync) + "-done");
+  }
   EXPECT_EQ(with([](O o) { return is_splat_preserving(o); }), (std::set<O>{O::kReshape, O::kTranspose, O::kBroadcast, O::kSlice}));
 }
 

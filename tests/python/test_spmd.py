@@ -3,6 +3,9 @@ meshes give XLA's layouts, mark_sharding cuts a tensor into tiles that read
 back whole, a step traced once on 4 devices gives one device's values, and
 the device loader lays batches out by input_sharding. Expected layouts are
 XLA's (device d of a 2x2 mesh sits at (d // 2, d % 2))."""
+import json
+import re
+
 import numpy as np
 import pytest
 
@@ -166,3 +169,113 @@ def test_trainer_fsdp_full_shard_trains_one_devices_model(four_devices, tmp_path
         assert_close(got, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="call it first"):
         lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, fsdp="full_shard"), train_dataset=tt.dataset())
+
+
+def _trace_overlap():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "trace_overlap.py"
+    spec = importlib.util.spec_from_file_location("trace_overlap", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_trace_overlap_measures_exchange_hidden_behind_compute():
+    # cpu:0's collective thread exchanges over [0, 100) us; its execution
+    # thread computes over [50, 80) and waits in a done over [90, 100).
+    def thread(tid, name):
+        return {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": name}}
+
+    def event(tid, cat, name, ts, dur):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+    doc = {"traceEvents": [
+        thread(1, "device cpu:0 execution"), thread(2, "device cpu:0 collectives"),
+        event(2, "collective", "all-gather", 0, 60), event(2, "collective", "all-gather", 60, 40),
+        event(1, "collective", "all-gather-start.3", 0, 1), event(1, "kernel", "fusion.4", 50, 20),
+        event(1, "dot", "dot.5", 60, 20), event(1, "collective", "all-gather-done.6", 90, 10),
+        event(1, "collective", "all-reduce.7", 120, 5)]}
+    rows = _trace_overlap().analyse(doc)
+    assert rows == {"cpu:0": {"exchange_ms": 0.1, "hidden": 0.3, "waited_ms": 0.01, "in_place_ms": 0.005}}
+
+
+def test_a_traced_sharded_step_shows_its_exchanges_on_each_devices_collective_thread(four_devices, tmp_path):
+    import lazytrain.debug.profiler as xp
+
+    mesh = xs.Mesh(np.arange(4), (4, 1), ("data", "model"))
+    xp.start_trace(tmp_path / "profile")
+    _train(mesh, steps=2)
+    lt.wait_device_ops()
+    path = xp.stop_trace()
+    with open(path) as f:
+        rows = _trace_overlap().analyse(json.load(f))
+    # The cpu backend runs the collectives asynchronously: every device's
+    # exchanges are on its collective thread, its execution thread only waits.
+    assert sorted(rows) == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"], rows
+    for device, r in rows.items():
+        assert r["exchange_ms"] > 0 and r["in_place_ms"] == 0, (device, r)
+
+
+def test_spmd_errors_name_the_callers_line(four_devices):
+    import inspect
+
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+    with pytest.raises(RuntimeError) as error:
+        line = inspect.currentframe().f_lineno + 1
+        xs.mark_sharding(lt.tensor(np.zeros((6, 6), np.float32)), mesh, (("data", "model"), None))
+    assert str(error.value).startswith("[mark_sharding] dimension 0 of [6, 6] does not divide into 4 tiles"), error.value
+    assert f"(called from test_spmd.py:{line})" in str(error.value), error.value
+    with pytest.raises(RuntimeError) as error:
+        line = inspect.currentframe().f_lineno + 1
+        xs.Mesh(np.arange(4), (3, 2), ("data", "model"))
+    assert f"(called from test_spmd.py:{line})" in str(error.value), error.value
+
+
+def test_a_vocabulary_parallel_loss_matches_one_device_without_gathering_logits(four_devices):
+    """megatron_plan(vocab_parallel=True) splits the LM head by vocabulary: the
+    cross-entropy combines the devices' columns with all-reduces of one value
+    a token, so no collective carries logits (vocabulary 40, 16 tokens)."""
+    mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
+
+    class Lm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = nn.Embedding(40, 8)
+            self.lm_head = nn.Linear(8, 40, bias=False)
+
+        def forward(self, ids):
+            return self.lm_head(lt.tanh(self.embed_tokens(ids)))
+
+    def run(shard):
+        lt.manual_seed(5)
+        model = Lm()
+        lt.sync()
+        if shard:
+            plan = xs.megatron_plan(vocab_parallel=True)
+            assert "lm_head" in plan and "lm_head" not in xs.megatron_plan()
+            xs.parallelize_module(model, mesh, plan)
+            assert xs.get_sharding_spec(model.lm_head.weight) == "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"
+        optimizer = lt.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for step in range(3):
+            ids = lt.tensor(np.random.default_rng(step).integers(0, 40, (4, 4)))
+            if shard:
+                xs.mark_sharding(ids, mesh, ("data", None))
+            loss = nn.functional.cross_entropy(model(ids).view(-1, 40), ids.view(-1))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            lt.sync()
+            losses.append(loss.item())
+        return losses, model.lm_head.weight.numpy()
+
+    losses, weight = run(True)
+    hlo = lt._C._last_compiled_hlo()
+    collective_shapes = re.findall(r"= f32\[([\d,]*)\]\{[^}]*\} (?:all-reduce|all-gather|reduce-scatter)\(", hlo)
+    assert collective_shapes and not [s for s in collective_shapes if s.endswith(",40") or s.endswith(",20")], collective_shapes
+    xr._reset_spmd()
+    expected_losses, expected_weight = run(False)
+    assert_close(np.array(losses), np.array(expected_losses), rtol=1e-5)
+    assert_close(weight, expected_weight, rtol=1e-5, atol=1e-6)

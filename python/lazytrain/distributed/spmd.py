@@ -150,18 +150,25 @@ class RowwiseParallel:
         self.weight_in_out = weight_in_out
 
 
-def megatron_plan():
+def megatron_plan(vocab_parallel=False):
     """Megatron's layout for the built-in BERT/RoBERTa, Llama and GPT-2 (its MLP):
     attention's query, key and value column-parallel, its output row-parallel;
-    the MLP's up (and gate) column-, its down row-parallel (distributed/spmd.h)."""
+    the MLP's up (and gate) column-, its down row-parallel (distributed/spmd.h).
+    `vocab_parallel=True` also splits the [vocab, hidden] word embeddings and LM
+    head (and BERT's decoder bias) by vocabulary: the logits stay split through
+    the cross-entropy, combined by all-reduces of one value a token."""
     col, row = ColwiseParallel(), RowwiseParallel()
-    return {
+    plan = {
         "attention.self.query": col, "attention.self.key": col, "attention.self.value": col,
         "attention.output.dense": row, "intermediate.dense": col, "output.dense": row,
         "self_attn.q_proj": col, "self_attn.k_proj": col, "self_attn.v_proj": col, "self_attn.o_proj": row,
         "mlp.gate_proj": col, "mlp.up_proj": col, "mlp.down_proj": row,
         "mlp.c_fc": ColwiseParallel(weight_in_out=True), "mlp.c_proj": RowwiseParallel(weight_in_out=True),
     }
+    if vocab_parallel:
+        for module in ("embeddings.word_embeddings", "cls.predictions", "wte", "embed_tokens", "lm_head"):
+            plan[module] = col
+    return plan
 
 
 def parallelize_module(module, mesh, parallelize_plan, axis="model"):

@@ -159,7 +159,8 @@ class CpuCompiler : public Compiler {
     std::string flags;
     for (const auto& f : kernel_flags_) flags += f + " ";
     const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler(options_.cxx));
-    if (!options_.multi_output_fusion) flags += "no-multi-output-fusion";
+    if (!options_.multi_output_fusion) flags += "no-multi-output-fusion ";
+    if (!options_.async_collectives) flags += "no-async-collectives";
     return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
   }
 
@@ -185,7 +186,7 @@ class CpuCompiler : public Compiler {
     {
       runtime::TraceMe trace("compile", "HLO passes");
       if (trace) trace.arg("instructions", static_cast<int64_t>(module.instructions.size()));
-      hlo::run_passes(module, cpu::cpu_pass_pipeline(options_.multi_output_fusion));
+      hlo::run_passes(module, cpu::cpu_pass_pipeline(options_.multi_output_fusion, options_.async_collectives));
     }
     dump(graph_key, "after.hlo", module.to_string());
     std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <set>
 
@@ -15,6 +16,8 @@
 #include "hlo/buffer_assignment.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/op_metadata.h"
+#include "runtime/collective_stream.h"
+#include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
 
@@ -51,6 +54,48 @@ void warn_fallback_once(const hlo::HloModule& module, const hlo::HloInstruction&
                fusion.name().c_str(), module.name.c_str(), hlo::fusion_kind_name(fusion.fusion_kind).c_str(), shape.c_str(), ops.c_str(),
                reason.c_str(), fusion.name().c_str());
 }
+
+// The asynchronous collectives of one execution, by start id: a start queues
+// its exchange on the device's collective thread (runtime/collective_stream.h)
+// and its done takes the result. An execution that fails between the two
+// still waits for what it started, so no exchange outlives its execution.
+class InFlightCollectives {
+ public:
+  InFlightCollectives() = default;
+  InFlightCollectives(const InFlightCollectives&) = delete;
+  InFlightCollectives& operator=(const InFlightCollectives&) = delete;
+  ~InFlightCollectives() {
+    for (auto& [id, result] : started_) {
+      if (result.valid()) result.wait();  // its error, if any, is the failure's consequence
+    }
+  }
+
+  // Queues `start`'s collective over `operand` on the calling thread's device.
+  void start(const hlo::HloInstruction& start, Buffer operand) {
+    const runtime::ReplicaGroups& groups = start.replica_groups;
+    const runtime::ReduceOp op = interpreter::reduce_op(start.reduce_kind);
+    const int64_t dimension = start.dimensions.empty() ? 0 : start.dimensions[0];
+    std::function<Buffer()> exchange;
+    switch (hlo::synchronous_collective(start.opcode)) {
+      case HloOpcode::kAllReduce: exchange = [operand, op, &groups] { return runtime::all_reduce(operand, op, groups); }; break;
+      case HloOpcode::kAllGather: exchange = [operand, dimension, &groups] { return runtime::all_gather(operand, dimension, groups); }; break;
+      default: exchange = [operand, op, dimension, &groups] { return runtime::reduce_scatter(operand, op, dimension, groups); }; break;
+    }
+    started_[start.id] = runtime::start_collective(runtime::current_device(), std::move(exchange));
+  }
+
+  // Waits for the collective of `start` (an id) and returns its result.
+  Buffer done(int start) {
+    auto it = started_.find(start);
+    check(it != started_.end(), "cpu backend", "a done runs before its start");
+    Buffer result = it->second.get();
+    started_.erase(it);
+    return result;
+  }
+
+ private:
+  std::map<int, std::future<Buffer>> started_;
+};
 
 class CpuExecutable : public Executable {
  public:
@@ -116,6 +161,7 @@ class CpuExecutable : public Executable {
     std::map<std::string, double> totals;  // LAZYTRAIN_PROFILE_STDERR: milliseconds per kind of instruction
     const bool tracing = runtime::is_tracing();
     ArenaLease arena(*this);
+    InFlightCollectives in_flight;  // after the arena: waited for before the arena goes back
     // Nothing is overwritten until an instruction runs (a failure before, e.g. no
     // arena, keeps every argument); an instruction that fails says what it may have taken.
     if (overwritten) overwritten->assign(arguments.size(), false);
@@ -131,6 +177,10 @@ class CpuExecutable : public Executable {
       try {
         if (in.opcode == HloOpcode::kConstant) {
           values[in.id] = constants_.at(in.id);  // shared: never overwritten in place (not unique)
+        } else if (hlo::is_async_collective_start(in.opcode)) {
+          in_flight.start(in, values[in.operands[0]]);  // the exchange holds its operand until it ran
+        } else if (hlo::is_async_collective_done(in.opcode)) {
+          values[in.id] = in_flight.done(in.operands[0]);
         } else if (hlo::is_multi_output_fusion(in)) {
           tuples[in.id] = run_multi_output_fusion(in, values, donated, arena.buffer);
         } else if (in.opcode == HloOpcode::kGetTupleElement) {
@@ -201,6 +251,12 @@ class CpuExecutable : public Executable {
       case HloOpcode::kAllReduce:
       case HloOpcode::kAllGather:
       case HloOpcode::kReduceScatter:
+      case HloOpcode::kAllReduceStart:
+      case HloOpcode::kAllGatherStart:
+      case HloOpcode::kReduceScatterStart:
+      case HloOpcode::kAllReduceDone:
+      case HloOpcode::kAllGatherDone:
+      case HloOpcode::kReduceScatterDone:
       case HloOpcode::kPartitionId:
       case HloOpcode::kTuple:
         return false;
@@ -228,8 +284,10 @@ class CpuExecutable : public Executable {
       // A reshape is a view; a collective of one replica, or an interpreted
       // fusion, may hand back an operand's storage.
       const bool interpreted_fusion = in.opcode == HloOpcode::kFusion && !kernels_.count(in.id) && !matmuls_.count(in.id);
-      const bool views = in.opcode == HloOpcode::kReshape || in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather ||
-                         in.opcode == HloOpcode::kReduceScatter || interpreted_fusion ||
+      // An asynchronous pair shares its operand's buffer too, which keeps
+      // that operand alive (and its arena bytes untouched) until the done.
+      const bool collective = hlo::is_collective(in.opcode) || hlo::is_async_collective_done(in.opcode);
+      const bool views = in.opcode == HloOpcode::kReshape || collective || interpreted_fusion ||
                          (in.opcode == HloOpcode::kGetTupleElement && !writes_into_storage(in));
       if (views) {
         for (size_t k = 0; k < in.operands.size(); ++k) operands.push_back(k);
@@ -402,7 +460,10 @@ class CpuExecutable : public Executable {
         l.category = "kernel";
         l.args.emplace_back("fusion_kind", hlo::fusion_kind_name(in.fusion_kind));
         l.args.emplace_back("ops", fused_ops(in));
-      } else if (in.opcode == HloOpcode::kAllReduce || in.opcode == HloOpcode::kAllGather || in.opcode == HloOpcode::kReduceScatter) {
+      } else if (hlo::is_collective(in.opcode) && !hlo::is_async_collective_start(in.opcode)) {
+        l.category = "collective";
+      } else if (hlo::is_async_collective_start(in.opcode) || hlo::is_async_collective_done(in.opcode)) {
+        // The exchange itself is traced on the device's collective thread; a done shows the wait.
         l.category = "collective";
       } else {
         l.category = "interpreter";

@@ -3,6 +3,8 @@
 #include "backend/cpu/cpu_fusion.h"
 #include "backend/cpu/dot_epilogue_fusion.h"
 #include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/async_collective_creator.h"
+#include "hlo/passes/latency_hiding_scheduler.h"
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
@@ -10,7 +12,7 @@
 
 namespace lazytrain::backend::cpu {
 
-std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline(bool multi_output_fusion) {
+std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline(bool multi_output_fusion, bool async_collectives) {
   std::vector<std::unique_ptr<hlo::HloPass>> passes;
   // Simplification first: it exposes constants to fold and duplicates to merge;
   // DCE then drops what the others left unused. Fusion comes after DCE.
@@ -21,7 +23,11 @@ std::vector<std::unique_ptr<hlo::HloPass>> cpu_pass_pipeline(bool multi_output_f
   passes.push_back(std::make_unique<DotEpilogueFusion>());     // before loop fusion takes the bias adds
   passes.push_back(std::make_unique<CpuInstructionFusion>());  // it consumes the simplified graph
   if (multi_output_fusion) passes.push_back(std::make_unique<CpuMultiOutputFusion>());  // merges the loop fusions that fusion made
-  passes.push_back(std::make_unique<hlo::MemoryScheduler>());  // last: orders what will run
+  passes.push_back(std::make_unique<hlo::MemoryScheduler>());  // orders what will run
+  if (async_collectives) {  // after the order is chosen: the pairs move only around it
+    passes.push_back(std::make_unique<hlo::AsyncCollectiveCreator>());
+    passes.push_back(std::make_unique<hlo::LatencyHidingScheduler>());
+  }
   return passes;
 }
 

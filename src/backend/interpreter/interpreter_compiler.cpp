@@ -26,7 +26,9 @@ using interpreter::Buffer;
 // over 5 ms on stderr; `trace`: an "interpreter" event per instruction.
 std::vector<Buffer> evaluate_module(const hlo::HloModule& module, const std::vector<Buffer>& arguments, bool profile, bool trace);
 
-runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
+}  // namespace
+
+runtime::ReduceOp interpreter::reduce_op(hlo::ReduceKind kind) {
   switch (kind) {
     case hlo::ReduceKind::kAdd: return runtime::ReduceOp::kSum;
     case hlo::ReduceKind::kMax: return runtime::ReduceOp::kMax;
@@ -36,8 +38,6 @@ runtime::ReduceOp reduce_op(hlo::ReduceKind kind) {
   }
   return runtime::ReduceOp::kSum;
 }
-
-}  // namespace
 
 Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments) {
   switch (in.opcode) {
@@ -56,10 +56,21 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
       *id.data<int32_t>() = runtime::global_ordinal(runtime::current_device());
       return id;
     }
-    case HloOpcode::kAllReduce: return runtime::all_reduce(*args[0], reduce_op(in.reduce_kind), in.replica_groups);
-    case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
+    // The interpreter runs a start's collective at once; its done hands on the value.
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
     case HloOpcode::kReduceScatter:
-      return runtime::reduce_scatter(*args[0], reduce_op(in.reduce_kind), in.dimensions[0], in.replica_groups);
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kReduceScatterStart:
+      switch (hlo::synchronous_collective(in.opcode)) {
+        case HloOpcode::kAllReduce: return runtime::all_reduce(*args[0], reduce_op(in.reduce_kind), in.replica_groups);
+        case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
+        default: return runtime::reduce_scatter(*args[0], reduce_op(in.reduce_kind), in.dimensions[0], in.replica_groups);
+      }
+    case HloOpcode::kAllReduceDone:
+    case HloOpcode::kAllGatherDone:
+    case HloOpcode::kReduceScatterDone: return *args[0];
     case HloOpcode::kFusion:
       check(!hlo::is_multi_output_fusion(in), "interpreter", in.name() + " is a multi-output fusion (evaluate_fusion gives its elements)");
       return evaluate_fusion(in, args)[0];

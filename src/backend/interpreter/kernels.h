@@ -6,6 +6,7 @@
 
 #include "hlo/hlo_instruction.h"
 #include "runtime/buffer.h"
+#include "runtime/collectives.h"
 
 namespace lazytrain::backend::interpreter {
 
@@ -21,6 +22,8 @@ Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args);  // oneDNN
 // evaluator's kernels (hlo::evaluate_into) into a new buffer.
 // A multi-output fusion or a get-tuple-element raises Error: they go through evaluate_fusion.
 Buffer evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments);
+// A collective's reduction (HLO's to_apply) as the runtime's transports name it.
+runtime::ReduceOp reduce_op(hlo::ReduceKind kind);
 
 // Every value a fusion returns (one per element of its fused computation's
 // ROOT tuple), evaluated on its operand buffers.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -386,6 +387,21 @@ int Partitioner::lower_reduce(const HloInstruction& in) {
     const HloSharding partial = map_dimensions(held, static_cast<int64_t>(rank), kept);
     const int y = local_copy(in, {local_[static_cast<size_t>(x.id)], operand_as(in, 1, HloSharding::replicate())}, {});
     return resolve_partials(y, in.shape, partial, partial_groups(partial, rank, held, in_rank, tiled_reduced), s, in.reduce_kind);
+  }
+  const bool from_minus_infinity = init.opcode == HloOpcode::kConstant && all_elements_equal(init.literal, -std::numeric_limits<double>::infinity());
+  if (!tiled_reduced.empty() && in.reduce_kind == ReduceKind::kLogAddExp && from_minus_infinity) {
+    // Each device's logsumexp of its own part (a vocabulary-parallel loss's
+    // columns), combined without moving the parts: m + log(sum exp(y - m)),
+    // m the parts' maximum (shifted by 0 where every part is -inf).
+    const HloSharding partial = map_dimensions(held, static_cast<int64_t>(rank), kept);
+    const Groups groups = partial_groups(partial, rank, held, in_rank, tiled_reduced);
+    const int y = local_copy(in, {local_[static_cast<size_t>(x.id)], operand_as(in, 1, HloSharding::replicate())}, {});
+    const Shape local = local_shape(in.shape, partial);
+    const int m = b_.all_reduce(y, ReduceKind::kMax, groups);
+    const int finite = b_.compare(m, b_.full(-std::numeric_limits<double>::infinity(), local, in.dtype), ComparisonDirection::kNe);
+    const int shift = b_.select(finite, m, b_.full(0.0, local, in.dtype));
+    const int sum = b_.all_reduce(b_.unary(HloOpcode::kExp, b_.binary(HloOpcode::kSubtract, y, shift)), ReduceKind::kAdd, groups);
+    return reshard(b_.binary(HloOpcode::kAdd, b_.unary(HloOpcode::kLog, sum), shift), in.shape, partial, s);
   }
   std::vector<int64_t> back(rank, -1);  // result dimension -> operand dimension
   for (size_t d = 0; d < in_rank; ++d) {
