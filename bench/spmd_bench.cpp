@@ -22,6 +22,9 @@
 // Machine facts (CPU, ISA, load) are printed first; runs of one binary share
 // the machine, so the ratios between layouts are what to read.
 //
+// Under mpirun -np P (one mesh over every process's devices) --devices counts
+// them all, N/P a process; rank 0 prints.
+//
 // usage: bench_spmd [--model bert-tiny|bert-mini|bert-base|bert-large] [--devices 1,2,4]
 //                   [--batch_size B (global)] [--seq_len S] [--warmup W] [--steps M] [--overlap off,on]
 //                   [--layouts data_parallel,fsdp,2d] (bert-large over 4 devices: --layouts fsdp, as
@@ -165,7 +168,8 @@ void use_compiler(bool async_collectives) {
 
 Result run(const Options& o, int devices, const Layout& layout, bool overlap) {
   use_compiler(overlap);
-  runtime::set_local_replicas(devices);
+  // Under mpirun the devices are split over the processes (one mesh spans them).
+  runtime::set_local_replicas(devices / runtime::replica_world().num_processes);
   std::vector<int64_t> ids(static_cast<size_t>(devices));
   std::iota(ids.begin(), ids.end(), int64_t{0});
   const Mesh mesh(ids, layout.mesh_shape, layout.axes);
@@ -247,6 +251,11 @@ std::string mib(int64_t bytes) {
 int main(int argc, char** argv) {
   using namespace lazytrain;
   const Options o = parse(argc, argv);
+  const runtime::ReplicaWorld& world = runtime::replica_world();  // joins the MPI job under mpirun
+  for (int n : o.devices) {
+    if (n % world.num_processes != 0) usage("--devices " + std::to_string(n) + " does not split over " + std::to_string(world.num_processes) + " processes");
+  }
+  if (world.process_rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 prints the table
   print_machine();
   std::printf("model %s, global batch %lld x %lld tokens, %d warm-up + %d timed steps (median), AdamW f32\n\n", o.model.c_str(),
               static_cast<long long>(o.batch), static_cast<long long>(o.seq), o.warmup, o.steps);

@@ -86,9 +86,10 @@ def analyse(doc):
         elif role == "execution" and e["cat"] in COMPUTE:
             r["compute"].append(span)
         elif role == "execution" and e["cat"] == "collective":
-            if e["name"].startswith(("all-reduce-done", "all-gather-done", "reduce-scatter-done")):
+            # The instructions' own spans ("all-reduce.7"), not the transport's nested inside them.
+            if re.fullmatch(r"(all-reduce|all-gather|reduce-scatter)-done\.\d+", e["name"]):
                 r["waited"] += e["dur"]
-            elif not re.match(r"(all-reduce|all-gather|reduce-scatter)-start", e["name"]):
+            elif re.fullmatch(r"(all-reduce|all-gather|reduce-scatter)\.\d+", e["name"]):
                 r["in_place"] += e["dur"]
     out = {}
     for device, r in sorted(rows.items()):

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,14 @@ struct CompilerOptions {
   // cpu: run the multi-output-fusion pass (hlo/passes/multi_output_fusion.h);
   // false measures the pipeline without it (LAZYTRAIN_MULTI_OUTPUT_FUSION=0).
   bool multi_output_fusion = true;
-  // cpu: collectives become start/done pairs that run on each device's
+  // cpu: true makes collectives start/done pairs that run on each device's
   // collective thread while compute goes on (hlo/passes/async_collective_creator.h,
   // latency_hiding_scheduler.h); false runs each where it stands, the
-  // execution waiting (LAZYTRAIN_ASYNC_COLLECTIVES=0).
-  bool async_collectives = true;
+  // execution waiting. Unset (LAZYTRAIN_ASYNC_COLLECTIVES unset): true when
+  // the job spans processes, where an exchange waits on the network; between
+  // the devices of one process an exchange is copies made by the same cores
+  // that compute, and overlapping them measured no faster (README, Sharding).
+  std::optional<bool> async_collectives;
   // The defaults from the environment (core/env_vars.h): LAZYTRAIN_CACHE_DIR,
   // LAZYTRAIN_DUMP_HLO, LAZYTRAIN_PROFILE_STDERR, CXX, LAZYTRAIN_KERNEL_ISA,
   // LAZYTRAIN_MULTI_OUTPUT_FUSION, LAZYTRAIN_ASYNC_COLLECTIVES.

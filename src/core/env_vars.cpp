@@ -21,7 +21,13 @@ EnvironmentVariables parse_environment(const std::function<const char*(const cha
   env.cxx = get("CXX");
   env.kernel_isa = get("LAZYTRAIN_KERNEL_ISA");
   env.multi_output_fusion = get("LAZYTRAIN_MULTI_OUTPUT_FUSION") != "0";
-  env.async_collectives = get("LAZYTRAIN_ASYNC_COLLECTIVES") != "0";
+  if (const std::string a = get("LAZYTRAIN_ASYNC_COLLECTIVES"); !a.empty()) {
+    if (a != "0" && a != "1") {
+      throw Error("[environment] LAZYTRAIN_ASYNC_COLLECTIVES='" + a + "': expected 1 (collectives overlap compute) or 0 (they run in place); "
+                  "unset, they overlap when the job spans processes");
+    }
+    env.async_collectives = a == "1";
+  }
   if (const std::string n = get("LAZYTRAIN_GRAPH_SIZE_WARNING"); !n.empty()) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(n.c_str(), &end, 10);

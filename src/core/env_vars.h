@@ -22,7 +22,9 @@ struct EnvironmentVariables {
   std::string cxx;                            // CXX: the C++ compiler for generated kernels; empty: "c++"
   std::string kernel_isa;                     // LAZYTRAIN_KERNEL_ISA: auto, avx2 or avx512 (generated kernels); empty: auto
   bool multi_output_fusion = true;            // LAZYTRAIN_MULTI_OUTPUT_FUSION=0: the cpu pipeline without multi-output-fusion
-  bool async_collectives = true;              // LAZYTRAIN_ASYNC_COLLECTIVES=0: collectives run where they stand, nothing overlaps them
+  // LAZYTRAIN_ASYNC_COLLECTIVES: 1 collectives overlap compute (start/done
+  // pairs), 0 they run where they stand; unset: overlap when the job spans processes.
+  std::optional<bool> async_collectives;
   // OMP_NUM_THREADS (OpenMP's own): the first number of its list, the user's
   // choice of compute threads; unset: lazytrain picks (runtime/thread_budget.h).
   std::optional<int> omp_num_threads;

@@ -1,6 +1,7 @@
 #include "distributed/spmd.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -27,7 +28,6 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-// This process's devices, by global ordinal.
 }  // namespace
 
 void use_spmd(int local_devices) {
@@ -202,7 +202,14 @@ int parallelize_module(nn::Module& model, const Mesh& mesh, const ParallelizePla
       } else if (leaf == "bias" && entry.style == ParallelStyle::kColwise) {
         d = 0;
       }
-      if (d < 0 || p.shape()[static_cast<size_t>(d)] % parts != 0) break;
+      if (d < 0) break;
+      if (p.shape()[static_cast<size_t>(d)] % parts != 0) {
+        // Megatron pads such a vocabulary to a multiple; lazytrain keeps the tensor whole and says so.
+        std::fprintf(stderr, "warning: [parallelize_module] %s %s stays whole: dimension %lld (%lld) does not divide into %lld tiles of axis '%s'\n",
+                     name.c_str(), shape_str(p.shape()).c_str(), static_cast<long long>(d), static_cast<long long>(p.shape()[static_cast<size_t>(d)]),
+                     static_cast<long long>(parts), axis.c_str());
+        break;
+      }
       PartitionSpec spec(static_cast<size_t>(p.dim()));
       spec[static_cast<size_t>(d)] = {axis};
       mark_sharding(p, mesh, spec);

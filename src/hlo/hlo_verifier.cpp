@@ -11,9 +11,14 @@ namespace {
 // Every start is read by exactly one done and by nothing else (XLA's
 // asynchronous pairs): a backend hands the start's in-flight exchange to it.
 void verify_async_pairs(const HloModule& module) {
-  std::vector<int> done_users(module.instructions.size(), 0), other_users(module.instructions.size(), 0);
+  const size_t n = module.instructions.size();
+  std::vector<int> done_users(n, 0), other_users(n, 0);
   for (const HloInstruction& in : module.instructions) {
-    for (int o : in.operands) ++(is_async_collective_done(in.opcode) ? done_users : other_users)[static_cast<size_t>(o)];
+    for (int o : in.operands) {
+      if (o < 0 || static_cast<size_t>(o) >= n) continue;  // shape inference names the bad operand
+      ++(is_async_collective_done(in.opcode) ? done_users : other_users)[static_cast<size_t>(o)];
+      check(!is_async_collective_done(in.opcode) || o < in.id, "hlo verifier", in.name() + ": a done must come after its start");
+    }
   }
   for (const HloInstruction& in : module.instructions) {
     if (!is_async_collective_start(in.opcode)) continue;

@@ -16,21 +16,22 @@ void AdamWOptions::validate(const std::string& op) const {
   check(beta2 >= 0 && beta2 < 1, op, "Invalid beta parameter at index 1: " + std::to_string(beta2));
 }
 
+Tensor laid_out_like(Tensor moment, const Tensor& param) {
+  const std::optional<hlo::HloSharding>& layout = param.impl()->sharding_spec();
+  if (!layout || !layout->is_tiled()) return moment;
+  moment.impl()->set_sharding_spec(layout);
+  moment.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(moment.ir_value()->data(), *layout), moment.device()));
+  return moment;
+}
+
 namespace {
 
-// A zero moment of `p`, laid out as `p` is (SPMD, issue 34: its tiles on the
-// devices that hold p's), so that the first step reads the layout every later
-// step reads and the loop compiles one step graph.
+// A zero moment of `p`, laid out as `p` is. (The whole zeros exist on the host
+// and one device for a moment before they are cut.)
 Tensor zero_moment(const Tensor& p) {
   runtime::DeviceGuard on_parameter_device(p.device());  // the moments live with their parameter
   std::vector<uint8_t> zero_bytes(static_cast<size_t>(p.numel() * itemsize(p.dtype())), 0);
-  Tensor moment = from_buffer(zero_bytes.data(), p.shape(), p.dtype());
-  const std::optional<hlo::HloSharding>& layout = p.impl()->sharding_spec();
-  if (layout && layout->is_tiled()) {
-    moment.impl()->set_sharding_spec(layout);
-    moment.impl()->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(moment.ir_value()->data(), *layout), moment.device()));
-  }
-  return moment;
+  return laid_out_like(from_buffer(zero_bytes.data(), p.shape(), p.dtype()), p);
 }
 
 }  // namespace

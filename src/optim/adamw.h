@@ -103,4 +103,10 @@ class AdamW {
   int64_t step_ = 0;
 };
 
+// `moment`, a whole value of `param`'s shape, laid out as `param` is (SPMD,
+// issue 34: cut into the tiles of the devices that hold param's); returned
+// unchanged when param is whole. AdamW's moments are made and loaded so, so
+// that every step reads one layout and the loop compiles one step graph.
+Tensor laid_out_like(Tensor moment, const Tensor& param);
+
 }  // namespace lazytrain::optim

@@ -178,8 +178,10 @@ void AdamW::load_state_dict(const AdamWStateDict& state_dict, const NamedTensors
       State& s = state_[g][i];
       const Literal& m = state_dict.tensors.at(group_names[g][i] + ".exp_avg");
       const Literal& v = state_dict.tensors.at(group_names[g][i] + ".exp_avg_sq");
-      s.exp_avg.set_data(from_buffer(m.raw(), m.shape(), m.dtype()));
-      s.exp_avg_sq.set_data(from_buffer(v.raw(), v.shape(), v.dtype()));
+      // In the parameter's layout, as the moments were made (one step graph after a resume too).
+      const Tensor& p = groups_[g].params[i];
+      s.exp_avg.set_data(laid_out_like(from_buffer(m.raw(), m.shape(), m.dtype()), p));
+      s.exp_avg_sq.set_data(laid_out_like(from_buffer(v.raw(), v.shape(), v.dtype()), p));
     }
   }
 }

@@ -1,4 +1,4 @@
-// CollectiveStream: where a replica device's asynchronous collectives run
+// The collective stream: where a replica device's asynchronous collectives run
 // (HLO's all-gather-start, all-reduce-start, reduce-scatter-start; issue 34).
 //
 // Each device has one collective thread ("device cpu:0 collectives" in a
@@ -7,7 +7,9 @@
 // the result. The thread runs its queue in order, so every replica meets the
 // others in the same order its program started them (the order the compiler
 // fixed, the same on every replica); it runs with its device current, so the
-// transports of runtime/collectives.h see the replica that started it.
+// transports of runtime/collectives.h see the replica that started it. The
+// threads are made at a device's first start and live as long as the process
+// (never joined: an execution may still wait on one at exit).
 #pragma once
 
 #include <functional>

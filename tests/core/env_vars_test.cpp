@@ -55,6 +55,18 @@ TEST(Environment, MalformedNumberNamesTheVariable) {
   }
 }
 
+TEST(Environment, AsyncCollectivesIsOneZeroOrUnset) {
+  EXPECT_FALSE(parse({}).async_collectives.has_value());  // the compiler decides by the job's processes
+  EXPECT_EQ(parse({{"LAZYTRAIN_ASYNC_COLLECTIVES", "1"}}).async_collectives, true);
+  EXPECT_EQ(parse({{"LAZYTRAIN_ASYNC_COLLECTIVES", "0"}}).async_collectives, false);
+  try {
+    parse({{"LAZYTRAIN_ASYNC_COLLECTIVES", "yes"}});
+    FAIL() << "accepted 'yes'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LAZYTRAIN_ASYNC_COLLECTIVES='yes': expected 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Environment, OmpNumThreadsIsTheFirstNumberOfOpenMPsList) {
   EXPECT_FALSE(parse({}).omp_num_threads.has_value());
   EXPECT_EQ(parse({{"OMP_NUM_THREADS", "3"}}).omp_num_threads, 3);

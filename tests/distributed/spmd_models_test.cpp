@@ -214,8 +214,8 @@ TEST(SpmdStructure, MegatronHasTwoAllReducesForwardAndTwoBackwardPerLayer) {
 // logits stay split by vocabulary (each device holds [64 tokens, 40 / 2]); the
 // cross-entropy's logsumexp and target logit combine the halves with
 // all-reduces of one value a token, and no collective moves logits. (The word
-// embeddings' lookup still gathers the [40, 16] table: Megatron's
-// vocabulary-parallel embedding is not done.)
+// embeddings' [40, 16] table is gathered for the lookup: at this size it is a
+// smaller exchange than all-reducing the looked-up [64, 16] rows.)
 TEST(SpmdStructure, AVocabularyParallelLossNeverGathersTheLogits) {
   runtime::set_local_replicas(2);
   {
@@ -263,6 +263,20 @@ TEST(SpmdOverlap, AsyncCollectivesOnTheCpuBackendChangeNoBit) {
   const Mesh mesh({0, 1, 2, 3}, {4}, {"fsdp"});
   const Trained overlapped = train("bert", {&mesh, "fsdp", "fsdp"}, kSteps);
   lazy::wait_device_ops();
+  // The step's program overlaps: compute runs between some start and its done.
+  int overlapping_pairs = 0;
+  for (const auto& executable : lazy::GraphExecutor::get().cached_executables()) {
+    const hlo::HloModule& m = executable->module();
+    for (const auto& done : m.instructions) {
+      if (!hlo::is_async_collective_done(done.opcode)) continue;
+      bool computes = false;
+      for (int i = done.operands[0] + 1; i < done.id; ++i) {
+        computes = computes || m.at(i).opcode == hlo::HloOpcode::kFusion || m.at(i).opcode == hlo::HloOpcode::kDot;
+      }
+      overlapping_pairs += computes;
+    }
+  }
+  EXPECT_GT(overlapping_pairs, 10);
   use_async(false);
   const Trained in_place = train("bert", {&mesh, "fsdp", "fsdp"}, kSteps);
   lazy::wait_device_ops();

@@ -11,6 +11,7 @@
 #include "hlo/hlo_builder.h"
 #include "hlo/hlo_serialization.h"
 #include "hlo/passes/hlo_pass.h"
+#include "../support/hlo_pass_test_util.h"
 
 namespace lazytrain::hlo {
 namespace {
@@ -19,14 +20,7 @@ int count(const HloModule& m, HloOpcode opcode) {
   return static_cast<int>(std::count_if(m.instructions.begin(), m.instructions.end(), [&](const HloInstruction& in) { return in.opcode == opcode; }));
 }
 
-HloModule three_collectives() {
-  HloBuilder b("collectives");
-  int x = b.parameter({4, 6}, DType::kFloat32);
-  int sum = b.all_reduce(x, ReduceKind::kAdd, {});
-  int gathered = b.all_gather(x, 1, {{0, 1}, {2, 3}});
-  int scattered = b.reduce_scatter(x, ReduceKind::kMax, 0, {{0, 1, 2, 3}});
-  return b.build({sum, gathered, scattered});
-}
+using testing::three_collectives;
 
 TEST(CollectivesHlo, PrintedAsXlaPrintsThem) {
   const std::string text = three_collectives().to_string();

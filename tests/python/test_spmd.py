@@ -196,26 +196,59 @@ def test_trace_overlap_measures_exchange_hidden_behind_compute():
         event(2, "collective", "all-gather", 0, 60), event(2, "collective", "all-gather", 60, 40),
         event(1, "collective", "all-gather-start.3", 0, 1), event(1, "kernel", "fusion.4", 50, 20),
         event(1, "dot", "dot.5", 60, 20), event(1, "collective", "all-gather-done.6", 90, 10),
-        event(1, "collective", "all-reduce.7", 120, 5)]}
+        event(1, "collective", "all-reduce.7", 120, 5), event(1, "collective", "all-reduce", 121, 3),
+        event(1, "collective", "MPI all-reduce", 122, 1)]}  # the transport's spans nest in the instruction's
     rows = _trace_overlap().analyse(doc)
     assert rows == {"cpu:0": {"exchange_ms": 0.1, "hidden": 0.3, "waited_ms": 0.01, "in_place_ms": 0.005}}
 
 
-def test_a_traced_sharded_step_shows_its_exchanges_on_each_devices_collective_thread(four_devices, tmp_path):
-    import lazytrain.debug.profiler as xp
+_TRACED_STEP = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import lazytrain as lt
+import lazytrain.debug.profiler as xp
+import lazytrain.distributed.spmd as xs
+import lazytrain.runtime as xr
+from test_spmd import _train
+xr.use_spmd(4)
+xp.start_trace(sys.argv[2])
+_train(xs.Mesh(np.arange(4), (4, 1), ("data", "model")), steps=2)
+lt.wait_device_ops()
+print(xp.stop_trace())
+"""
 
-    mesh = xs.Mesh(np.arange(4), (4, 1), ("data", "model"))
-    xp.start_trace(tmp_path / "profile")
-    _train(mesh, steps=2)
-    lt.wait_device_ops()
-    path = xp.stop_trace()
-    with open(path) as f:
-        rows = _trace_overlap().analyse(json.load(f))
-    # The cpu backend runs the collectives asynchronously: every device's
-    # exchanges are on its collective thread, its execution thread only waits.
+
+def _traced_sharded_step(tmp_path, async_collectives):
+    """tools/trace_overlap.py's rows for two FSDP steps on 4 devices, traced in a
+    process of their own (LAZYTRAIN_ASYNC_COLLECTIVES is read at start-up)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("LAZYTRAIN_ASYNC_COLLECTIVES", None)
+    if async_collectives is not None:
+        env["LAZYTRAIN_ASYNC_COLLECTIVES"] = async_collectives
+    run = subprocess.run([sys.executable, "-c", _TRACED_STEP, str(pathlib.Path(__file__).parent), str(tmp_path / "profile")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    with open(run.stdout.strip().splitlines()[-1]) as f:
+        return _trace_overlap().analyse(json.load(f))
+
+
+def test_collectives_overlap_compute_on_each_devices_collective_thread(tmp_path):
+    # LAZYTRAIN_ASYNC_COLLECTIVES=1: start/done pairs; every device's exchanges
+    # run on its collective thread, its execution thread only starts and waits.
+    rows = _traced_sharded_step(tmp_path / "async", "1")
     assert sorted(rows) == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"], rows
     for device, r in rows.items():
         assert r["exchange_ms"] > 0 and r["in_place_ms"] == 0, (device, r)
+    # Unset, the devices of one process run them in place (they share the cores).
+    rows = _traced_sharded_step(tmp_path / "default", None)
+    for device, r in rows.items():
+        assert r["exchange_ms"] == 0 and r["in_place_ms"] > 0, (device, r)
 
 
 def test_spmd_errors_name_the_callers_line(four_devices):
@@ -236,14 +269,14 @@ def test_spmd_errors_name_the_callers_line(four_devices):
 def test_a_vocabulary_parallel_loss_matches_one_device_without_gathering_logits(four_devices):
     """megatron_plan(vocab_parallel=True) splits the LM head by vocabulary: the
     cross-entropy combines the devices' columns with all-reduces of one value
-    a token, so no collective carries logits (vocabulary 40, 16 tokens)."""
+    a token, so no collective carries logits (vocabulary 40, hidden 6, 16 tokens)."""
     mesh = xs.Mesh(np.arange(4), (2, 2), ("data", "model"))
 
     class Lm(nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed_tokens = nn.Embedding(40, 8)
-            self.lm_head = nn.Linear(8, 40, bias=False)
+            self.embed_tokens = nn.Embedding(40, 6)
+            self.lm_head = nn.Linear(6, 40, bias=False)
 
         def forward(self, ids):
             return self.lm_head(lt.tanh(self.embed_tokens(ids)))
@@ -271,10 +304,22 @@ def test_a_vocabulary_parallel_loss_matches_one_device_without_gathering_logits(
             losses.append(loss.item())
         return losses, model.lm_head.weight.numpy()
 
+    # GPT-2's 50257 rows, or any vocabulary the axis does not divide, stay whole, with a warning.
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm_head = nn.Linear(8, 41, bias=False)
+
+    with pytest.warns(UserWarning, match=r"lm_head.weight \[41, 8\] stays whole: dimension 0 \(41\) does not divide into 2 tiles of axis 'model'"):
+        xs.parallelize_module(Odd(), mesh, xs.megatron_plan(vocab_parallel=True))
+
     losses, weight = run(True)
     hlo = lt._C._last_compiled_hlo()
     collective_shapes = re.findall(r"= f32\[([\d,]*)\]\{[^}]*\} (?:all-reduce|all-gather|reduce-scatter)\(", hlo)
-    assert collective_shapes and not [s for s in collective_shapes if s.endswith(",40") or s.endswith(",20")], collective_shapes
+    # The logits are [16, 40], [8, 20] a device (16 tokens by "data", 40 words by
+    # "model"); the weight gradients' [6, 20] all-reduces over "data" are data parallelism's.
+    logits = {"16,40", "8,40", "16,20", "8,20"}
+    assert collective_shapes and not logits & set(collective_shapes), collective_shapes
     xr._reset_spmd()
     expected_losses, expected_weight = run(False)
     assert_close(np.array(losses), np.array(expected_losses), rtol=1e-5)

@@ -9,6 +9,7 @@
 
 #include "backend/registry.h"
 #include "core/half.h"
+#include "hlo/hlo_builder.h"
 #include "hlo/hlo_instruction.h"
 
 namespace lazytrain::hlo::testing {
@@ -93,5 +94,16 @@ inline int count(const HloModule& m, HloOpcode op) {
 }
 
 inline const HloInstruction& output(const HloModule& m, size_t i) { return m.at(m.at(m.root).operands[i]); }
+
+// f32[4,6] x and its all-reduce over every replica, all-gather along dimension 1
+// in groups {0,1},{2,3}, and max reduce-scatter along dimension 0 over four.
+inline HloModule three_collectives() {
+  HloBuilder b("collectives");
+  int x = b.parameter({4, 6}, DType::kFloat32);
+  int sum = b.all_reduce(x, ReduceKind::kAdd, {});
+  int gathered = b.all_gather(x, 1, {{0, 1}, {2, 3}});
+  int scattered = b.reduce_scatter(x, ReduceKind::kMax, 0, {{0, 1, 2, 3}});
+  return b.build({sum, gathered, scattered});
+}
 
 }  // namespace lazytrain::hlo::testing

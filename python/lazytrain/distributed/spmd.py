@@ -21,6 +21,7 @@ major first). Tiles must be even (PyTorch/XLA pads uneven ones; lazytrain
 raises, naming the dimension).
 """
 import collections
+import warnings
 
 import numpy as np
 
@@ -196,6 +197,9 @@ def parallelize_module(module, mesh, parallelize_plan, axis="model"):
                 spec = [None] * p.dim()
                 spec[d] = axis
                 mark_sharding(p, mesh, tuple(spec))
+            else:
+                warnings.warn(f"parallelize_module: {name} {list(p.shape)} stays whole: dimension {d} ({p.shape[d]}) "
+                              f"does not divide into {parts} tiles of axis '{axis}'", stacklevel=2)
             break
     if not matched:
         raise ValueError(f"parallelize_module: no module of the model matches the plan ({sorted(parallelize_plan)}): check its module paths")

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
+#include "runtime/collectives.h"
 #include "runtime/persistent_cache.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
@@ -153,6 +154,9 @@ class CpuCompiler : public Compiler {
     return disk_ ? &*disk_ : nullptr;
   }
 
+  // CompilerOptions::async_collectives, its default decided by the job's processes.
+  bool async_collectives() const { return options_.async_collectives.value_or(runtime::replica_world().num_processes > 1); }
+
   // Graph hash + backend + compiler version and flags (the kernel ISA among
   // them) + this build of lazytrain.
   std::string entry_key(const std::string& graph_key) const {
@@ -160,7 +164,7 @@ class CpuCompiler : public Compiler {
     for (const auto& f : kernel_flags_) flags += f + " ";
     const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler(options_.cxx));
     if (!options_.multi_output_fusion) flags += "no-multi-output-fusion ";
-    if (!options_.async_collectives) flags += "no-async-collectives";
+    if (!async_collectives()) flags += "no-async-collectives";
     return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
   }
 
@@ -186,7 +190,7 @@ class CpuCompiler : public Compiler {
     {
       runtime::TraceMe trace("compile", "HLO passes");
       if (trace) trace.arg("instructions", static_cast<int64_t>(module.instructions.size()));
-      hlo::run_passes(module, cpu::cpu_pass_pipeline(options_.multi_output_fusion, options_.async_collectives));
+      hlo::run_passes(module, cpu::cpu_pass_pipeline(options_.multi_output_fusion, async_collectives()));
     }
     dump(graph_key, "after.hlo", module.to_string());
     std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);

@@ -76,17 +76,21 @@ class InFlightCollectives {
     const runtime::ReduceOp op = interpreter::reduce_op(start.reduce_kind);
     const int64_t dimension = start.dimensions.empty() ? 0 : start.dimensions[0];
     std::function<Buffer()> exchange;
+    // `groups` lives in the executable's module, which outlives this (the destructor waits).
     switch (hlo::synchronous_collective(start.opcode)) {
       case HloOpcode::kAllReduce: exchange = [operand, op, &groups] { return runtime::all_reduce(operand, op, groups); }; break;
       case HloOpcode::kAllGather: exchange = [operand, dimension, &groups] { return runtime::all_gather(operand, dimension, groups); }; break;
-      default: exchange = [operand, op, dimension, &groups] { return runtime::reduce_scatter(operand, op, dimension, groups); }; break;
+      case HloOpcode::kReduceScatter:
+        exchange = [operand, op, dimension, &groups] { return runtime::reduce_scatter(operand, op, dimension, groups); };
+        break;
+      default: throw Error("[cpu backend] " + start.name() + " is not the start of a collective");
     }
     started_[start.id] = runtime::start_collective(runtime::current_device(), std::move(exchange));
   }
 
-  // Waits for the collective of `start` (an id) and returns its result.
-  Buffer done(int start) {
-    auto it = started_.find(start);
+  // Waits for the collective of start `start_id` and returns its result.
+  Buffer done(int start_id) {
+    auto it = started_.find(start_id);
     check(it != started_.end(), "cpu backend", "a done runs before its start");
     Buffer result = it->second.get();
     started_.erase(it);
@@ -107,6 +111,14 @@ class CpuExecutable : public Executable {
     }
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kGetTupleElement) elements_[in.operands[0]].push_back(in.id);
+      if (hlo::is_async_collective_done(in.opcode)) {
+        // The exchange reads its operand's storage until the done: a parameter it
+        // reads (through reshapes) must not be overwritten in place before then.
+        int source = module_.at(in.operands[0]).operands[0];
+        while (module_.at(source).opcode == HloOpcode::kReshape) source = module_.at(source).operands[0];
+        int& end = exchange_end_[source];
+        end = std::max(end, in.id);
+      }
     }
     for (const auto& [id, fn] : kernels_) {
       const hlo::HloInstruction& fusion = module_.at(id);
@@ -284,8 +296,11 @@ class CpuExecutable : public Executable {
       // A reshape is a view; a collective of one replica, or an interpreted
       // fusion, may hand back an operand's storage.
       const bool interpreted_fusion = in.opcode == HloOpcode::kFusion && !kernels_.count(in.id) && !matmuls_.count(in.id);
-      // An asynchronous pair shares its operand's buffer too, which keeps
-      // that operand alive (and its arena bytes untouched) until the done.
+      // An asynchronous pair shares its operand's buffer too (a collective of
+      // one replica hands back its operand): the set is kept out of the arena,
+      // since the start makes its storage. The queued exchange holds the
+      // operand alive until it ran; exchange_end_ keeps it from being
+      // overwritten in place before then.
       const bool collective = hlo::is_collective(in.opcode) || hlo::is_async_collective_done(in.opcode);
       const bool views = in.opcode == HloOpcode::kReshape || collective || interpreted_fusion ||
                          (in.opcode == HloOpcode::kGetTupleElement && !writes_into_storage(in));
@@ -460,10 +475,8 @@ class CpuExecutable : public Executable {
         l.category = "kernel";
         l.args.emplace_back("fusion_kind", hlo::fusion_kind_name(in.fusion_kind));
         l.args.emplace_back("ops", fused_ops(in));
-      } else if (hlo::is_collective(in.opcode) && !hlo::is_async_collective_start(in.opcode)) {
-        l.category = "collective";
-      } else if (hlo::is_async_collective_start(in.opcode) || hlo::is_async_collective_done(in.opcode)) {
-        // The exchange itself is traced on the device's collective thread; a done shows the wait.
+      } else if (hlo::is_collective(in.opcode) || hlo::is_async_collective_done(in.opcode)) {
+        // A start's exchange itself is traced on the device's collective thread; its done shows the wait.
         l.category = "collective";
       } else {
         l.category = "interpreter";
@@ -511,6 +524,9 @@ class CpuExecutable : public Executable {
       const hlo::HloInstruction& producer = module_.at(o);
       const bool donated_argument = producer.opcode == HloOpcode::kParameter && !donated.empty() &&
                                     donated[static_cast<size_t>(producer.parameter_number)];
+      // An exchange still reading it (a donated argument's storage is not
+      // protected by sharing: the caller's reference is counted too).
+      if (const auto exchange = exchange_end_.find(o); exchange != exchange_end_.end() && exchange->second > in.id) continue;
       if (!donated_argument && (producer.opcode == HloOpcode::kParameter || !values[o].unique())) continue;
       // The same value read through two operands must not be overwritten under the other.
       if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
@@ -553,6 +569,7 @@ class CpuExecutable : public Executable {
   std::vector<int> last_use_;
   std::map<int, std::vector<size_t>> in_place_operands_;  // kernel, scatter or get-tuple-element -> operand indices (of the fusion, for an element)
   std::map<int, std::vector<int>> elements_;               // multi-output fusion -> its get-tuple-elements
+  std::map<int, int> exchange_end_;                       // value an asynchronous collective reads -> its last done
   std::map<int, std::unique_ptr<OneDnnMatmul>> matmuls_;  // dots and dot epilogue fusions
   std::map<int, Buffer> constants_;                       // each constant's value, copied once
   std::map<int, std::string> fallback_reasons_;           // fusions run on the interpreter, and why

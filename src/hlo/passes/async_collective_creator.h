@@ -7,9 +7,10 @@
 // in program order.
 //
 // Departure from XLA: a start here has its collective's result shape (XLA's
-// all-gather-start is a tuple of the operand and the result); its operand's
-// buffer is kept alive until the done by the backend's buffer assignment
-// instead (backend/cpu/cpu_executable.cpp: the pair aliases its operand).
+// all-gather-start is a tuple of the operand and the result, which keeps the
+// operand's buffer alive until the done); the backend keeps the operand alive
+// instead (backend/cpu/cpu_executable.cpp: the queued exchange holds it, and
+// nothing is computed over it in place before the done).
 #pragma once
 
 #include "hlo/passes/hlo_pass.h"

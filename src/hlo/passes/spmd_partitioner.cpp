@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -271,6 +272,7 @@ class Partitioner {
   int lower(const HloInstruction& in);
   int lower_dot(const HloInstruction& in);
   int lower_reduce(const HloInstruction& in);
+  int lower_row_split_gather(const HloInstruction& in);
   int lower_scatter(const HloInstruction& in);
   int lower_custom_call(const HloInstruction& in);
 
@@ -347,6 +349,7 @@ int Partitioner::lower(const HloInstruction& in) {
     case HloOpcode::kReduce: return lower_reduce(in);
     case HloOpcode::kDot: return lower_dot(in);
     case HloOpcode::kGather: {
+      if (const int looked_up = lower_row_split_gather(in); looked_up >= 0) return looked_up;
       // table [N, R...], ids [I...] -> [I..., R...]: the table whole along N.
       const size_t ni = g_.at(in.operands[1]).shape.size();
       std::vector<int64_t> to_table(rank, -1), to_ids(rank, -1);
@@ -362,6 +365,61 @@ int Partitioner::lower(const HloInstruction& in) {
     default: break;
   }
   fail(in, "no partitioning rule for " + opcode_name(in.opcode));
+}
+
+// A lookup in a table split by rows only (Megatron's vocabulary-parallel
+// embedding): each device looks up the ids among its own rows, zeros for the
+// others, and an all-reduce over the devices that split the rows sums them;
+// the table is never gathered. -1 when the layouts do not fit (the result split
+// along R, the table along more than its rows, or a device group that would
+// not hold one tile of each row block) or the table is the smaller exchange:
+// the caller gathers the table.
+int Partitioner::lower_row_split_gather(const HloInstruction& in) {
+  const HloSharding& s = *in.sharding;
+  const HloInstruction& table = g_.at(in.operands[0]);
+  const HloInstruction& ids_in = g_.at(in.operands[1]);
+  const size_t rank = in.shape.size(), table_rank = table.shape.size(), ni = ids_in.shape.size();
+  const HloSharding& held = *table.sharding;
+  if (!held.is_tiled() || !is_floating_point(in.dtype)) return -1;
+  const std::vector<int64_t> row_tiles = counts_of(held, table_rank), result_tiles = counts_of(s, rank);
+  if (row_tiles[0] == 1) return -1;
+  // The cheaper exchange: the looked-up rows are all-reduced (about twice
+  // their bytes) where the table would be gathered whole (a vocabulary's
+  // worth of rows against a batch's; a short position table is gathered).
+  if (numel(table.shape) <= 2 * numel(in.shape)) return -1;
+  for (size_t d = 1; d < table_rank; ++d) {
+    if (row_tiles[d] != 1 || result_tiles[ni + d - 1] != 1) return -1;
+  }
+  // One device of each row block per group of devices holding the same result tile.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> blocks;  // result tile -> devices per row block
+  for (int64_t device : devices_) {
+    auto& count = blocks[coords_of(s, device, rank)];
+    count.resize(static_cast<size_t>(row_tiles[0]));
+    ++count[static_cast<size_t>(coords_of(held, device, table_rank)[0])];
+  }
+  for (const auto& [tile, count] : blocks) {
+    if (std::any_of(count.begin(), count.end(), [&](int64_t c) { return c != count[0]; })) return -1;
+  }
+  std::vector<int64_t> ids_map(rank, -1);  // result dimension -> ids dimension
+  for (size_t j = 0; j < ni; ++j) ids_map[j] = static_cast<int64_t>(j);
+  const HloSharding ids_layout = map_dimensions(s, static_cast<int64_t>(ni), ids_map);
+  const int ids = operand_as(in, 1, ids_layout);
+  const Shape ids_shape = local_shape(ids_in.shape, ids_layout);
+  const int64_t rows = table.shape[0] / row_tiles[0];
+  const int first = b_.convert(per_device([&](int64_t device) { return coords_of(held, device, table_rank)[0] * rows; }), ids_in.dtype);
+  const int local_ids = b_.binary(HloOpcode::kSubtract, ids, b_.broadcast(first, ids_shape, {}));
+  const int at_least_first = b_.compare(local_ids, b_.full(0.0, ids_shape, ids_in.dtype), ComparisonDirection::kGe);
+  const int below_last = b_.compare(local_ids, b_.full(static_cast<double>(rows), ids_shape, ids_in.dtype), ComparisonDirection::kLt);
+  const int mine = b_.binary(HloOpcode::kAnd, at_least_first, below_last);
+  const int safe_ids = b_.select(mine, local_ids, b_.full(0.0, ids_shape, ids_in.dtype));
+  const int looked_up = local_copy(in, {local_[static_cast<size_t>(table.id)], safe_ids}, {});
+  const Shape out_shape = local_shape(in.shape, s);
+  std::vector<int64_t> id_dims(ni);
+  std::iota(id_dims.begin(), id_dims.end(), int64_t{0});
+  const int kept = b_.select(b_.broadcast(mine, out_shape, id_dims), looked_up, b_.full(0.0, out_shape, in.dtype));
+  return b_.all_reduce(kept, ReduceKind::kAdd,
+                       matched_groups([&](int64_t device) { return coords_of(s, device, rank); },
+                                      [&](int64_t device) { return coords_of(held, device, table_rank)[0]; }, row_tiles[0]));
 }
 
 int Partitioner::lower_reduce(const HloInstruction& in) {
@@ -392,13 +450,14 @@ int Partitioner::lower_reduce(const HloInstruction& in) {
   if (!tiled_reduced.empty() && in.reduce_kind == ReduceKind::kLogAddExp && from_minus_infinity) {
     // Each device's logsumexp of its own part (a vocabulary-parallel loss's
     // columns), combined without moving the parts: m + log(sum exp(y - m)),
-    // m the parts' maximum (shifted by 0 where every part is -inf).
+    // m the parts' maximum (shifted by 0 where it is infinite, as the
+    // evaluator's logaddexp does: -inf everywhere stays -inf, a +inf part gives +inf).
     const HloSharding partial = map_dimensions(held, static_cast<int64_t>(rank), kept);
     const Groups groups = partial_groups(partial, rank, held, in_rank, tiled_reduced);
     const int y = local_copy(in, {local_[static_cast<size_t>(x.id)], operand_as(in, 1, HloSharding::replicate())}, {});
     const Shape local = local_shape(in.shape, partial);
     const int m = b_.all_reduce(y, ReduceKind::kMax, groups);
-    const int finite = b_.compare(m, b_.full(-std::numeric_limits<double>::infinity(), local, in.dtype), ComparisonDirection::kNe);
+    const int finite = b_.compare(b_.unary(HloOpcode::kAbs, m), b_.full(std::numeric_limits<double>::infinity(), local, in.dtype), ComparisonDirection::kLt);
     const int shift = b_.select(finite, m, b_.full(0.0, local, in.dtype));
     const int sum = b_.all_reduce(b_.unary(HloOpcode::kExp, b_.binary(HloOpcode::kSubtract, y, shift)), ReduceKind::kAdd, groups);
     return reshard(b_.binary(HloOpcode::kAdd, b_.unary(HloOpcode::kLog, sum), shift), in.shape, partial, s);

@@ -15,6 +15,7 @@
 #include "hlo/hlo_serialization.h"
 #include "hlo/passes/async_collective_creator.h"
 #include "hlo/passes/latency_hiding_scheduler.h"
+#include "../../support/hlo_pass_test_util.h"
 
 namespace lazytrain::hlo {
 namespace {
@@ -48,14 +49,7 @@ DotDimensionNumbers matmul_dims() {
   return d;
 }
 
-HloModule three_collectives() {
-  HloBuilder b("collectives");
-  int x = b.parameter({4, 6}, DType::kFloat32);
-  int sum = b.all_reduce(x, ReduceKind::kAdd, {});
-  int gathered = b.all_gather(x, 1, {{0, 1}, {2, 3}});
-  int scattered = b.reduce_scatter(x, ReduceKind::kMax, 0, {{0, 1, 2, 3}});
-  return b.build({sum, gathered, scattered});
-}
+using testing::three_collectives;
 
 TEST(AsyncCollectives, EachCollectiveBecomesAStartDonePairPrintedAsXla) {
   HloModule m = three_collectives();

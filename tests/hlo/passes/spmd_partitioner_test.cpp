@@ -182,6 +182,27 @@ TEST(SpmdPartitioner, ARowSplitTableTakesWholeIdsAndKeepsItsRows) {
   EXPECT_EQ(count_opcode(local, HloOpcode::kAllGather), 1) << local.to_string();  // the table, for the gather
 }
 
+TEST(SpmdPartitioner, ALookupInALargeRowSplitTableSumsEachDevicesOwnRows) {
+  // Megatron's vocabulary-parallel embedding: a 64-row table split over two
+  // devices, three ids (one past the first tile): each device looks up the ids
+  // among its rows, zeros elsewhere, and an all-reduce of the [3, 4] rows sums
+  // them; the table (the larger exchange) is never gathered.
+  HloBuilder b("vocabulary_parallel_lookup");
+  int table = b.parameter({64, 4}, DType::kFloat32);
+  int ids = b.parameter({3}, DType::kInt64);
+  b.set_sharding(table, S("{devices=[2,1]<=[2]}"));
+  HloModule global = b.build({b.gather(table, ids)});
+  // expect_partitioned_matches draws ids in [-5, 5]: the gather's ids must be rows.
+  std::vector<runtime::Buffer> args = testing::random_arguments(global, 3);
+  const int64_t chosen[] = {0, 40, 63};
+  for (int i = 0; i < 3; ++i) args[1].data<int64_t>()[i] = chosen[i];
+  const std::vector<runtime::Buffer> expected = testing::run(global, args);
+  const HloModule local = testing::partitioned(global);
+  for (const auto& on_device : testing::run_on_devices(local, 2, args)) testing::expect_close(expected, on_device, 0);
+  EXPECT_EQ(count_opcode(local, HloOpcode::kAllGather), 0) << local.to_string();
+  EXPECT_EQ(count_opcode(local, HloOpcode::kAllReduce), 1) << local.to_string();
+}
+
 TEST(SpmdPartitioner, ReductionsThatCannotCombinePartialsGatherFirst) {
   HloBuilder b("reductions");
   int x = b.parameter({4, 6}, DType::kFloat32);
