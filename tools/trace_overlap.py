@@ -15,12 +15,14 @@ per device cpu:N,
   in place ms     time the execution thread spent in synchronous collectives
                   (LAZYTRAIN_ASYNC_COLLECTIVES=0, or the interpreter backend)
 
-    python3 tools/trace_overlap.py TRACE.json
+    python3 tools/trace_overlap.py TRACE.json   (or the directory holding one)
 
 Standard library only. Exits 2 naming the file when it is not a trace.
 """
 import argparse
+import glob
 import json
+import os
 import re
 import sys
 
@@ -106,8 +108,13 @@ def analyse(doc):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trace", help="a .trace.json file")
+    parser.add_argument("trace", help="a .trace.json file, or the directory holding one")
     args = parser.parse_args()
+    if os.path.isdir(args.trace):  # the directory LAZYTRAIN_PROFILE / --profile_dir names
+        traces = sorted(glob.glob(os.path.join(args.trace, "*.trace.json")))
+        if len(traces) != 1:
+            fail(f"{args.trace}: a directory with {len(traces)} .trace.json files; pass one of them")
+        args.trace = traces[0]
     try:
         with open(args.trace) as f:
             doc = json.load(f)

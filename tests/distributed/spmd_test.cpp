@@ -17,6 +17,7 @@
 #include "runtime/collectives.h"
 #include "tensor/compile.h"
 #include "tensor/ops.h"
+#include "../support/backend_scope.h"
 
 namespace lazytrain::distributed::spmd {
 namespace {
@@ -213,6 +214,39 @@ TEST(SpmdMarkSharding, ACompiledFunctionRefusesATensorInTiles) {
   CompiledFunction f = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; });
   EXPECT_NE(error_of([&] { f({x}); }).find("reads a tensor laid out over a mesh (mark_sharding): a compiled function runs on one device"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace lazytrain::distributed::spmd
+
+namespace lazytrain::distributed::spmd {
+namespace {
+
+// A new user's find: FSDP's step of a block evaluated twice, `(f(x) * f(x)).mean()`
+// with f = fc2(gelu(fc1(x))), x and both weights split by rows, on the cpu
+// backend (multi-output fusion merges the two evaluations' loops). One device's values.
+TEST(SpmdMarkSharding, ABlockEvaluatedTwiceUnderFsdpCompilesOnTheCpuBackend) {
+  testing::CpuBackendScope cpu;
+  const std::vector<float> x_values = random_values(8 * 16, 5), w1_values = random_values(32 * 16, 6), w2_values = random_values(8 * 32, 7);
+  auto run = [&](const Mesh* mesh) {
+    Tensor x = from_vector(x_values, {8, 16}), w1 = from_vector(w1_values, {32, 16}), w2 = from_vector(w2_values, {8, 32});
+    w1.requires_grad_();
+    w2.requires_grad_();
+    if (mesh) {
+      for (Tensor* t : {&x, &w1, &w2}) mark_sharding(*t, *mesh, {{"fsdp"}, {}});
+    }
+    auto f = [&] { return matmul(gelu(matmul(x, transpose(w1, 0, 1))), transpose(w2, 0, 1)); };
+    Tensor loss = mean(mul(f(), f()));
+    loss.backward();
+    lazy::mark_step();
+    return std::make_pair(loss.item(), w1.grad().to_vector<float>());
+  };
+  const auto expected = run(nullptr);
+  Devices devices(4);
+  const Mesh mesh({0, 1, 2, 3}, {4}, {"fsdp"});
+  const auto got = run(&mesh);
+  EXPECT_NEAR(got.first, expected.first, 1e-5 * std::abs(expected.first));
+  expect_near(got.second, expected.second, 1e-5);
 }
 
 }  // namespace

@@ -250,6 +250,12 @@ bool MultiOutputFusion::run(HloModule& module) {
   }
   std::vector<int> outputs;
   for (int o : module.at(module.root).operands) outputs.push_back(new_id[static_cast<size_t>(o)]);
+  // Groups merged pairwise can still wait on each other through a third
+  // (found by a block evaluated twice under FSDP): such units never become
+  // ready. Then the module is left as it was, unmerged, rather than broken.
+  for (const HloInstruction& in : module.instructions) {
+    if (in.opcode != HloOpcode::kTuple && new_id[static_cast<size_t>(in.id)] < 0 && !emitted[static_cast<size_t>(unit(in.id))]) return false;
+  }
   module = b.build(outputs);
   return true;
 }
