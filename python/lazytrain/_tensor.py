@@ -151,7 +151,8 @@ def _numpy_for(data, dtype):
         array = array.astype(_NUMPY_DTYPES[dtype])
     elif dtype == _dtype.bfloat16:
         array = array.astype(np.float32)
-    return np.ascontiguousarray(array)
+    # Not np.ascontiguousarray: it makes a 0-d array 1-d (torch.tensor(3.0) is 0-d).
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False):

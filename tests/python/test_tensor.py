@@ -63,6 +63,8 @@ def test_reads_item_tolist_numpy():
     with pytest.raises(TypeError, match="BFloat16"):
         x.bfloat16().numpy()
     assert float(lt.tensor(2.5)) == 2.5 and int(lt.tensor(3)) == 3
+    # A number makes a 0-d tensor, as torch.tensor(2.5) does; a list of one, 1-d.
+    assert lt.tensor(2.5).shape == () and lt.tensor(3).dim() == 0 and lt.tensor([2.5]).shape == (1,)
     with pytest.raises(RuntimeError, match="ambiguous"):
         bool(lt.ones(2))
 
