@@ -44,6 +44,9 @@ void reset_spmd() {
 
 Mesh::Mesh(std::vector<int64_t> device_ids, std::vector<int64_t> mesh_shape, std::vector<std::string> axis_names)
     : device_ids_(std::move(device_ids)), mesh_shape_(std::move(mesh_shape)), axis_names_(std::move(axis_names)) {
+  for (int64_t axis_size : mesh_shape_) {
+    require(axis_size >= 1, "Mesh", "mesh_shape " + shape_str(mesh_shape_) + " has an axis of " + std::to_string(axis_size) + " devices: expected sizes >= 1");
+  }
   const int64_t cells = std::accumulate(mesh_shape_.begin(), mesh_shape_.end(), int64_t{1}, std::multiplies<>());
   require(!mesh_shape_.empty() && cells == size(), "Mesh",
         "mesh_shape " + shape_str(mesh_shape_) + " holds " + std::to_string(cells) + " devices, but device_ids has " + std::to_string(size()));

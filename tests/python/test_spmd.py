@@ -324,3 +324,18 @@ def test_a_vocabulary_parallel_loss_matches_one_device_without_gathering_logits(
     expected_losses, expected_weight = run(False)
     assert_close(np.array(losses), np.array(expected_losses), rtol=1e-5)
     assert_close(weight, expected_weight, rtol=1e-5, atol=1e-6)
+
+
+def test_mesh_checks_its_arguments_and_fsdp_warns_for_a_parameter_it_leaves_whole(four_devices):
+    from lazytrain.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
+
+    with pytest.raises(RuntimeError, match=r"mesh_shape \[-2, -2\] has an axis of -2 devices: expected sizes >= 1"):
+        xs.Mesh(np.arange(4), (-2, -2), ("a", "b"))
+    with pytest.raises(TypeError, match=r"device_ids must be integer device ordinals, got \[0.0, 1.5, 2.0, 3.0\]"):
+        xs.Mesh([0, 1.5, 2, 3], (4,))
+    with pytest.raises(TypeError, match="mesh_shape must be a tuple of ints, one per mesh axis, got 4"):
+        xs.Mesh(np.arange(4), 4)
+    mesh = xs.Mesh(np.arange(4), (4, 1), ("fsdp", "model"))
+    model = nn.Sequential(nn.Linear(6, 8), nn.Linear(8, 5))  # the last bias, [5], has no dimension 4 divides
+    with pytest.warns(UserWarning, match=r"1\.bias \[5\] stays whole: no dimension divides into 4 tiles of axis 'fsdp'"):
+        FSDPv2(model, mesh)

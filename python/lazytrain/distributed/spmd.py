@@ -49,7 +49,12 @@ class Mesh:
     `axis_names` name its dimensions (default: their indices)."""
 
     def __init__(self, device_ids, mesh_shape, axis_names=None):
-        ids = [int(i) for i in np.asarray(device_ids).reshape(-1)]
+        ids_array = np.asarray(device_ids)
+        if ids_array.size and ids_array.dtype.kind not in "iu":
+            raise TypeError(f"Mesh: device_ids must be integer device ordinals, got {ids_array.reshape(-1).tolist()}")
+        if not isinstance(mesh_shape, (tuple, list)) or not all(isinstance(s, (int, np.integer)) for s in mesh_shape):
+            raise TypeError(f"Mesh: mesh_shape must be a tuple of ints, one per mesh axis, got {mesh_shape!r}")
+        ids = [int(i) for i in ids_array.reshape(-1)]
         self.device_ids = np.asarray(ids)
         self.mesh_shape = tuple(int(s) for s in mesh_shape)
         self.axis_names = tuple(axis_names) if axis_names is not None else None

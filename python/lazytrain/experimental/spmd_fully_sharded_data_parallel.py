@@ -15,6 +15,8 @@ its use in the forward and again in the backward (two all-gathers: the
 gathered copy lives only around its use), and reduce-scatters its gradient;
 the optimizer updates the local tiles only.
 """
+import warnings
+
 from .. import nn
 from ..distributed import spmd as xs
 
@@ -52,8 +54,13 @@ class SpmdFullyShardedDataParallel(nn.Module):
         self.module = module
         self._mesh = mesh
         self._shard_output = shard_output
-        for p in module.parameters():
-            xs.mark_sharding(p, mesh, fsdp_partition_spec(tuple(p.shape), mesh))
+        for name, p in module.named_parameters():
+            spec = fsdp_partition_spec(tuple(p.shape), mesh)
+            if p.dim() > 0 and all(entry is None for entry in spec):
+                parts = mesh.mesh_shape[mesh._native.axis_index("fsdp")]
+                warnings.warn(f"SpmdFullyShardedDataParallel: {name} {list(p.shape)} stays whole: no dimension divides into "
+                              f"{parts} tiles of axis 'fsdp'", stacklevel=2)
+            xs.mark_sharding(p, mesh, spec)
 
     def forward(self, *args, **kwargs):
         output = self.module(*args, **kwargs)
