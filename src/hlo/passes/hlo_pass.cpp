@@ -31,6 +31,24 @@ bool rewrite_module(HloModule& module, const ReplaceFn& replace) {
   return replaced || module.instructions.size() != before;
 }
 
+bool reorder_module(HloModule& module, const std::vector<int>& order) {
+  bool changed = false;
+  for (size_t i = 0; i < order.size(); ++i) changed = changed || order[i] != module.instructions[i].id;
+  if (!changed) return false;
+  HloBuilder b(module.name);
+  std::vector<int> map(module.instructions.size(), -1);
+  for (int id : order) {
+    const HloInstruction& in = module.at(id);
+    std::vector<int> ops;
+    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
+    map[static_cast<size_t>(id)] = b.copy(in, std::move(ops));
+  }
+  std::vector<int> outputs;
+  for (int o : module.at(module.root).operands) outputs.push_back(map[static_cast<size_t>(o)]);
+  module = b.build(outputs);
+  return true;
+}
+
 bool run_passes(HloModule& module, const std::vector<std::unique_ptr<HloPass>>& passes, const PassDumpFn& dump) {
   bool changed = false;
   for (const auto& pass : passes) {

@@ -38,6 +38,12 @@ struct Rewritten {
 using ReplaceFn = std::function<Rewritten(class HloBuilder& builder, const HloInstruction& instruction, const std::vector<int>& operands)>;
 bool rewrite_module(HloModule& module, const ReplaceFn& replace);
 
+// Rebuilds `module` with its instructions in `order` (every id but the ROOT's,
+// each after its operands; parameters first, in number order), the ROOT last.
+// Returns false, leaving the module alone, when `order` is the module's own.
+// The schedulers' last step (memory_scheduler.h, latency_hiding_scheduler.h).
+bool reorder_module(HloModule& module, const std::vector<int>& order);
+
 using PassDumpFn = std::function<void(const std::string& pass_name, const HloModule& module)>;
 
 // Runs `passes` in order, verifying the module after each (Error names the pass

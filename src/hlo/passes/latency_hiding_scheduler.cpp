@@ -4,7 +4,6 @@
 #include <map>
 
 #include "hlo/cost_analysis.h"
-#include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
 
@@ -174,21 +173,7 @@ bool LatencyHidingScheduler::run(HloModule& module) {
   hoist_starts(s, seconds);
   fill_waits(s, seconds, estimate_.lookahead);
 
-  bool changed = false;
-  for (size_t i = 0; i < s.order.size(); ++i) changed = changed || s.order[i] != module.instructions[i].id;
-  if (!changed) return false;
-  HloBuilder b(module.name);
-  std::vector<int> map(module.instructions.size(), -1);
-  for (int id : s.order) {
-    const HloInstruction& in = module.at(id);
-    std::vector<int> ops;
-    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
-    map[static_cast<size_t>(id)] = b.copy(in, std::move(ops));
-  }
-  std::vector<int> outputs;
-  for (int o : module.at(module.root).operands) outputs.push_back(map[static_cast<size_t>(o)]);
-  module = b.build(outputs);
-  return true;
+  return reorder_module(module, s.order);
 }
 
 }  // namespace lazytrain::hlo

@@ -4,7 +4,6 @@
 #include <limits>
 #include <queue>
 
-#include "hlo/hlo_builder.h"
 
 namespace lazytrain::hlo {
 
@@ -109,22 +108,7 @@ bool MemoryScheduler::run(HloModule& module) {
       if (--pending[static_cast<size_t>(u)] == 0) ready.push({priority(u), -u});
     }
   }
-  bool changed = false;
-  for (size_t i = 0; i < order.size(); ++i) changed = changed || order[i] != module.instructions[i].id;
-  if (!changed) return false;
-
-  HloBuilder b(module.name);
-  std::vector<int> map(n, -1);
-  for (int id : order) {
-    const HloInstruction& in = module.at(id);
-    std::vector<int> ops;
-    for (int o : in.operands) ops.push_back(map[static_cast<size_t>(o)]);
-    map[static_cast<size_t>(id)] = b.copy(in, std::move(ops));
-  }
-  std::vector<int> outputs;
-  for (int o : module.at(root).operands) outputs.push_back(map[static_cast<size_t>(o)]);
-  module = b.build(outputs);
-  return true;
+  return reorder_module(module, order);
 }
 
 }  // namespace lazytrain::hlo
