@@ -67,6 +67,9 @@ void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
   c.add_option("--fsdp", t.fsdp,
                "full_shard: one SPMD program over the --num_cores devices (of every process), every parameter and its "
                "optimizer state split over them (FSDPv2), each batch too; per_device_train_batch_size is per device");
+  c.add_option("--tp_size", t.tp_size,
+               "Tensor parallelism: one SPMD program over every device, a mesh of (devices / tp_size) x tp_size: "
+               "Megatron's layout and vocabulary-parallel loss over tp_size devices, the batch over the rest");
   c.add_option("--collective_timeout", t.collective_timeout,
                "Seconds a replica waits for the others at a gradient exchange or rendezvous before failing, naming the missing one");
   c.add_flag("--bf16", t.bf16, "bf16 mixed precision (torch.autocast on CPU): matmuls in bf16, weights and optimizer state in f32");

@@ -20,7 +20,11 @@ def use_spmd(num_devices=None):
     """Makes this process run `num_devices` devices for SPMD programs."""
     global _spmd
     if num_devices is None:
-        num_devices = int(os.environ.get("CPU_NUM_DEVICES", "1"))
+        text = os.environ.get("CPU_NUM_DEVICES", "1")
+        try:
+            num_devices = int(text)
+        except ValueError:
+            raise ValueError(f"use_spmd: CPU_NUM_DEVICES is {text!r}: expected a count of devices, e.g. 4") from None
     if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
         raise ValueError(f"use_spmd: num_devices is {num_devices!r}: expected an int >= 1")
     _C._use_spmd(num_devices)

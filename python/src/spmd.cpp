@@ -32,11 +32,12 @@ void init_spmd(nb::module_& m) {
           }, "spec"_a,
            "The HLO text of the layout `spec` (one list of axis names per dimension) gives.");
   m.def(
-      "_mark_sharding", [](Tensor t, const s::Mesh& mesh, const s::PartitionSpec& spec) {
+      "_mark_sharding", [](Tensor t, const s::Mesh& mesh, const s::PartitionSpec& spec, const std::string& op_name) {
         PyOp op;
-        return s::mark_sharding(std::move(t), mesh, spec);
+        return s::mark_sharding(std::move(t), mesh, spec, op_name);
       },
-      "t"_a, "mesh"_a, "spec"_a);
+      "t"_a, "mesh"_a, "spec"_a, "op_name"_a = "");
+  m.def("_fsdp_unit", &s::fsdp_unit, "name"_a);
   m.def(
       "_clear_sharding", [](Tensor t) {
         PyOp op;

@@ -112,11 +112,11 @@ hlo::HloSharding Mesh::sharding(const PartitionSpec& spec) const {
   return hlo::HloSharding::tiled(std::move(tile_dims), std::move(devices), copies > 1);
 }
 
-Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec) {
+Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec, const std::string& op_name) {
   require(static_cast<int64_t>(spec.size()) == tensor.dim(), "mark_sharding",
         "partition_spec has " + std::to_string(spec.size()) + " entries for a tensor of " + std::to_string(tensor.dim()) + " dimensions " +
             shape_str(tensor.shape()) + ": give one per dimension (None for a whole one)");
-  const hlo::HloSharding sharding = mesh.sharding(spec);
+  const hlo::HloSharding sharding = op_name.empty() ? mesh.sharding(spec) : mesh.sharding(spec).with_op_name(op_name);
   for (size_t d = 0; d < spec.size() && sharding.is_tiled(); ++d) {
     require(tensor.shape()[d] % sharding.tile_dims()[d] == 0, "mark_sharding",
           "dimension " + std::to_string(d) + " of " + shape_str(tensor.shape()) + " does not divide into " + std::to_string(sharding.tile_dims()[d]) +
@@ -177,11 +177,22 @@ PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const st
   return spec;
 }
 
+std::string fsdp_unit(const std::string& name) {
+  for (size_t start = 0; start < name.size();) {
+    const size_t end = std::min(name.find('.', start), name.size());
+    const bool index = end > start && std::all_of(name.begin() + static_cast<std::ptrdiff_t>(start), name.begin() + static_cast<std::ptrdiff_t>(end),
+                                                  [](char c) { return c >= '0' && c <= '9'; });
+    if (index) return "fsdp/" + name.substr(0, end);
+    start = end + 1;
+  }
+  return "fsdp";
+}
+
 int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::string& axis) {
   int split = 0;
-  for (Tensor& p : module.parameters()) {
+  for (auto& [name, p] : module.named_parameters()) {
     const PartitionSpec spec = fsdp_partition_spec(p.shape(), mesh, axis);
-    mark_sharding(p, mesh, spec);
+    mark_sharding(p, mesh, spec, fsdp_unit(name));
     split += std::any_of(spec.begin(), spec.end(), [](const auto& axes) { return !axes.empty(); });
   }
   return split;

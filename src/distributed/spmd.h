@@ -69,7 +69,9 @@ class Mesh {
 // the graph (PyTorch/XLA's custom sharding node), which the compiler keeps.
 // Throws Error when spec has not one entry per dimension, or a dimension does
 // not divide into its tiles (lazytrain needs even tiles; PyTorch/XLA pads).
-Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec);
+// `op_name`, when given, becomes the layout's sharding metadata
+// (hlo_sharding.h): FSDP names each parameter's unit with it (fsdp_unit).
+Tensor mark_sharding(Tensor tensor, const Mesh& mesh, const PartitionSpec& spec, const std::string& op_name = "");
 // xs.clear_sharding(t): the tensor whole again on its device (a materialised
 // sharded tensor is assembled from its tiles; a pending annotation is
 // removed), and its later values too (in SPMD mode each update is annotated
@@ -100,12 +102,21 @@ DeviceBatch shard_batch(DeviceBatch batch, const ShardingSpec& spec);
 // divides (the first of equal ones), and leaves the parameter whole when none
 // does (PyTorch/XLA would pad). Error for an unknown axis.
 PartitionSpec fsdp_partition_spec(const Shape& shape, const Mesh& mesh, const std::string& axis = "fsdp");
+// The FSDP unit of the parameter called `name` (a dotted path), as the
+// sharding metadata's op_name: "fsdp/" and the path up to the first element of
+// a module list ("fsdp/bert.encoder.layer.3" for
+// "bert.encoder.layer.3.attention.self.query.weight": one transformer layer,
+// the unit PyTorch's FSDP wraps with transformer_auto_wrap_policy), or "fsdp"
+// (the root unit: embeddings, pooler, heads) when no path component is an index.
+std::string fsdp_unit(const std::string& name);
 // Marks every parameter of `module` (a tied one once) with
-// fsdp_partition_spec; returns how many were split. With the batch split over
-// the same axis (mark_sharding of the inputs, or the device loader's
-// input_sharding) the compiler gathers each weight before its use, forward
-// and backward, and reduce-scatters its gradient; the optimizer's state takes
-// the parameters' layout from the first step on.
+// fsdp_partition_spec, its unit (fsdp_unit) as the layout's op_name; returns
+// how many were split. With the batch split over the same axis (mark_sharding
+// of the inputs, or the device loader's input_sharding) the compiler gathers
+// each unit's weights together before their use, forward and again backward,
+// and reduce-scatters the unit's gradients together
+// (hlo/passes/collective_combiner.h); the optimizer's state takes the
+// parameters' layout from the first step on.
 int shard_parameters_fsdp(nn::Module& module, const Mesh& mesh, const std::string& axis = "fsdp");
 
 // ---- tensor parallelism by annotation (Megatron-LM's layout, Shoeybi et al.

@@ -84,6 +84,14 @@ class Reader {
     while (take(",")) out.push_back(integer());
     return out;
   }
+  // The text up to the next '"', which it consumes.
+  std::string until_quote() {
+    const size_t end = text_.find('"', pos_);
+    if (end == std::string::npos) expected("a closing '\"'");
+    std::string out = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return out;
+  }
   std::vector<int64_t> bracketed(const char open, const char close) {
     require(std::string(1, open));
     std::vector<int64_t> out = integers();
@@ -153,6 +161,14 @@ HloSharding read_sharding(Reader& r, bool inside_tuple) {
     r.expected("replicated, manual, maximal device=N, devices=[...] or a tuple {{...}, ...}");
   }
   r.skip_spaces();
+  if (out.kind() != HloSharding::Kind::kTuple && r.take("metadata={")) {
+    r.skip_spaces();
+    r.require("op_name=\"");
+    out = out.with_op_name(r.until_quote());
+    r.skip_spaces();
+    r.require("}");
+    r.skip_spaces();
+  }
   r.require("}");
   return out;
 }
@@ -215,14 +231,30 @@ HloSharding HloSharding::tuple(std::vector<HloSharding> elements) {
   return s;
 }
 
+HloSharding HloSharding::with_op_name(std::string op_name) const {
+  if (kind_ == Kind::kTuple) fail("sharding metadata belongs to a tuple's elements, not to the tuple");
+  if (op_name.find_first_of("\"{}") != std::string::npos) {
+    fail("sharding metadata op_name '" + op_name + "': expected no '\"', '{' or '}' (the text form quotes it as is)");
+  }
+  HloSharding s = *this;
+  s.op_name_ = std::move(op_name);
+  return s;
+}
+
+bool HloSharding::operator==(const HloSharding& other) const {
+  return kind_ == other.kind_ && device_ == other.device_ && tile_dims_ == other.tile_dims_ && devices_ == other.devices_ &&
+         last_tile_dim_replicate_ == other.last_tile_dim_replicate_ && elements_ == other.elements_;
+}
+
 std::string HloSharding::to_string() const {
+  const std::string metadata = op_name_.empty() ? "" : " metadata={op_name=\"" + op_name_ + "\"}";
   switch (kind_) {
-    case Kind::kReplicated: return "{replicated}";
-    case Kind::kManual: return "{manual}";
-    case Kind::kMaximal: return "{maximal device=" + std::to_string(device_) + "}";
+    case Kind::kReplicated: return "{replicated" + metadata + "}";
+    case Kind::kManual: return "{manual" + metadata + "}";
+    case Kind::kMaximal: return "{maximal device=" + std::to_string(device_) + metadata + "}";
     case Kind::kTiled: {
       const std::string assignment = is_iota(devices_) ? "<=[" + std::to_string(devices_.size()) + "]" : join(devices_);
-      return "{devices=[" + join(tile_dims_) + "]" + assignment + (last_tile_dim_replicate_ ? " last_tile_dim_replicate" : "") + "}";
+      return "{devices=[" + join(tile_dims_) + "]" + assignment + (last_tile_dim_replicate_ ? " last_tile_dim_replicate" : "") + metadata + "}";
     }
     case Kind::kTuple: {
       std::string out = "{";

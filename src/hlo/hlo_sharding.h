@@ -18,6 +18,13 @@
 // a tile assignment whose devices are 0, 1, ..., n-1 in order prints in the
 // iota form `<=[n]`; any other prints as the explicit list. parse() also reads
 // XLA's iota form with a reshape and a transpose, `<=[2,2]T(1,0)`.
+//
+// A sharding may carry XLA's sharding metadata, the op_name of the annotation
+// that asked for it: `{devices=[4,1]<=[4] metadata={op_name="bert.encoder.layer.3"}}`.
+// FSDP names each parameter's unit this way (distributed/spmd.h), and the
+// collective combiner gathers a unit's parameters together
+// (hlo/passes/collective_combiner.h). As in XLA, == ignores it. Of XLA's
+// metadata fields only op_name is read and written.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +80,14 @@ class HloSharding {
   // not tiled. Throws Error if a tiled sharding's rank is not `shape`'s.
   Shape tile_shape(const Shape& shape) const;
 
-  bool operator==(const HloSharding& other) const = default;
+  // The sharding metadata's op_name ("" : none). with_op_name returns a copy
+  // carrying `op_name`; Error when it holds '"', '{' or '}' (the text form
+  // quotes it without escapes) or when the sharding is a tuple.
+  const std::string& op_name() const { return op_name_; }
+  HloSharding with_op_name(std::string op_name) const;
+
+  // The layouts are equal; the metadata is not compared (XLA's operator==).
+  bool operator==(const HloSharding& other) const;
 
  private:
   Kind kind_ = Kind::kReplicated;
@@ -81,6 +95,7 @@ class HloSharding {
   std::vector<int64_t> tile_dims_, devices_;
   bool last_tile_dim_replicate_ = false;
   std::vector<HloSharding> elements_;
+  std::string op_name_;
 };
 
 }  // namespace lazytrain::hlo

@@ -15,6 +15,7 @@
 #include "hlo/cost_analysis.h"
 #include "hlo/op_metadata.h"
 #include "hlo/passes/all_reduce_reassociate.h"
+#include "hlo/passes/collective_combiner.h"
 #include "hlo/passes/sharding_propagation.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "lazy/execution_mode.h"
@@ -301,8 +302,30 @@ std::string GraphExecutor::last_compiled_hlo() const {
   return last_compiled_hlo_;
 }
 
+namespace {
+
+// A mesh spans every device of the job: a value laid out before the device
+// count changed (use_spmd, set_local_replicas) cannot be an input now.
+void check_layouts_span_the_job(const GraphSignature& sig) {
+  const int64_t devices = runtime::replica_world().world_size();
+  for (const Node* p : sig.parameters) {
+    if (!p->sharded_data()) continue;
+    const hlo::HloSharding& layout = p->sharded_data()->sharding();
+    const auto& ids = layout.devices();
+    if (static_cast<int64_t>(ids.size()) == devices && std::all_of(ids.begin(), ids.end(), [&](int64_t d) { return d < devices; })) continue;
+    throw Error("[mark_step] an input of this step, " + xla_name(p->dtype()) + shape_str(p->shape()) + ", is laid out over " +
+                std::to_string(ids.size()) + " devices (" + layout.to_string() + "), but the job now has " + std::to_string(devices) +
+                " (use_spmd or set_local_replicas changed the count after it was laid out): lay it out again on a mesh of this "
+                "job (mark_sharding) or make it whole (clear_sharding); an optimizer made before the change keeps its state in "
+                "the old layout: make it again");
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const GraphSignature& sig, const SyncCause& cause, bool* compiled) {
   if (compiled) *compiled = false;
+  check_layouts_span_the_job(sig);
   // One compile per graph, whichever devices (threads) ask at the same time:
   // the first asker compiles, the others wait for its result.
   std::promise<std::shared_ptr<backend::Executable>> promise;
@@ -349,6 +372,7 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
           hlo::ShardingPropagation().run(module);
           hlo::SpmdPartitioner().run(module);
           hlo::AllReduceReassociate().run(module);
+          hlo::CollectiveCombiner().run(module);
           hlo::verify(module);
         }
         std::string text = eager_op ? std::string() : module.to_string();
@@ -385,7 +409,8 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     // with it (a whole one only in SPMD mode, where the compiler would otherwise choose).
     if (!t->has_pending_ir() || !t->sharding_spec() || (!t->sharding_spec()->is_tiled() && !runtime::spmd_mode())) continue;
     const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*t->ir_value());
-    if (!annotated || !(*annotated == *t->sharding_spec())) t->set_ir_value(make_custom_sharding(t->ir_value(), *t->sharding_spec()));
+    // (By text: == ignores the op_name, which the graph hashes and FSDP's units need.)
+    if (!annotated || annotated->to_string() != t->sharding_spec()->to_string()) t->set_ir_value(make_custom_sharding(t->ir_value(), *t->sharding_spec()));
   }
   std::vector<LazyTensor*> pending;
   std::vector<const Node*> outputs;

@@ -6,6 +6,7 @@
 #include "core/half.h"
 #include "core/op_location.h"
 #include "lazy/execution_mode.h"
+#include "lazy/sharded_data.h"
 #include "lazy/step_analysis.h"
 #include "runtime/metrics.h"
 #include "runtime/transfer.h"
@@ -124,7 +125,16 @@ void Tensor::set_data(const Tensor& value) const {
   deref(impl_);
   check(value.shape() == shape() && value.dtype() == dtype(), "set_data",
         "new value is " + torch_name(value.dtype()) + shape_str(value.shape()) + ", expected " + torch_name(dtype()) + shape_str(shape()));
-  impl_->set_ir_value(value.ir_value());
+  const lazy::NodePtr& data = value.ir_value();
+  const std::optional<hlo::HloSharding>& layout = impl_->sharding_spec();
+  if (layout && layout->is_tiled() && data->is_device_data() && !(data->sharded_data() && data->sharded_data()->sharding().to_string() == layout->to_string())) {
+    // A tensor laid out over devices (mark_sharding) keeps its layout, op_name
+    // included (the graph hashes it): loaded data is cut into its tiles now (a
+    // pending value is annotated at the sync).
+    impl_->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(data->data(), *layout), impl_->device()));
+    return;
+  }
+  impl_->set_ir_value(data);
 }
 
 Tensor Tensor::to(DType d) const { return to_dtype(*this, d); }

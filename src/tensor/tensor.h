@@ -84,7 +84,9 @@ class Tensor {
   Tensor detach() const;
 
   // In-place value replacement keeping identity (param.data = value): shape and
-  // dtype must match (Error otherwise). Records no autograd history.
+  // dtype must match (Error otherwise). Records no autograd history. A tensor
+  // laid out over devices (distributed/spmd.h mark_sharding) keeps its layout:
+  // a materialised value in another layout is cut into its tiles.
   void set_data(const Tensor& value) const;
 
   // ---- Tensor.* spellings of ops in tensor/ops.h ----

@@ -97,7 +97,7 @@ void fit_batch_sizes_to_data(const std::string& command, TrainingArguments& t, i
 }
 
 void run_replicas(const TrainingArguments& t, const std::function<void(int)>& replica) {
-  if (t.uses_fsdp()) {
+  if (t.uses_spmd()) {
     // One thread traces for all devices (SPMD): no replica threads.
     runtime::set_collective_timeout(t.collective_timeout);
     distributed::spmd::use_spmd(static_cast<int>(t.num_cores));

@@ -57,13 +57,20 @@ Trainer::Trainer(nn::Module& model, TrainingArguments args, LossFn loss_fn, data
   state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = args_.per_device_train_batch_size;
-  if (args_.uses_fsdp()) {
+  if (args_.uses_spmd()) {
     // SPMD (issue 34): one thread traces for every device; the replica API counts processes.
     if (!runtime::spmd_mode()) distributed::spmd::use_spmd(static_cast<int>(args_.num_cores));
     const int devices = runtime::replica_world().world_size();
     std::vector<int64_t> ids(static_cast<size_t>(devices));
     for (int i = 0; i < devices; ++i) ids[static_cast<size_t>(i)] = i;
-    fsdp_ = distributed::spmd::ShardingSpec{distributed::spmd::Mesh(ids, {devices}, {"fsdp"}), {{"fsdp"}}};
+    if (args_.uses_fsdp()) {
+      spmd_ = distributed::spmd::ShardingSpec{distributed::spmd::Mesh(ids, {devices}, {"fsdp"}), {{"fsdp"}}};
+    } else {
+      check(devices % args_.tp_size == 0, "Trainer",
+            "--tp_size " + std::to_string(args_.tp_size) + " does not divide the job's " + std::to_string(devices) +
+                " devices (--num_cores x processes): the mesh is (devices / tp_size) x tp_size");
+      spmd_ = distributed::spmd::ShardingSpec{distributed::spmd::Mesh(ids, {devices / args_.tp_size, args_.tp_size}, {"data", "model"}), {{"data"}}};
+    }
   }
   replicas_ = distributed::world_size();
   replica_ = distributed::ordinal();
@@ -114,10 +121,10 @@ data::FeedOptions Trainer::feed_options(bool training) {
   options.batch_size = (training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size) * devices_per_batch();
   options.drop_last = training && args_.dataloader_drop_last;
   options.seed = args_.seed;
-  // Under --fsdp every process reads the whole global batch (PyTorch/XLA's
+  // Under --fsdp or --tp_size every process reads the whole global batch (PyTorch/XLA's
   // SPMD default) and keeps its devices' rows of it.
-  options.replicas = fsdp_ ? 1 : replicas_;
-  options.replica = fsdp_ ? 0 : replica_;
+  options.replicas = spmd_ ? 1 : replicas_;
+  options.replica = spmd_ ? 0 : replica_;
   // Workers beyond the CPUs the compute threads leave would only take CPU time
   // from them; they also yield to them when both want a CPU (issue 15).
   options.num_workers = runtime::bounded_data_workers(static_cast<int>(args_.dataloader_num_workers), runtime::threads_per_execution());
@@ -136,10 +143,10 @@ int64_t Trainer::batches_per_epoch(bool training) const {
   options.training = training;
   options.batch_size = (training ? args_.per_device_train_batch_size : args_.per_device_eval_batch_size) * devices_per_batch();
   options.drop_last = training && args_.dataloader_drop_last;
-  // Under --fsdp every process reads the whole global batch (PyTorch/XLA's
+  // Under --fsdp or --tp_size every process reads the whole global batch (PyTorch/XLA's
   // SPMD default) and keeps its devices' rows of it.
-  options.replicas = fsdp_ ? 1 : replicas_;
-  options.replica = fsdp_ ? 0 : replica_;
+  options.replicas = spmd_ ? 1 : replicas_;
+  options.replica = spmd_ ? 0 : replica_;
   return data::batches_per_epoch(dataset(training), options);
 }
 
@@ -326,20 +333,15 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
   const int64_t per_epoch = micro_batches_per_epoch();
   const int64_t k = args_.gradient_accumulation_steps;
   state_.num_train_epochs = std::ceil(static_cast<double>(state_.max_steps) / static_cast<double>(updates_per_epoch()));
+  // The layout first: AdamW's moments start in their parameter's (one step graph from the first step on),
+  // and a checkpoint's values load into it.
+  if (spmd_) shard_parameters();
   TrainerOptimization opt = make_optimization(model_, args_, state_.max_steps);
   if (replicas_ > 1 && is_master()) {
     std::fprintf(stderr, "[Trainer] %d replicas; AdamW state on each: %.2f MB%s\n", replicas_,
                  static_cast<double>(opt.optimizer->state_bytes()) / 1e6, opt.sharded ? " (sharded, ZeRO stage 1)" : "");
   }
   if (!resume_from_checkpoint.empty()) load_checkpoint(resume_from_checkpoint, opt);
-  if (fsdp_) {
-    // FSDPv2: every parameter split over all devices (the optimizer state follows from the first step).
-    const int split = distributed::spmd::shard_parameters_fsdp(model_, fsdp_->mesh, "fsdp");
-    if (is_master()) {
-      std::fprintf(stderr, "[Trainer] fsdp full_shard over %lld devices: %d of %zu parameters split\n",
-                   static_cast<long long>(fsdp_->mesh.size()), split, model_.parameters().size());
-    }
-  }
   sort_out_existing_checkpoints(resume_from_checkpoint);
   model_.train();
   run_ = RunTotals{};
@@ -478,8 +480,8 @@ std::map<std::string, double> Trainer::train_metrics(double runtime) {
 }
 
 Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch, int64_t start_batch) {
-  // Under --fsdp each batch is cut into the devices' rows on the loader's transfer thread.
-  const std::optional<distributed::spmd::ShardingSpec> layout = fsdp_;
+  // Under --fsdp or --tp_size each batch is cut into the devices' rows on the loader's transfer thread.
+  const std::optional<distributed::spmd::ShardingSpec> layout = spmd_;
   return DeviceLoader(data::epoch_feed(dataset(training), feed_options(training), epoch, start_batch),
                       [layout](data::NamedBatch&& b) {
                         distributed::DeviceBatch batch = distributed::to_device(b);
@@ -488,7 +490,26 @@ Trainer::DeviceLoader Trainer::make_device_loader(bool training, uint64_t epoch,
                       device_loader_options());
 }
 
-int64_t Trainer::devices_per_batch() const { return fsdp_ ? runtime::replica_world().world_size() : 1; }
+void Trainer::shard_parameters() {
+  const distributed::spmd::Mesh& mesh = spmd_->mesh;
+  if (args_.uses_fsdp()) {
+    // FSDPv2: every parameter split over all devices (the optimizer state follows from the first step).
+    const int split = distributed::spmd::shard_parameters_fsdp(model_, mesh, "fsdp");
+    if (is_master()) {
+      std::fprintf(stderr, "[Trainer] fsdp full_shard over %lld devices: %d of %zu parameters split\n", static_cast<long long>(mesh.size()), split,
+                   model_.parameters().size());
+    }
+    return;
+  }
+  // Megatron: attention and MLP split by heads and features, the embeddings and LM head by vocabulary.
+  const int split = distributed::spmd::parallelize_module(model_, mesh, distributed::spmd::megatron_plan(/*vocab_parallel=*/true), "model");
+  if (is_master()) {
+    std::fprintf(stderr, "[Trainer] tensor parallel over %lld x %lld devices (data x model): %d of %zu parameters split\n",
+                 static_cast<long long>(mesh.mesh_shape()[0]), static_cast<long long>(mesh.mesh_shape()[1]), split, model_.parameters().size());
+  }
+}
+
+int64_t Trainer::devices_per_batch() const { return spmd_ ? spmd_->mesh.mesh_shape()[0] : 1; }
 
 distributed::DeviceLoaderOptions Trainer::device_loader_options() const {
   distributed::DeviceLoaderOptions options;

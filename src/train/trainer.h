@@ -278,10 +278,13 @@ class Trainer {
   std::chrono::steady_clock::time_point train_start_;
   RunTotals run_;
   int replicas_ = 1, replica_ = 0;  // distributed::world_size() and ordinal() when the Trainer was made
-  // --fsdp full_shard: the mesh of every device ("fsdp") and the batches' layout (rows split over it).
-  std::optional<distributed::spmd::ShardingSpec> fsdp_;
-  // Devices one batch feeds: every device of the job under --fsdp (each process
-  // reads the global batch), else 1 (a replica's).
+  // --fsdp full_shard: the mesh of every device ("fsdp") and the batches' layout (rows split over it);
+  // --tp_size N: the mesh ("data" x "model") and the batches' rows split over "data".
+  std::optional<distributed::spmd::ShardingSpec> spmd_;
+  // Lays the model's parameters out for --fsdp or --tp_size (once, before the first step).
+  void shard_parameters();
+  // Devices one batch feeds: the devices along the batch's axis under --fsdp
+  // or --tp_size (each process reads the global batch), else 1 (a replica's).
   int64_t devices_per_batch() const;
   bool workers_capped_noted_ = false;  // the notice that --dataloader_num_workers was bounded, printed once
 };

@@ -62,7 +62,7 @@ void Trainer::update_best(const std::map<std::string, double>& metrics) {
 
 nlohmann::json Trainer::data_state() const {
   // What fixes the data order: the rows one feed reads and how many feeds share
-  // an epoch. Under --fsdp one feed reads the global batch (per device x
+  // an epoch. Under --fsdp or --tp_size one feed reads the global batch (per device x
   // devices) for all devices, so a checkpoint resumes on another mesh of the
   // same global batch, or on one replica of that batch.
   nlohmann::json state = {{"train_samples", dataset_size(true)},
@@ -70,7 +70,7 @@ nlohmann::json Trainer::data_state() const {
           {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
           {"dataloader_drop_last", args_.dataloader_drop_last},
           {"seed", args_.seed},
-          {"world_size", fsdp_ ? 1 : replicas_},
+          {"world_size", spmd_ ? 1 : replicas_},
           {"micro_batches_per_epoch", micro_batches_per_epoch()},
           {"epoch", state_.global_step / updates_per_epoch()},
           {"micro_batches_done_in_epoch", (state_.global_step % updates_per_epoch()) * args_.gradient_accumulation_steps}};

@@ -39,6 +39,9 @@ void TrainingArguments::validate() const {
   require(fsdp.empty() || fsdp == "full_shard" || fsdp == "full_shard auto_wrap",
           "--fsdp expects full_shard (or \"full_shard auto_wrap\", the same here: every parameter is split; or nothing: replicas), got '" + fsdp + "'");
   require(fsdp.empty() || !sharded_optimizer, "--fsdp full_shard shards the optimizer state already: leave out --sharded_optimizer");
+  require(tp_size >= 1 && tp_size <= 256, "--tp_size must be between 1 (no tensor parallelism) and 256, got " + std::to_string(tp_size));
+  require(tp_size == 1 || fsdp.empty(), "--tp_size with --fsdp is not supported yet: choose one");
+  require(tp_size == 1 || !sharded_optimizer, "--tp_size splits the optimizer state with its parameters: leave out --sharded_optimizer");
   require(per_device_train_batch_size > 0, "--per_device_train_batch_size must be positive");
   require(per_device_eval_batch_size > 0, "--per_device_eval_batch_size must be positive");
   require(gradient_accumulation_steps >= 1 && gradient_accumulation_steps <= 1'000'000,
@@ -153,7 +156,8 @@ nlohmann::json TrainingArguments::to_json() const {
           {"collective_timeout", collective_timeout},
           {"sharded_optimizer", sharded_optimizer},
           // As Hugging Face writes it: a list of FSDP options.
-          {"fsdp", fsdp.empty() ? nlohmann::json::array() : nlohmann::json::array({fsdp})}};
+          {"fsdp", fsdp.empty() ? nlohmann::json::array() : nlohmann::json::array({fsdp})},
+          {"tp_size", tp_size}};
 }
 
 namespace {
@@ -244,6 +248,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& json, const
       else if (key == "num_threads") read_value(v, a.num_threads);
       else if (key == "collective_timeout") read_value(v, a.collective_timeout);
       else if (key == "sharded_optimizer") read_value(v, a.sharded_optimizer);
+      else if (key == "tp_size") read_value(v, a.tp_size);
       else if (key == "fsdp") a.fsdp = v.is_array() ? (v.empty() ? std::string() : v.at(0).get<std::string>()) : v.get<std::string>();
       else throw Error("[" + source + "] unknown training argument '" + key + "'");
     } catch (const nlohmann::json::exception& e) {

@@ -92,6 +92,13 @@ struct TrainingArguments {
   // batch of per_device_train_batch_size x devices rows split the same way.
   // "": data parallelism by replicas.
   std::string fsdp;
+  // Hugging Face's tp_size (transformers 4.51's TrainingArguments): above 1,
+  // one SPMD program over every device of the job laid out as a mesh of
+  // (devices / tp_size) x tp_size, axes "data" and "model": Megatron's plan
+  // with its vocabulary-parallel loss over "model" (distributed/spmd.h
+  // megatron_plan), each batch of per_device_train_batch_size x
+  // (devices / tp_size) rows split over "data". 1: no tensor parallelism.
+  int64_t tp_size = 1;
 
   // Throws Error "[TrainingArguments] --name ..." naming the argument for a
   // value out of range or arguments that disagree (as HF's __post_init__:
@@ -99,6 +106,9 @@ struct TrainingArguments {
   // save_steps a multiple of eval_steps).
   void validate() const;
   bool uses_fsdp() const { return !fsdp.empty(); }
+  bool uses_tensor_parallel() const { return tp_size > 1; }
+  // One SPMD program over every device (--fsdp or --tp_size), not replicas.
+  bool uses_spmd() const { return uses_fsdp() || uses_tensor_parallel(); }
   // HF's __post_init__ defaults: do_eval when evaluation_strategy is not "no",
   // eval_steps = logging_steps, metric_for_best_model = "loss",
   // greater_is_better, logging_dir, report_to "all" → "tensorboard". Idempotent.

@@ -121,6 +121,28 @@ print(f"fsdp on 2 devices vs one replica at batch 8: {worst(fsdp, one):.2e}; res
 sys.exit(0 if one.keys() == fsdp.keys() == resumed.keys() and worst(fsdp, one) < 1e-5 and worst(resumed, fsdp) < 1e-5 else 1)
 PY
 
+# 1d. --tp_size 2 (issue 34): one SPMD program over a 1 x 2 mesh (data x model), Megatron's layout and
+#     vocabulary-parallel loss over the 2 devices, the batch of 8 rows whole on each: one replica's model at batch 8.
+"$bin" "${common[@]}" --per_device_train_batch_size 8 --num_cores 2 --tp_size 2 --max_steps 6 --save_steps 3 \
+  --output_dir "$tmp/tp" > "$tmp/tp.log" 2>&1 || fail "--tp_size 2: $(tail -3 "$tmp/tp.log")"
+grep -q "tensor parallel over 1 x 2 devices (data x model): 12 of 26 parameters split" "$tmp/tp.log" \
+  || fail "tp must split Megatron's parameters: $(grep 'tensor parallel' "$tmp/tp.log")"
+/usr/bin/python3 - "$tmp/one/model.safetensors" "$tmp/tp/model.safetensors" <<'PY' || fail "--tp_size 2 must train one replica's model"
+import array, json, struct, sys
+def load(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: array.array("f", data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in header.items() if k != "__metadata__"}
+one, tp = (load(p) for p in sys.argv[1:3])
+worst = max(max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(tp[k], one[k])) for k in one)
+print(f"--tp_size 2 vs one replica at batch 8: {worst:.2e}")
+sys.exit(0 if one.keys() == tp.keys() and worst < 1e-5 else 1)
+PY
+out="$("$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --tp_size 4 --max_steps 1 --output_dir "$tmp/tp_bad" 2>&1)" \
+  && fail "--tp_size 4 on 2 devices must fail"
+echo "$out" | grep -q -- "--tp_size 4 does not divide the job's 2 devices" || fail "the refusal must name --tp_size: $out"
+
 # 2. Resuming: on two replicas it continues; on one it is refused (another data order).
 "$bin" "${common[@]}" --per_device_train_batch_size 4 --num_cores 2 --max_steps 6 --save_steps 3 --output_dir "$tmp/resumed" \
   --resume_from_checkpoint "$tmp/threads/checkpoint-3" > "$tmp/resumed.log" 2>&1 || fail "resume on 2 replicas: $(tail -3 "$tmp/resumed.log")"

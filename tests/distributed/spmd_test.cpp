@@ -63,6 +63,17 @@ TEST(SpmdMesh, PartitionSpecsGiveXlasLayouts) {
   EXPECT_EQ(Mesh({3, 2, 1, 0}, {4, 1}).sharding({{"0"}}).to_string(), "{devices=[4]3,2,1,0}");
 }
 
+// FSDP's units: one element of a module list (a transformer layer), else the root.
+TEST(SpmdFsdp, EachParameterBelongsToItsLayerOrTheRootUnit) {
+  EXPECT_EQ(fsdp_unit("bert.encoder.layer.3.attention.self.query.weight"), "fsdp/bert.encoder.layer.3");
+  EXPECT_EQ(fsdp_unit("transformer.h.0.mlp.c_fc.weight"), "fsdp/transformer.h.0");
+  EXPECT_EQ(fsdp_unit("model.layers.11.self_attn.q_proj.weight"), "fsdp/model.layers.11");
+  EXPECT_EQ(fsdp_unit("bert.embeddings.word_embeddings.weight"), "fsdp");
+  EXPECT_EQ(fsdp_unit("cls.predictions.bias"), "fsdp");
+  EXPECT_EQ(fsdp_unit("0.weight"), "fsdp/0");  // nn.Sequential at the root
+  EXPECT_EQ(fsdp_unit("layers.2a.weight"), "fsdp");
+}
+
 TEST(SpmdMesh, BadMeshesAndSpecsNameWhatIsWrong) {
   Devices devices(4);
   EXPECT_NE(error_of([] { Mesh({0, 1, 2}, {3}); }).find("device_ids must hold each of the job's 4 devices"), std::string::npos);
@@ -95,6 +106,42 @@ TEST(SpmdMarkSharding, DataIsCutIntoTilesAndReadWhole) {
   clear_sharding(t);
   EXPECT_FALSE(t.ir_value()->sharded_data());
   EXPECT_EQ(t.to_vector<float>(), values);
+}
+
+// param.data = value (a checkpoint's load) keeps the parameter's layout: the
+// loaded whole value is cut into the tiles it had, its op_name kept.
+TEST(SpmdMarkSharding, AssigningDataKeepsTheTensorsLayout) {
+  Devices devices(4);
+  const Mesh mesh({0, 1, 2, 3}, {4}, {"fsdp"});
+  Tensor p = from_vector(random_values(8 * 2, 2), {8, 2});
+  p.to_vector<float>();
+  mark_sharding(p, mesh, {{"fsdp"}, {}}, "fsdp/layer.0");
+  const std::vector<float> loaded = random_values(8 * 2, 3);
+  Tensor whole = from_vector(loaded, {8, 2});
+  whole.to_vector<float>();
+  p.set_data(whole);
+  ASSERT_TRUE(p.ir_value()->sharded_data());
+  EXPECT_EQ(p.ir_value()->sharded_data()->sharding().to_string(), "{devices=[4,1]<=[4] metadata={op_name=\"fsdp/layer.0\"}}");
+  EXPECT_EQ(p.ir_value()->sharded_data()->tile(1)->get().data<float>()[0], loaded[2 * 2]);  // tile 1 starts at row 2
+  EXPECT_EQ(p.to_vector<float>(), loaded);
+}
+
+// A tensor laid out over 4 devices, read by a step after the job shrank to 2:
+// one error naming the layout and the change, not the partitioner's.
+TEST(SpmdMarkSharding, AStepOnFewerDevicesThanAnInputsLayoutSaysWhy) {
+  Tensor t;
+  {
+    Devices four(4);
+    t = from_vector(random_values(8, 4), {8});
+    t.to_vector<float>();
+    mark_sharding(t, Mesh({0, 1, 2, 3}, {4}, {"fsdp"}), {{"fsdp"}});
+  }
+  Devices two(2);
+  const std::string error = error_of([&] { (t * 2.0).to_vector<float>(); });
+  EXPECT_NE(error.find("[mark_step] an input of this step, f32[8], is laid out over 4 devices ({devices=[4]<=[4]}), but the job now has 2"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(t.to_vector<float>().size(), 8u);  // reading the tensor itself assembles its tiles
 }
 
 // loss = sum(tanh(x @ w)), its gradient for w, and w after one SGD step.

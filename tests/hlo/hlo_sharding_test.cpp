@@ -60,6 +60,22 @@ TEST(HloSharding, ParsesWhatItPrintsAndXlasOtherForms) {
             (std::vector<int64_t>{0, 2, 4, 6, 1, 3, 5, 7}));
 }
 
+// XLA's sharding metadata: `metadata={op_name="..."}` inside the braces,
+// parsed back; == ignores it (as XLA's), the text (and so the lazy graph's
+// hash, which hashes the text) does not.
+TEST(HloSharding, CarriesAnOpNameThatEqualityIgnores) {
+  const HloSharding unit = HloSharding::iota_tiled({4, 1}).with_op_name("fsdp/bert.encoder.layer.3");
+  EXPECT_EQ(unit.to_string(), "{devices=[4,1]<=[4] metadata={op_name=\"fsdp/bert.encoder.layer.3\"}}");
+  EXPECT_EQ(HloSharding::parse(unit.to_string()).op_name(), "fsdp/bert.encoder.layer.3");
+  EXPECT_EQ(HloSharding::parse("{replicated metadata={op_name=\"fsdp\"}}").op_name(), "fsdp");
+  EXPECT_EQ(HloSharding::parse("{devices=[2,1,2]<=[4] last_tile_dim_replicate metadata={ op_name=\"u\" }}").op_name(), "u");
+  EXPECT_EQ(unit, HloSharding::iota_tiled({4, 1}));
+  EXPECT_NE(unit.to_string(), HloSharding::iota_tiled({4, 1}).to_string());
+  EXPECT_THROW(HloSharding::replicate().with_op_name("a\"b"), Error);
+  EXPECT_THROW(HloSharding::tuple({HloSharding::replicate()}).with_op_name("u"), Error);
+  EXPECT_NE(error_of("{replicated metadata={op_name=\"unclosed}}").find("expected a closing"), std::string::npos);
+}
+
 TEST(HloSharding, TileIndexAndTileShape) {
   // Two tiles along dimension 0, each held by two devices (the last grid dimension replicates).
   const HloSharding s = HloSharding::iota_tiled({2, 1, 2}, true);

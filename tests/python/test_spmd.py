@@ -25,6 +25,12 @@ def four_devices():
     xr._reset_spmd()
 
 
+def test_use_spmd_reads_cpu_num_devices(monkeypatch):
+    monkeypatch.setenv("CPU_NUM_DEVICES", "four")
+    with pytest.raises(ValueError, match="use_spmd: CPU_NUM_DEVICES is 'four': expected a count of devices"):
+        xr.use_spmd()
+
+
 def test_mesh_gives_xlas_layouts(four_devices):
     assert four_devices == 4 and xr.addressable_runtime_device_count() == 4
     import lazytrain.core.xla_model as xm
@@ -169,6 +175,43 @@ def test_trainer_fsdp_full_shard_trains_one_devices_model(four_devices, tmp_path
         assert_close(got, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="call it first"):
         lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, fsdp="full_shard"), train_dataset=tt.dataset())
+
+
+def test_trainer_tp_size_trains_one_devices_model(tmp_path):
+    """Hugging Face's tp_size: the C++ Trainer lays BERT out with Megatron's
+    plan and its vocabulary-parallel loss over a 1 x 2 mesh (data x model);
+    one device at the same batch trains the same model."""
+    import test_trainer as tt
+
+    config = dict(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=24,
+                  max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+    def run(out, **kw):
+        # adam_epsilon 1e-6: the key bias's gradient is rounding alone (softmax ignores a shift), which
+        # eps 1e-8 would scale up to lr-sized steps that differ with the order of the sums.
+        args = tt.args(tmp_path, output_dir=str(tmp_path / out), max_steps=6, save_strategy="no", adam_epsilon=1e-6, **kw)
+        lt.manual_seed(0)
+        model = lt.BertForMaskedLM(lt.BertConfig(**config))
+        trainer = lt.Trainer(model=model, args=args, train_dataset=tt.dataset())
+        loss = trainer.train().training_loss
+        assert trainer._native.train_graph_count == 1  # the layouts add no graph
+        return loss, [p.numpy() for p in model.parameters()], model
+
+    xr.use_spmd(2)
+    try:
+        loss, params, model = run("tp", tp_size=2)
+        split = [name for name, p in model.named_parameters() if xs.get_sharding_spec(p)]
+        assert "bert.encoder.layer.0.attention.self.query.weight" in split and "bert.embeddings.word_embeddings.weight" in split
+        assert "bert.embeddings.position_embeddings.weight" not in split
+        lt.sync(wait=True)
+    finally:
+        xr._reset_spmd()
+    expected_loss, expected, _ = run("one")
+    assert abs(loss - expected_loss) <= 1e-5 * abs(expected_loss)
+    for got, want in zip(params, expected):
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="tp_size=2 trains on the devices of lazytrain.runtime.use_spmd"):
+        lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, tp_size=2), train_dataset=tt.dataset())
 
 
 def _trace_overlap():
@@ -326,6 +369,29 @@ def test_a_vocabulary_parallel_loss_matches_one_device_without_gathering_logits(
     assert_close(weight, expected_weight, rtol=1e-5, atol=1e-6)
 
 
+def test_fsdpv2_names_each_parameters_unit_and_the_compiler_gathers_a_layer_at_once(four_devices):
+    """FSDPv2 names each parameter's unit (a transformer layer, or the root) in
+    its layout's metadata; a training step then gathers each layer in one
+    all-gather forward and one backward, and reduce-scatters its gradients in one."""
+    from lazytrain.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
+
+    mesh = xs.Mesh(np.arange(4), (4, 1), ("fsdp", "model"))
+    lt.manual_seed(0)
+    model = FSDPv2(lt.BertForMaskedLM(lt.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                                    intermediate_size=24, max_position_embeddings=16)), mesh)
+    specs = {name: xs.get_sharding_spec(p) for name, p in model.module.named_parameters()}
+    assert specs["bert.encoder.layer.1.output.dense.weight"].endswith('metadata={op_name="fsdp/bert.encoder.layer.1"}}')
+    assert specs["bert.embeddings.word_embeddings.weight"].endswith('metadata={op_name="fsdp"}}')
+    optimizer = lt.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = xs.mark_sharding(lt.tensor(np.random.default_rng(0).integers(0, 32, (8, 8))), mesh, ("fsdp", None))
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimizer.step()
+    lt.sync()
+    hlo = lt._C._last_compiled_hlo()
+    # Two layers: two all-gathers each; the root (embeddings, heads): three, one for the tied decoder.
+    assert hlo.count(" all-gather(") == 7 and hlo.count(" reduce-scatter(") == 3, hlo
+
+
 def test_mesh_checks_its_arguments_and_fsdp_warns_for_a_parameter_it_leaves_whole(four_devices):
     from lazytrain.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2
 
@@ -336,6 +402,14 @@ def test_mesh_checks_its_arguments_and_fsdp_warns_for_a_parameter_it_leaves_whol
     with pytest.raises(TypeError, match="mesh_shape must be a tuple of ints, one per mesh axis, got 4"):
         xs.Mesh(np.arange(4), 4)
     mesh = xs.Mesh(np.arange(4), (4, 1), ("fsdp", "model"))
+    with pytest.raises(TypeError, match="mark_sharding: mesh must be a lazytrain.distributed.spmd.Mesh, got NoneType"):
+        xs.mark_sharding(lt.tensor(np.zeros(4, np.float32)), None, ("fsdp",))
+    with pytest.raises(TypeError, match="mark_sharding: partition_spec must be a tuple"):
+        xs.mark_sharding(lt.tensor(np.zeros(4, np.float32)), mesh, "fsdp")
+    with pytest.raises(TypeError, match=r"plan entry 'fc' is 'colwise': expected ColwiseParallel\(\) or RowwiseParallel\(\)"):
+        xs.parallelize_module(nn.Sequential(nn.Linear(4, 4)), mesh, {"fc": "colwise"}, "fsdp")
+    with pytest.raises(TypeError, match="add the parentheses"):
+        xs.parallelize_module(nn.Sequential(nn.Linear(4, 4)), mesh, {"0": xs.ColwiseParallel}, "fsdp")
     model = nn.Sequential(nn.Linear(6, 8), nn.Linear(8, 5))  # the last bias, [5], has no dimension 4 divides
     with pytest.warns(UserWarning, match=r"1\.bias \[5\] stays whole: no dimension divides into 4 tiles of axis 'fsdp'"):
         FSDPv2(model, mesh)

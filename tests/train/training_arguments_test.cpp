@@ -65,6 +65,17 @@ TEST(TrainingArguments, EachBadValueNamesItsFlag) {
               a.sharded_optimizer = true;
             }).find("leave out --sharded_optimizer"),
             std::string::npos);
+  EXPECT_NE(with([](auto& a) { a.tp_size = 0; }).find("--tp_size must be between 1 (no tensor parallelism) and 256, got 0"), std::string::npos);
+  EXPECT_NE(with([](auto& a) {
+              a.tp_size = 2;
+              a.fsdp = "full_shard";
+            }).find("--tp_size with --fsdp is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(with([](auto& a) {
+              a.tp_size = 2;
+              a.sharded_optimizer = true;
+            }).find("--tp_size splits the optimizer state"),
+            std::string::npos);
   EXPECT_NE(with([](auto& a) {
               a.load_best_model_at_end = true;
               a.evaluation_strategy = "steps";
@@ -105,6 +116,15 @@ TEST(TrainingArguments, FsdpIsHuggingFacesListOfOptions) {
   EXPECT_EQ(a.to_json()["fsdp"], nlohmann::json::array({"full_shard"}));
   EXPECT_EQ(TrainingArguments::from_json(a.to_json(), "test").fsdp, "full_shard");
   EXPECT_EQ(TrainingArguments::from_json({{"output_dir", "out"}, {"fsdp", "full_shard"}}, "test").fsdp, "full_shard");  // HF accepts a string too
+}
+
+TEST(TrainingArguments, TpSizeIsWrittenAndReadBack) {
+  TrainingArguments a = valid();
+  EXPECT_EQ(a.to_json()["tp_size"], 1);
+  EXPECT_FALSE(a.uses_spmd());
+  a.tp_size = 2;
+  EXPECT_TRUE(a.uses_spmd());
+  EXPECT_EQ(TrainingArguments::from_json(a.to_json(), "test").tp_size, 2);
 }
 
 }  // namespace

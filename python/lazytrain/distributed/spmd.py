@@ -107,6 +107,13 @@ def mark_sharding(t, mesh, partition_spec):
     """xs.mark_sharding: lays `t` out over `mesh` as `partition_spec` says and
     returns it (the same tensor). Data is cut into the tiles of this process's
     devices now; a pending value is annotated in the graph."""
+    if not isinstance(t, _C.Tensor):
+        raise TypeError(f"mark_sharding: t must be a lazytrain tensor, got {type(t).__name__}")
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"mark_sharding: mesh must be a lazytrain.distributed.spmd.Mesh, got {type(mesh).__name__}")
+    if not isinstance(partition_spec, (tuple, list)):
+        raise TypeError(f"mark_sharding: partition_spec must be a tuple of one entry per dimension (None, a mesh axis "
+                        f"or a tuple of axes), got {partition_spec!r}")
     _C._mark_sharding(t, mesh._native, mesh._axes(partition_spec))
     return t
 
@@ -183,6 +190,13 @@ def parallelize_module(module, mesh, parallelize_plan, axis="model"):
     to ColwiseParallel() or RowwiseParallel(); every matching module's weight
     and bias are laid out so (a dimension the axis size does not divide stays
     whole). Returns `module`. ValueError when no module matches any entry."""
+    if not isinstance(parallelize_plan, dict):
+        raise TypeError(f"parallelize_module: parallelize_plan must be a dict of module path -> ColwiseParallel() or "
+                        f"RowwiseParallel(), got {type(parallelize_plan).__name__}")
+    for suffix, style in parallelize_plan.items():
+        if not isinstance(style, (ColwiseParallel, RowwiseParallel)):
+            hint = " (an instance: add the parentheses)" if style in (ColwiseParallel, RowwiseParallel) else ""
+            raise TypeError(f"parallelize_module: plan entry {suffix!r} is {style!r}: expected ColwiseParallel() or RowwiseParallel(){hint}")
     parts = mesh.mesh_shape[mesh._native.axis_index(axis)]
     matched = False
     for name, p in module.named_parameters():

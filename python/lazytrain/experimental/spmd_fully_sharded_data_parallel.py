@@ -10,14 +10,17 @@ as SPMD annotations.
 
 Each parameter is split along its largest dimension that the "fsdp" axis
 divides (a parameter no dimension of which divides stays whole; lazytrain
-needs even tiles, where PyTorch/XLA pads). The compiler then gathers each weight before
-its use in the forward and again in the backward (two all-gathers: the
-gathered copy lives only around its use), and reduce-scatters its gradient;
-the optimizer updates the local tiles only.
+needs even tiles, where PyTorch/XLA pads). Each parameter belongs to a unit:
+one element of a module list (a transformer layer, "bert.encoder.layer.3"),
+or the root (embeddings, pooler, heads). The compiler then gathers a unit's
+weights in one all-gather before their use in the forward and again in the
+backward (the gathered copies live only around their use), and
+reduce-scatters the unit's gradients in one; the optimizer updates the local
+tiles only.
 """
 import warnings
 
-from .. import nn
+from .. import _C, nn
 from ..distributed import spmd as xs
 
 __all__ = ["SpmdFullyShardedDataParallel", "fsdp_partition_spec"]
@@ -60,7 +63,9 @@ class SpmdFullyShardedDataParallel(nn.Module):
                 parts = mesh.mesh_shape[mesh._native.axis_index("fsdp")]
                 warnings.warn(f"SpmdFullyShardedDataParallel: {name} {list(p.shape)} stays whole: no dimension divides into "
                               f"{parts} tiles of axis 'fsdp'", stacklevel=2)
-            xs.mark_sharding(p, mesh, spec)
+            # The layout names the parameter's unit (one transformer layer, or the root): the
+            # compiler gathers a unit's parameters in one all-gather and reduce-scatters its gradients in one.
+            _C._mark_sharding(p, mesh._native, mesh._axes(spec), _C._fsdp_unit(name))
 
     def forward(self, *args, **kwargs):
         output = self.module(*args, **kwargs)

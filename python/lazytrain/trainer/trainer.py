@@ -94,6 +94,8 @@ class Trainer:
         from .. import runtime as _xr
         if self.args.fsdp and not _xr.is_spmd():
             raise ValueError("Trainer: fsdp='full_shard' trains on the devices of lazytrain.runtime.use_spmd(n): call it first")
+        if self.args.tp_size > 1 and not _xr.is_spmd():
+            raise ValueError(f"Trainer: tp_size={self.args.tp_size} trains on the devices of lazytrain.runtime.use_spmd(n): call it first")
         set_seed(self.args.seed)
         self.model = model
         self.processing_class = processing_class if processing_class is not None else tokenizer

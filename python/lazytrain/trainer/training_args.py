@@ -9,7 +9,8 @@ greater_is_better, report_to "all" -> "tensorboard") are the C++ TrainingArgumen
 lazytrain's additions to Hugging Face's fields: execution_mode, detect_anomaly,
 debug_recompiles, debug_graphs, loader_prefetch_size, device_prefetch_size
 (PyTorch/XLA's MpDeviceLoader), num_cores (xla_spawn.py's), num_threads,
-collective_timeout, sharded_optimizer, fsdp."""
+collective_timeout, sharded_optimizer, fsdp (Hugging Face's name, FSDPv2 here),
+tp_size."""
 import dataclasses
 import json
 import math
@@ -74,6 +75,11 @@ class TrainingArguments:
     # over the devices of lazytrain.runtime.use_spmd(n), every parameter split
     # over all of them (FSDPv2); per_device_train_batch_size is per device.
     fsdp: object = ""
+    # Hugging Face's tp_size: above 1, one SPMD program over the devices of
+    # lazytrain.runtime.use_spmd(n) as a (n / tp_size) x tp_size mesh ("data",
+    # "model"): Megatron's layout and vocabulary-parallel loss over "model",
+    # the batch over "data" (per_device_train_batch_size x n / tp_size rows).
+    tp_size: int = 1
 
     def __post_init__(self):
         """Checks every field as the CLI does and fills the resolved defaults.

@@ -191,12 +191,19 @@ class Partitioner {
 
   // Operand k of `in` laid out as `want`. A value made from nothing (a fill,
   // a constant, an iota) is made again in that layout: no collective for it.
+  // A broadcast is made again from its operand laid out to match: what moves
+  // is the smaller operand (a bias of [16], not its [8,8,16] broadcast).
   int operand_as(const HloInstruction& in, size_t k, const HloSharding& want) {
     const HloInstruction& o = g_.at(in.operands[k]);
     if (!same_layout(*o.sharding, want)) {
-      if (o.opcode == HloOpcode::kBroadcast && g_.at(o.operands[0]).shape.empty()) {
-        return local_copy(o, {local_[static_cast<size_t>(o.operands[0])]}, local_shape(o.shape, want));
+      if (o.opcode == HloOpcode::kBroadcast) {
+        std::vector<int64_t> map(o.shape.size(), -1);  // result dimension -> operand dimension
+        for (size_t i = 0; i < o.dimensions.size(); ++i) map[static_cast<size_t>(o.dimensions[i])] = static_cast<int64_t>(i);
+        const int x = operand_as(o, 0, map_dimensions(want, static_cast<int64_t>(o.dimensions.size()), map));
+        return local_copy(o, {x}, local_shape(o.shape, want));
       }
+      // Likewise a lookup in a table no larger than its result (position and token type embeddings).
+      if (o.opcode == HloOpcode::kGather && numel(g_.at(o.operands[0]).shape) <= numel(o.shape)) return gather_as(o, want);
       if (o.opcode == HloOpcode::kIota) return local_iota(o, want);
       if (o.opcode == HloOpcode::kConstant) return reshard(local_copy(o, {}, o.shape), o.shape, HloSharding::replicate(), want);
     }
@@ -273,6 +280,8 @@ class Partitioner {
   int lower_dot(const HloInstruction& in);
   int lower_reduce(const HloInstruction& in);
   int lower_row_split_gather(const HloInstruction& in);
+  // Gather `in` laid out as `s`, its table and ids laid out to match.
+  int gather_as(const HloInstruction& in, const HloSharding& s);
   int lower_scatter(const HloInstruction& in);
   int lower_custom_call(const HloInstruction& in);
 
@@ -350,13 +359,7 @@ int Partitioner::lower(const HloInstruction& in) {
     case HloOpcode::kDot: return lower_dot(in);
     case HloOpcode::kGather: {
       if (const int looked_up = lower_row_split_gather(in); looked_up >= 0) return looked_up;
-      // table [N, R...], ids [I...] -> [I..., R...]: the table whole along N.
-      const size_t ni = g_.at(in.operands[1]).shape.size();
-      std::vector<int64_t> to_table(rank, -1), to_ids(rank, -1);
-      for (size_t j = 0; j < rank; ++j) (j < ni ? to_ids[j] : to_table[j]) = static_cast<int64_t>(j < ni ? j : j - ni + 1);
-      const int table = operand_as(in, 0, map_dimensions(s, static_cast<int64_t>(rank - ni + 1), to_table));
-      const int ids = operand_as(in, 1, map_dimensions(s, static_cast<int64_t>(ni), to_ids));
-      return local_copy(in, {table, ids}, {});
+      return gather_as(in, s);
     }
     case HloOpcode::kScatter: return lower_scatter(in);
     case HloOpcode::kOptimizationBarrier:
@@ -420,6 +423,16 @@ int Partitioner::lower_row_split_gather(const HloInstruction& in) {
   return b_.all_reduce(kept, ReduceKind::kAdd,
                        matched_groups([&](int64_t device) { return coords_of(s, device, rank); },
                                       [&](int64_t device) { return coords_of(held, device, table_rank)[0]; }, row_tiles[0]));
+}
+
+int Partitioner::gather_as(const HloInstruction& in, const HloSharding& s) {
+  // table [N, R...], ids [I...] -> [I..., R...]: the table whole along N.
+  const size_t rank = in.shape.size(), ni = g_.at(in.operands[1]).shape.size();
+  std::vector<int64_t> to_table(rank, -1), to_ids(rank, -1);
+  for (size_t j = 0; j < rank; ++j) (j < ni ? to_ids[j] : to_table[j]) = static_cast<int64_t>(j < ni ? j : j - ni + 1);
+  const int table = operand_as(in, 0, map_dimensions(s, static_cast<int64_t>(rank - ni + 1), to_table));
+  const int ids = operand_as(in, 1, map_dimensions(s, static_cast<int64_t>(ni), to_ids));
+  return local_copy(in, {table, ids}, local_shape(in.shape, s));
 }
 
 int Partitioner::lower_reduce(const HloInstruction& in) {
