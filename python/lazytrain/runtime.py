@@ -7,6 +7,7 @@ every process of the job (mpirun's processes times n; across processes, one
 device a process for now). The program is traced once, on the current
 device; ``xm.xrt_world_size()`` then counts processes, as PyTorch/XLA's does.
 """
+import numbers
 import os
 
 from . import _C
@@ -19,14 +20,18 @@ _spmd = False
 def use_spmd(num_devices=None):
     """Makes this process run `num_devices` devices for SPMD programs."""
     global _spmd
+    source = "num_devices"
     if num_devices is None:
+        source = "CPU_NUM_DEVICES"
         text = os.environ.get("CPU_NUM_DEVICES", "1")
         try:
             num_devices = int(text)
         except ValueError:
             raise ValueError(f"use_spmd: CPU_NUM_DEVICES is {text!r}: expected a count of devices, e.g. 4") from None
-    if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
-        raise ValueError(f"use_spmd: num_devices is {num_devices!r}: expected an int >= 1")
+    if isinstance(num_devices, numbers.Integral) and not isinstance(num_devices, bool):
+        num_devices = int(num_devices)  # numpy's integers too
+    if not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1:
+        raise ValueError(f"use_spmd: {source} is {num_devices!r}: expected an int >= 1")
     _C._use_spmd(num_devices)
     _spmd = True
 

@@ -134,6 +134,12 @@ void Tensor::set_data(const Tensor& value) const {
     impl_->set_ir_value(lazy::make_device_data(lazy::ShardedData::split_locally(data->data(), *layout), impl_->device()));
     return;
   }
+  if (!(layout && layout->is_tiled()) && data->sharded_data()) {
+    // A tensor never laid out stays whole: tiles loaded into it (an FSDP model's
+    // state_dict into a plain one) are assembled.
+    impl_->set_ir_value(lazy::make_device_data(data->data()));
+    return;
+  }
   impl_->set_ir_value(data);
 }
 

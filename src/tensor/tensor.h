@@ -86,7 +86,8 @@ class Tensor {
   // In-place value replacement keeping identity (param.data = value): shape and
   // dtype must match (Error otherwise). Records no autograd history. A tensor
   // laid out over devices (distributed/spmd.h mark_sharding) keeps its layout:
-  // a materialised value in another layout is cut into its tiles.
+  // a materialised value in another layout is cut into its tiles; a tensor
+  // never laid out stays whole (tiles given to it are assembled).
   void set_data(const Tensor& value) const;
 
   // ---- Tensor.* spellings of ops in tensor/ops.h ----

@@ -502,7 +502,14 @@ void Trainer::shard_parameters() {
     return;
   }
   // Megatron: attention and MLP split by heads and features, the embeddings and LM head by vocabulary.
-  const int split = distributed::spmd::parallelize_module(model_, mesh, distributed::spmd::megatron_plan(/*vocab_parallel=*/true), "model");
+  int split = 0;
+  try {
+    split = distributed::spmd::parallelize_module(model_, mesh, distributed::spmd::megatron_plan(/*vocab_parallel=*/true), "model");
+  } catch (const Error& e) {
+    throw Error("[Trainer] --tp_size " + std::to_string(args_.tp_size) +
+                " lays the model out with Megatron's plan for the built-in models (BERT, RoBERTa, GPT-2, Llama); for another, "
+                "call parallelize_module with its own plan and leave tp_size at 1: " + std::string(e.what()));
+  }
   if (is_master()) {
     std::fprintf(stderr, "[Trainer] tensor parallel over %lld x %lld devices (data x model): %d of %zu parameters split\n",
                  static_cast<long long>(mesh.mesh_shape()[0]), static_cast<long long>(mesh.mesh_shape()[1]), split, model_.parameters().size());

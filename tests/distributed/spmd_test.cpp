@@ -124,6 +124,12 @@ TEST(SpmdMarkSharding, AssigningDataKeepsTheTensorsLayout) {
   EXPECT_EQ(p.ir_value()->sharded_data()->sharding().to_string(), "{devices=[4,1]<=[4] metadata={op_name=\"fsdp/layer.0\"}}");
   EXPECT_EQ(p.ir_value()->sharded_data()->tile(1)->get().data<float>()[0], loaded[2 * 2]);  // tile 1 starts at row 2
   EXPECT_EQ(p.to_vector<float>(), loaded);
+  // Tiles given to a tensor never laid out are assembled: it stays whole.
+  Tensor plain = from_vector(random_values(8 * 2, 5), {8, 2});
+  plain.to_vector<float>();
+  plain.set_data(p);
+  EXPECT_FALSE(plain.ir_value()->sharded_data());
+  EXPECT_EQ(plain.to_vector<float>(), loaded);
 }
 
 // A tensor laid out over 4 devices, read by a step after the job shrank to 2:

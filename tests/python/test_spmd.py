@@ -29,6 +29,14 @@ def test_use_spmd_reads_cpu_num_devices(monkeypatch):
     monkeypatch.setenv("CPU_NUM_DEVICES", "four")
     with pytest.raises(ValueError, match="use_spmd: CPU_NUM_DEVICES is 'four': expected a count of devices"):
         xr.use_spmd()
+    monkeypatch.setenv("CPU_NUM_DEVICES", "-3")
+    with pytest.raises(ValueError, match="use_spmd: CPU_NUM_DEVICES is -3: expected an int >= 1"):
+        xr.use_spmd()
+    try:
+        xr.use_spmd(np.int64(2))  # numpy's integers, as Mesh takes them
+        assert xr.global_runtime_device_count() == 2
+    finally:
+        xr._reset_spmd()
 
 
 def test_mesh_gives_xlas_layouts(four_devices):
@@ -212,6 +220,13 @@ def test_trainer_tp_size_trains_one_devices_model(tmp_path):
         assert_close(got, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="tp_size=2 trains on the devices of lazytrain.runtime.use_spmd"):
         lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, tp_size=2), train_dataset=tt.dataset())
+    xr.use_spmd(2)
+    try:
+        trainer = lt.Trainer(model=tt.TinyLM(), args=tt.args(tmp_path, tp_size=2, max_steps=1), train_dataset=tt.dataset())
+        with pytest.raises(RuntimeError, match="--tp_size 2 lays the model out with Megatron's plan for the built-in models"):
+            trainer.train()
+    finally:
+        xr._reset_spmd()
 
 
 def _trace_overlap():
@@ -408,6 +423,10 @@ def test_mesh_checks_its_arguments_and_fsdp_warns_for_a_parameter_it_leaves_whol
         xs.mark_sharding(lt.tensor(np.zeros(4, np.float32)), mesh, "fsdp")
     with pytest.raises(TypeError, match=r"plan entry 'fc' is 'colwise': expected ColwiseParallel\(\) or RowwiseParallel\(\)"):
         xs.parallelize_module(nn.Sequential(nn.Linear(4, 4)), mesh, {"fc": "colwise"}, "fsdp")
+    with pytest.raises(TypeError, match="ShardingSpec: partition_spec must be a tuple"):
+        xs.ShardingSpec(mesh, "fsdp")
+    with pytest.raises(TypeError, match="parallelize_module: mesh must be a lazytrain.distributed.spmd.Mesh, got tuple"):
+        xs.parallelize_module(nn.Sequential(nn.Linear(4, 4)), (1, 4), {"0": xs.ColwiseParallel()}, "fsdp")
     with pytest.raises(TypeError, match="add the parentheses"):
         xs.parallelize_module(nn.Sequential(nn.Linear(4, 4)), mesh, {"0": xs.ColwiseParallel}, "fsdp")
     model = nn.Sequential(nn.Linear(6, 8), nn.Linear(8, 5))  # the last bias, [5], has no dimension 4 divides

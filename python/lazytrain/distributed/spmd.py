@@ -139,6 +139,11 @@ class ShardingSpec:
     def __init__(self, mesh, partition_spec, minibatch=False):
         if minibatch:
             raise ValueError("ShardingSpec: minibatch=True (each host loading its own rows) is not supported")
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"ShardingSpec: mesh must be a lazytrain.distributed.spmd.Mesh, got {type(mesh).__name__}")
+        if not isinstance(partition_spec, (tuple, list)):
+            raise TypeError(f"ShardingSpec: partition_spec must be a tuple of one entry per dimension (None, a mesh axis "
+                            f"or a tuple of axes), got {partition_spec!r}")
         self.mesh = mesh
         self.partition_spec = tuple(partition_spec)
 
@@ -190,6 +195,8 @@ def parallelize_module(module, mesh, parallelize_plan, axis="model"):
     to ColwiseParallel() or RowwiseParallel(); every matching module's weight
     and bias are laid out so (a dimension the axis size does not divide stays
     whole). Returns `module`. ValueError when no module matches any entry."""
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"parallelize_module: mesh must be a lazytrain.distributed.spmd.Mesh, got {type(mesh).__name__}")
     if not isinstance(parallelize_plan, dict):
         raise TypeError(f"parallelize_module: parallelize_plan must be a dict of module path -> ColwiseParallel() or "
                         f"RowwiseParallel(), got {type(parallelize_plan).__name__}")
