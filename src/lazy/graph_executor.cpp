@@ -409,8 +409,9 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
     // with it (a whole one only in SPMD mode, where the compiler would otherwise choose).
     if (!t->has_pending_ir() || !t->sharding_spec() || (!t->sharding_spec()->is_tiled() && !runtime::spmd_mode())) continue;
     const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*t->ir_value());
-    // (By text: == ignores the op_name, which the graph hashes and FSDP's units need.)
-    if (!annotated || annotated->to_string() != t->sharding_spec()->to_string()) t->set_ir_value(make_custom_sharding(t->ir_value(), *t->sharding_spec()));
+    // (== ignores the op_name, which the graph hashes and FSDP's units need.)
+    const hlo::HloSharding& spec = *t->sharding_spec();
+    if (!annotated || !(*annotated == spec) || annotated->op_name() != spec.op_name()) t->set_ir_value(make_custom_sharding(t->ir_value(), spec));
   }
   std::vector<LazyTensor*> pending;
   std::vector<const Node*> outputs;

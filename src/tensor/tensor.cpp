@@ -127,7 +127,7 @@ void Tensor::set_data(const Tensor& value) const {
         "new value is " + torch_name(value.dtype()) + shape_str(value.shape()) + ", expected " + torch_name(dtype()) + shape_str(shape()));
   const lazy::NodePtr& data = value.ir_value();
   const std::optional<hlo::HloSharding>& layout = impl_->sharding_spec();
-  if (layout && layout->is_tiled() && data->is_device_data() && !(data->sharded_data() && data->sharded_data()->sharding().to_string() == layout->to_string())) {
+  if (layout && layout->is_tiled() && data->is_device_data() && !(data->sharded_data() && data->sharded_data()->sharding() == *layout && data->sharded_data()->sharding().op_name() == layout->op_name())) {
     // A tensor laid out over devices (mark_sharding) keeps its layout, op_name
     // included (the graph hashes it): loaded data is cut into its tiles now (a
     // pending value is annotated at the sync).

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "hlo/hlo_builder.h"
+#include "hlo/passes/dce.h"
 
 namespace lazytrain::hlo {
 namespace {
@@ -223,6 +224,21 @@ Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
   return out;
 }
 
+// Member x with its collective dimension d moved first (the order a packed member's elements take).
+int dimension_first(HloBuilder& b, int x, int64_t d, size_t rank) { return b.transpose(x, front(d, rank)); }
+
+// Each member's result, from slice(i): member i's elements in the packed order
+// (its collective dimension first), reshaped and transposed back.
+std::vector<int> unpacked(HloBuilder& b, const HloModule& m, const std::vector<int>& members, const std::function<int(size_t)>& slice) {
+  std::vector<int> results;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const HloInstruction& in = m.at(members[i]);
+    const std::vector<int64_t> perm = front(in.dimensions[0], in.shape.size());
+    results.push_back(b.transpose(b.reshape(slice(i), permuted(in.shape, perm)), inverse(perm)));
+  }
+  return results;
+}
+
 // One all-gather for `members` (operands: `operands`, rebuilt ids); returns each member's result.
 std::vector<int> combine_all_gathers(HloBuilder& b, const HloModule& m, const std::vector<int>& members, const std::vector<int>& operands) {
   const HloInstruction& first = m.at(members[0]);
@@ -232,19 +248,11 @@ std::vector<int> combine_all_gathers(HloBuilder& b, const HloModule& m, const st
   for (size_t i = 0; i < members.size(); ++i) {
     const HloInstruction& in = m.at(members[i]);
     const Shape& local = m.at(in.operands[0]).shape;
-    flats.push_back(b.reshape(b.transpose(operands[i], front(in.dimensions[0], local.size())), {numel(local)}));
+    flats.push_back(b.reshape(dimension_first(b, operands[i], in.dimensions[0], local.size()), {numel(local)}));
     offsets.push_back(offsets.back() + numel(local));
   }
-  const int packed = b.concatenate(flats, 0);
-  const int gathered = b.reshape(b.all_gather(packed, 0, first.replica_groups), {n, offsets.back()});
-  std::vector<int> results;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const HloInstruction& in = m.at(members[i]);
-    const std::vector<int64_t> perm = front(in.dimensions[0], in.shape.size());
-    const int rows = b.slice(gathered, {0, offsets[i]}, {n, offsets[i + 1]}, {1, 1});
-    results.push_back(b.transpose(b.reshape(rows, permuted(in.shape, perm)), inverse(perm)));
-  }
-  return results;
+  const int gathered = b.reshape(b.all_gather(b.concatenate(flats, 0), 0, first.replica_groups), {n, offsets.back()});
+  return unpacked(b, m, members, [&](size_t i) { return b.slice(gathered, {0, offsets[i]}, {n, offsets[i + 1]}, {1, 1}); });
 }
 
 // One reduce-scatter for `members` (operands: `operands`, rebuilt ids); returns each member's result.
@@ -256,19 +264,12 @@ std::vector<int> combine_reduce_scatters(HloBuilder& b, const HloModule& m, cons
   for (size_t i = 0; i < members.size(); ++i) {
     const HloInstruction& in = m.at(members[i]);
     const Shape& whole = m.at(in.operands[0]).shape;
-    blocks.push_back(b.reshape(b.transpose(operands[i], front(in.dimensions[0], whole.size())), {n, numel(whole) / n}));
+    blocks.push_back(b.reshape(dimension_first(b, operands[i], in.dimensions[0], whole.size()), {n, numel(whole) / n}));
     offsets.push_back(offsets.back() + numel(whole) / n);
   }
   const int packed = b.reshape(b.concatenate(blocks, 1), {n * offsets.back()});
   const int scattered = b.reduce_scatter(packed, first.reduce_kind, 0, first.replica_groups);
-  std::vector<int> results;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const HloInstruction& in = m.at(members[i]);
-    const std::vector<int64_t> perm = front(in.dimensions[0], in.shape.size());
-    const int share = b.slice(scattered, {offsets[i]}, {offsets[i + 1]}, {1});
-    results.push_back(b.transpose(b.reshape(share, permuted(in.shape, perm)), inverse(perm)));
-  }
-  return results;
+  return unpacked(b, m, members, [&](size_t i) { return b.slice(scattered, {offsets[i]}, {offsets[i + 1]}, {1}); });
 }
 
 }  // namespace
@@ -281,7 +282,7 @@ bool CollectiveCombiner::run(HloModule& module) {
     module.instructions[static_cast<size_t>(module.root)].sharding = output_layout;
   };
   // Without dead instructions, so that the rebuild in a new order keeps every id's place.
-  rewrite_module(module, [](HloBuilder&, const HloInstruction&, const std::vector<int>&) { return Rewritten{}; });
+  Dce().run(module);
   restore();
   const Graph g(module);
   std::vector<std::vector<int>> sets = all_gather_sets(g, combine_threshold_in_bytes_);
