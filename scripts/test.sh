@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds with warnings as errors and runs the test suite,
-# then the Python package's tests (scripts/test_python.sh), then the install check (scripts/test_install.sh: default generator, cmake --install,
+# then the Python package's tests (scripts/test_python.sh), the fault suite (scripts/test_faults.sh), then the install check (scripts/test_install.sh: default generator, cmake --install,
 # the example against the installed package; LAZYTRAIN_TEST_INSTALL=0 skips it).
 # Usage: bash scripts/test.sh
 set -euo pipefail
@@ -14,6 +14,8 @@ bash scripts/build.sh
 )
 # The Python package: pip wheel/install in a venv, the wheel alone, pytest (scripts/test_python.sh).
 bash scripts/test_python.sh
+# The fault suite of ../shared/bugs/turn4 (torch's semantics), with that venv.
+bash scripts/test_faults.sh
 if [ "${LAZYTRAIN_TEST_INSTALL:-1}" != 0 ]; then
   bash scripts/test_install.sh
 fi

@@ -123,9 +123,10 @@ def num(v):
 
 
 def scalar(x, v):
-    """The Python scalar a C++ `double` argument stands for. lazytrain's rule (tensor/lowering.h
-    scalar_result_dtype): an integral value with an integer tensor acts as a Python int (keeps the
-    tensor's dtype), a fractional value as a Python float (promotes to float32)."""
+    """The Python number a case's "value" stands for: an integral value beside an integer tensor
+    as a Python int (keeps the tensor's dtype), any other as a Python float (an integer tensor
+    promotes to float32). The C++ runner (tests/support/golden_ops.cpp scalar()) passes the
+    same kind of Scalar (tensor/type_promotion.h)."""
     v = num(v)
     return int(v) if not x.is_floating_point() and v.is_integer() else v
 

@@ -38,7 +38,8 @@ from ._C import (  # noqa: F401
     reshape, transpose, permute, unsqueeze, squeeze, cat, index_select, optimization_barrier,
     softmax, log_softmax, embedding, layer_norm, dropout, cross_entropy, linear,
     sigmoid, silu, sin, cos, clamp, cumsum, tril, triu, stack, split, chunk, gather, scatter_add,
-    repeat_interleave, topk, rms_norm, scaled_dot_product_attention,
+    topk, rms_norm, scaled_dot_product_attention,
+    floor_divide, remainder, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, result_type, promote_types, can_cast,
 )
 
 _C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
@@ -58,6 +59,11 @@ from ._tensor import (  # noqa: E402,F401
     tensor, asarray, zeros, ones, full, arange, rand, randn, zeros_like, ones_like, full_like,
     rand_like, randn_like, empty, is_tensor, numel,
 )
+from ._tensor_methods import repeat_interleave  # noqa: E402,F401
+from ._reductions import (  # noqa: E402,F401,A004 (torch's names: max, min, any, all)
+    max, min, amax, amin, argmax, argmin, prod, any, all, var, std, norm, topk, sort, argsort, median, return_types,
+)
+from . import _indexing  # noqa: E402,F401 (installs Tensor.__getitem__)
 from ._runtime import (  # noqa: E402,F401
     sync, mark_step, device, devices, compile, execution_mode, no_grad, enable_grad,
     set_grad_enabled, autocast, detect_anomaly,
@@ -78,5 +84,16 @@ from .trainer import (  # noqa: E402,F401
     get_last_checkpoint, set_seed,
 )
 from ._serialization import save, load  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401
+autograd._install()
+# transformers exports its collators at the top level.
+from .data import DataCollatorForLanguageModeling, DataCollatorWithPadding, default_data_collator  # noqa: E402,F401
 
 __version__ = "0.1.0"
+
+# Last: torch's views and in-place ops wrap the final spelling of every op (_views.py).
+from ._index_put import scatter, index_fill, index_add, index_copy  # noqa: E402,F401
+from ._C import clone, slice_scatter  # noqa: E402,F401
+from . import _index_put as _index_put_module, _views as _views_module  # noqa: E402
+_index_put_module.install()
+_views_module.install()

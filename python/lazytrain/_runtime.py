@@ -244,6 +244,9 @@ def compile(fn=None, *, name=None, max_different_graphs=0):
     (parameters) and update them in place (an optimizer step); it may not read a
     value or call sync() (LazytrainError). max_different_graphs > 0 raises once
     more graphs than that would be needed, naming the input that changed.
+    With grad mode on, outputs of a call whose inputs (or tensors fn reads)
+    require grad can be backpropagated, as torch.compile's: backward recomputes
+    fn with autograd on the saved inputs (the call's random state restored).
 
     Usable as ``@lazytrain.compile`` or ``lazytrain.compile(fn, name=...)``."""
     if fn is None:

@@ -5,8 +5,8 @@ The hot methods and operators (``x @ w``, ``x + 1``, ``x.sum()``) are bound in
 C++ (python/src/ops.cpp); what is here forwards to them.
 """
 import builtins
-import collections
 import contextlib
+import math
 
 import numpy as np
 
@@ -49,9 +49,23 @@ def _sizes(size, what):
     for s in size:
         if not isinstance(s, builtins.int) or isinstance(s, builtins.bool):
             raise TypeError(f"{what}(): sizes must be ints, got {type(s).__name__} ({s!r})")
+    return _checked_shape([builtins.int(s) for s in size], what, 1)
+
+
+def _checked_shape(shape, what, itemsize):
+    """torch's RuntimeErrors for a negative size, and for a shape whose bytes
+    (at `itemsize` bytes an element) overflow int64."""
+    for s in shape:
         if s < 0:
-            raise ValueError(f"{what}(): negative dimension {s}")
-    return [builtins.int(s) for s in size]
+            if what == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {shape}")
+    nbytes = itemsize
+    for s in shape:
+        nbytes *= s
+    if nbytes > _INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={shape}")
+    return shape
 
 
 def _finish(t, requires_grad):
@@ -61,9 +75,10 @@ def _finish(t, requires_grad):
 
 
 def _make(maker, size, dtype, device, requires_grad, what, default=_dtype.float32):
-    shape = _sizes(size, what)
+    dtype = default if dtype is None else dtype
+    shape = _checked_shape(_sizes(size, what), what, dtype.itemsize)
     with _device_scope(device):
-        return _finish(maker(shape, default if dtype is None else dtype), requires_grad)
+        return _finish(maker(shape, dtype), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -92,16 +107,40 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """torch.arange over integers: [start, end) by step; int64 unless `dtype`."""
+    """torch.arange: [start, end) by step, ceil((end - start) / step) values
+    (computed in double, as torch). int64 when start, end and step are ints,
+    float32 when any is a float, unless `dtype`. Float values are start + i * step
+    computed in double and rounded once; an integer dtype with float arguments
+    truncates start and step first (torch's). RuntimeError for step 0 or a
+    step whose sign does not lead from start to end."""
     if end is None:
         start, end = 0, start
+    args = []
     for name, v in (("start", start), ("end", end), ("step", step)):
-        if not isinstance(v, builtins.int):
-            raise TypeError(f"arange(): {name} must be an int here (float ranges are not supported), got {v!r}")
+        if isinstance(v, Tensor):
+            v = v.item() if v.dtype.is_floating_point else builtins.int(v.item())
+        if not isinstance(v, (builtins.int, builtins.float, np.integer, np.floating)):
+            raise TypeError(f"arange(): argument '{name}' must be a Number, not {type(v).__name__}")
+        args.append(builtins.float(v) if isinstance(v, (builtins.float, np.floating)) else builtins.int(v))
+    start, end, step = args
+    floating = builtins.any(isinstance(v, builtins.float) for v in args)
+    if dtype is None:
+        dtype = _dtype.float32 if floating else _dtype.int64
     if step == 0:
-        raise ValueError("arange(): step must be nonzero")
+        raise RuntimeError("step must be nonzero")
+    if not (step > 0 and end >= start or step < 0 and end <= start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = math.ceil((builtins.float(end) - builtins.float(start)) / builtins.float(step)) if floating else -((start - end) // step)
+    if count > _INT64_MAX or not math.isfinite(count):
+        raise RuntimeError("invalid size, possible overflow?")
     with _device_scope(device):
-        return _finish(_C._arange(start, end, step, _dtype.int64 if dtype is None else dtype), requires_grad)
+        if not floating:
+            return _finish(_C._arange(start, end, step, dtype), requires_grad)
+        if not dtype.is_floating_point:
+            values = builtins.int(start) + builtins.int(step) * np.arange(count, dtype=np.int64)
+        else:
+            values = start + step * np.arange(count, dtype=np.float64)
+        return _finish(tensor(values, dtype=dtype), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False):
@@ -139,8 +178,18 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def _numpy_for(data, dtype):
     """`data` as a numpy array lazytrain can take, with torch's dtype inference:
     Python floats (and float64 arrays, which lazytrain lacks) become float32,
-    Python ints int64, bools bool."""
+    Python ints int64, bools bool. A Python int outside int64 is a ValueError
+    ("Overflow when unpacking long long"), as torch, never a wrapped value."""
+    if dtype is not None and dtype.is_floating_point and not isinstance(data, np.ndarray):
+        # Large Python ints are fine as floats (torch.tensor(2**64, dtype=torch.float32)).
+        return _numpy_for(np.asarray(data, dtype=np.float64), dtype)
     array = np.asarray(data)
+    if not isinstance(data, np.ndarray) and (array.dtype == np.uint64 or array.dtype.kind == "O"):
+        flat = array.reshape(-1) if array.dtype.kind == "O" else array.astype(object).reshape(-1)
+        if builtins.any(isinstance(v, builtins.int) and not -_INT64_MAX - 1 <= v <= _INT64_MAX for v in flat):
+            raise ValueError("Overflow when unpacking long long")
+    elif array.dtype == np.uint64 and array.size and array.max() > _INT64_MAX:
+        raise TypeError("tensor(): uint64 values above 2**63 - 1 do not fit int64, the widest integer lazytrain has")
     if array.dtype == np.float64 or array.dtype == np.float16 and dtype not in (None, _dtype.float16):
         array = array.astype(np.float32)
     elif array.dtype.kind in "iu" and array.dtype not in (np.int32, np.int64):
@@ -159,7 +208,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """torch.tensor: a new tensor with `data`'s values (a list, a number, a numpy
     array or a tensor), copied onto the device once. float64 data becomes float32."""
     if isinstance(data, Tensor):
-        t = data.detach()
+        t = _C.clone(data.detach())  # a copy, as torch.tensor(t) makes
         if dtype is not None and t.dtype != dtype:
             t = t.to(dtype)
         return _finish(t, requires_grad)
@@ -256,76 +305,7 @@ def _iter(self):
     return (self[i] for i in range(self.shape[0]))
 
 
-def _normalize_index(index, ndim):
-    """The index as a tuple with Ellipsis expanded into full slices."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    used = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
-    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if used > ndim:
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    out = []
-    for i in index:
-        if i is Ellipsis:
-            out.extend([slice(None)] * (ndim - used))
-        else:
-            out.append(i)
-    return out
-
-
-def _getitem(self, index):
-    """x[...]: ints, slices (positive steps), None, Ellipsis, and one index
-    tensor (or list of ints) along a dim (index_select, any index shape);
-    a bool mask selects as masked_select (eager modes only)."""
-    if isinstance(index, Tensor) and index.dtype == _dtype.bool:
-        return _C.masked_select(self, index)
-    parts = _normalize_index(index, self.ndim)
-    x = self
-    dim = 0
-    tensor_index = None
-    for part in parts:
-        if part is None:
-            x = x.unsqueeze(dim)
-            dim += 1
-        elif isinstance(part, slice):
-            start, stop, step = part.start, part.stop, part.step
-            step = 1 if step is None else step
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            if start is not None or stop is not None or step != 1:
-                x = x._slice(dim, 0 if start is None else start, _INT64_MAX if stop is None else stop, step)
-            dim += 1
-        elif isinstance(part, (builtins.int, np.integer)) and not isinstance(part, builtins.bool):
-            size = x.shape[dim]
-            i = builtins.int(part)
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
-            i = i + size if i < 0 else i
-            x = x._slice(dim, i, i + 1, 1).squeeze(dim)
-        elif isinstance(part, (Tensor, list, np.ndarray)):
-            if tensor_index is not None:
-                raise IndexError("lazytrain indexing takes one index tensor; use index_select or gather for more")
-            idx = part if isinstance(part, Tensor) else tensor(part)
-            if idx.dtype == _dtype.bool:
-                raise IndexError("a bool mask index must be the whole index: x[mask]")
-            if idx.dtype not in (_dtype.int32, _dtype.int64):
-                raise IndexError(f"tensors used as indices must be int64 or int32, got {idx.dtype!r}")
-            shape = list(x.shape)
-            flat = idx.reshape([-1]) if idx.ndim != 1 else idx
-            x = x.index_select(dim, flat)
-            if idx.ndim != 1:
-                x = x.reshape(shape[:dim] + list(idx.shape) + shape[dim + 1:])
-            tensor_index = idx
-            dim += idx.ndim
-        else:
-            raise IndexError(f"unsupported index {part!r}: use ints, slices, None, ..., or an int tensor")
-    return x
-
-
-def _setitem(self, index, value):
-    raise TypeError("lazytrain tensors do not support item assignment (x[...] = v); "
-                    "build the value with where/masked_fill/cat, or assign t.data = new_value")
+# x[index] is python/lazytrain/_indexing.py (installed from __init__).
 
 
 def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
@@ -361,31 +341,7 @@ def _flatten(self, start_dim=0, end_dim=-1):
     return self.reshape(shape[:start] + [flat] + shape[end + 1:])
 
 
-_MaxResult = collections.namedtuple("max", ["values", "indices"])
-
-
-def _max(self, dim=None, keepdim=False):
-    """max() over everything, or (values, indices) along dim (torch.max)."""
-    if dim is None:
-        return self.amax()
-    return _MaxResult(self.amax(dim, keepdim), self.argmax(dim, keepdim))
-
-
-def _min(self, dim=None, keepdim=False):
-    if dim is None:
-        return -((-self).amax())
-    return _MaxResult(-((-self).amax(dim, keepdim)), (-self).argmax(dim, keepdim))
-
-
-def _inplace(op):
-    """An in-place spelling (add_, mul_, ...): the new value replaces this tensor's
-    (as `t.data = ...`), with no autograd history: use it on parameters and
-    buffers, inside no_grad, as optimizers do."""
-    def method(self, *args, **kwargs):
-        self.data = op(self.detach(), *args, **kwargs).to(self.dtype)
-        return self
-
-    return method
+# max/min/argmax/... are python/lazytrain/_reductions.py (installed from __init__).
 
 
 def _install():
@@ -402,34 +358,21 @@ def _install():
     T.__int__ = lambda self: builtins.int(self.item())
     T.__index__ = _index
     T.__iter__ = _iter
-    T.__getitem__ = _getitem
-    T.__setitem__ = _setitem
     T.tolist = _tolist
     T.size = _size
     T.flatten = _flatten
-    T.max = _max
-    T.min = _min
     T.cpu = lambda self: self
-    T.contiguous = lambda self: self
-    T.clone = lambda self: self.reshape(list(self.shape))
     T.type_as = lambda self, other: self.to(other.dtype)
     T.element_size = lambda self: self.dtype.itemsize
     T.is_floating_point = lambda self: self.dtype.is_floating_point
-    T.new_zeros = lambda self, *size, dtype=None: zeros(*size, dtype=dtype or self.dtype, device=self.device)
-    T.new_ones = lambda self, *size, dtype=None: ones(*size, dtype=dtype or self.dtype, device=self.device)
-    T.new_full = lambda self, size, v, dtype=None: full(size, v, dtype=dtype or self.dtype, device=self.device)
+    # torch's new_*: self's dtype and device unless given.
+    T.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
+        *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    T.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
+        *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    T.new_full = lambda self, size, v, dtype=None, device=None, requires_grad=False: full(
+        size, v, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
     T.new_tensor = lambda self, data, dtype=None: tensor(data, dtype=dtype or self.dtype, device=self.device)
-    T.add_ = _inplace(lambda x, other, alpha=1: x + other * alpha if alpha != 1 else x + other)
-    T.sub_ = _inplace(lambda x, other, alpha=1: x - other * alpha if alpha != 1 else x - other)
-    T.mul_ = _inplace(lambda x, other: x * other)
-    T.div_ = _inplace(lambda x, other: x / other)
-    T.zero_ = _inplace(lambda x: zeros_like(x))
-    T.fill_ = _inplace(lambda x, v: full_like(x, v))
-    T.copy_ = _inplace(lambda x, src: src.detach().to(x.dtype))
-    T.__iadd__ = lambda self, other: self + other
-    T.__isub__ = lambda self, other: self - other
-    T.__imul__ = lambda self, other: self * other
-    T.__itruediv__ = lambda self, other: self / other
 
 
 _install()

@@ -95,15 +95,25 @@ Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::c
 // int32, int64, bool), or nullopt for any other (tensor.cpp).
 std::optional<DType> dtype_of(const nb::dlpack::dtype& d);
 
+// Error translation (errors.cpp): IndexError for lazytrain::IndexError, and the
+// caller's line on every error that names none; after LazytrainError exists.
+void init_error_locations(nb::module_& m);
 void init_tensor(nb::module_& m);
+// Views and in-place writes (tensor/view.h): the hooks python/lazytrain/_views.py installs.
+void init_views(nb::module_& m);
 void init_ops(nb::module_& m);
 // The Tensor methods and operators that spell ops (ops.cpp), added by init_tensor.
 void def_tensor_ops(nb::class_<Tensor>& tensor);
+// The arithmetic, comparison, bitwise and where operators, methods and
+// functions, with torch's type promotion (arith_ops.cpp).
+void def_arith_operators(nb::class_<Tensor>& tensor);
+void init_arith_ops(nb::module_& m);
 void init_runtime(nb::module_& m);
 void init_metrics(nb::module_& m);
 void init_profiler(nb::module_& m);
 void init_nn(nb::module_& m);
 void init_optim(nb::module_& m);
+void init_autograd_api(nb::module_& m);
 void init_distributed(nb::module_& m);
 void init_spmd(nb::module_& m);
 void init_models(nb::module_& m);

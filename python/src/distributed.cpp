@@ -92,8 +92,15 @@ void init_distributed(nb::module_& m) {
       },
       "input"_a, "dim"_a = 0);
   m.def(
+      "_reduce_gradients", [](const std::vector<Tensor>& params) {
+        PyWait wait;  // the replicas meet on the host: the others need the GIL to get there
+        d::reduce_gradients(params);
+      },
+      "params"_a,
+      "distributed::reduce_gradients: each grad becomes its mean over the replicas (zeros where a replica has none).");
+  m.def(
       "_optimizer_step_adamw", [](optim::AdamW& optimizer) {
-        PyOp op;
+        PyWait wait;  // reduce_gradients' host meeting
         d::optimizer_step(optimizer);
       },
       "optimizer"_a);

@@ -214,6 +214,16 @@ void init_models(nb::module_& m) {
           "input_ids"_a, "attention_mask"_a.none(), "masked_lm_positions"_a, "masked_lm_labels"_a,
           "(loss over the labelled tokens, logits [B, S, vocab] of every token, logits [K, vocab] of the labelled tokens); "
           "the logits are lazy, computed only when read.")
+      .def(
+          "set_token_type_ids",
+          [](NativeModel& n, std::optional<Tensor> token_type_ids) {
+            std::shared_ptr<models::BertEmbeddings> embeddings;
+            if (n.kind == "BertModel") embeddings = n.as<models::BertModel>().embeddings;
+            if (n.kind == "BertForMaskedLM") embeddings = n.as<models::BertForMaskedLM>().bert->embeddings;
+            if (!embeddings) throw Error("[" + n.kind + "] takes no token_type_ids here");
+            embeddings->token_type_ids = token_type_ids ? *token_type_ids : Tensor();
+          },
+          "token_type_ids"_a.none(), "The token types (int64 [B, S]) of the next forward calls of a BERT model; None: type 0.")
       .def("base_model", &base_model, "The base model inside a head model (BertModel, GPT2Model, LlamaModel), sharing its parameters.")
       .def("gradient_checkpointing_enable", &gradient_checkpointing_enable)
       .def(

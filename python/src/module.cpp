@@ -26,13 +26,16 @@ NB_MODULE(_C, m) {
   // Tensors alive in module globals at exit are no leak worth a warning.
   nanobind::set_leak_warnings(false);
   py::init_errors(m);
+  py::init_error_locations(m);
   py::init_tensor(m);
   py::init_ops(m);
+  py::init_views(m);
   py::init_runtime(m);
   py::init_metrics(m);
   py::init_profiler(m);
   py::init_nn(m);
   py::init_optim(m);
+  py::init_autograd_api(m);
   py::init_distributed(m);
   py::init_spmd(m);
   py::init_models(m);

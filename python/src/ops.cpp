@@ -1,6 +1,8 @@
 // init_ops: the functions of tensor/ops.h under torch's names, and the
 // Tensor methods and operators that spell them (x @ w, x + 1, x.sum(dim=-1)).
 // Each opens PyOp first, so the op's IR nodes and errors name the user's line.
+#include <algorithm>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
@@ -33,69 +35,73 @@ Shape shape_of(const nb::args& args, const char* what) {
   return shape;
 }
 
-Tensor scalar_like(double value, const Tensor& like) {
-  runtime::DeviceGuard on(like.device());
-  return full({}, value, is_floating_point(like.dtype()) ? like.dtype() : DType::kFloat32);
+// torch's squeeze: dim None squeezes every size-1 dim; an int or a tuple
+// those of them that have size 1 (others stay, as torch).
+Tensor squeeze_dims(const Tensor& x, nb::handle dim) {
+  std::vector<int64_t> dims;
+  if (dim.is_none()) {
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : dims_of(dim)) dims.push_back(normalize_dim(d, std::max<int64_t>(x.dim(), 1), "aten::squeeze"));
+    if (nb::isinstance<nb::int_>(dim) && x.dim() > 0) return squeeze(x, dims[0]);
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  Tensor out = x;
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+    if (*d < out.dim() && out.shape()[*d] == 1) out = squeeze(out, *d);
+  }
+  return out;
 }
 
-// The dtype of `x op scalar` (torch's rule for a Python number): a float
-// scalar makes an integer or bool tensor float32; an int scalar keeps ints.
-Tensor for_scalar(const Tensor& x, double value) {
-  const bool integral = value == static_cast<double>(static_cast<int64_t>(value));
-  if (!is_floating_point(x.dtype()) && !integral) return to_dtype(x, DType::kFloat32);
-  return x;
+// x cast to dtype first (softmax(dtype=), cumsum(dtype=): torch casts the input).
+Tensor cast_first(const Tensor& x, std::optional<DType> dtype) { return dtype ? to_dtype(x, *dtype) : x; }
+// cumsum(dtype=int32) stays int32 (the op alone accumulates integers in int64).
+Tensor cumsum_as(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  Tensor out = cumsum(cast_first(x, dtype), dim);
+  return dtype ? to_dtype(out, *dtype) : out;
 }
 
-// True division makes integer tensors float32 (torch's rule).
-Tensor as_floating(const Tensor& x) { return is_floating_point(x.dtype()) ? x : to_dtype(x, DType::kFloat32); }
+// torch.clamp's two forms: number bounds (clamp), or tensor bounds that broadcast and
+// promote as minimum(maximum(x, min), max) does (NaN in any of them gives NaN).
+Tensor clamp_bounds(const Tensor& x, nb::handle lo, nb::handle hi) {
+  PyOp op;
+  const bool tensors = nb::isinstance<Tensor>(lo) || nb::isinstance<Tensor>(hi);
+  if (!tensors) {
+    auto number = [](nb::handle v) { return v.is_none() ? std::optional<double>() : std::optional<double>(nb::cast<double>(v)); };
+    return clamp(x, number(lo), number(hi));
+  }
+  if ((!lo.is_none() && !nb::isinstance<Tensor>(lo)) || (!hi.is_none() && !nb::isinstance<Tensor>(hi))) {
+    throw nb::type_error("clamp(): min and max must both be tensors or both be numbers");
+  }
+  Tensor out = x;
+  if (!lo.is_none()) out = maximum(out, nb::cast<const Tensor&>(lo));
+  if (!hi.is_none()) out = minimum(out, nb::cast<const Tensor&>(hi));
+  return out;
+}
 
-template <typename Class>
-void def_binary_operators(Class& c) {
-  c.def("__add__", [](const Tensor& a, const Tensor& b) { PyOp op; return add(a, b); })
-      .def("__add__", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); })
-      .def("__radd__", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); })
-      .def("__sub__", [](const Tensor& a, const Tensor& b) { PyOp op; return sub(a, b); })
-      .def("__sub__", [](const Tensor& a, double b) { PyOp op; return sub(for_scalar(a, b), b); })
-      .def("__rsub__", [](const Tensor& a, double b) { PyOp op; return b - for_scalar(a, b); })
-      .def("__mul__", [](const Tensor& a, const Tensor& b) { PyOp op; return mul(a, b); })
-      .def("__mul__", [](const Tensor& a, double b) { PyOp op; return mul(for_scalar(a, b), b); })
-      .def("__rmul__", [](const Tensor& a, double b) { PyOp op; return mul(for_scalar(a, b), b); })
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { PyOp op; return div(a, b); })
-      .def("__truediv__", [](const Tensor& a, double b) { PyOp op; return div(as_floating(a), b); })
-      .def("__rtruediv__", [](const Tensor& a, double b) { PyOp op; return div(scalar_like(b, a), a); })
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(a, b); })
-      .def("__rmatmul__", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(b, a); })
-      .def("__pow__", [](const Tensor& a, double e) { PyOp op; return pow(a, e); })
-      .def("__neg__", [](const Tensor& a) { PyOp op; return neg(a); })
-      .def("__pos__", [](const Tensor& a) { return a; })
-      .def("__abs__", [](const Tensor& a) { PyOp op; return abs(a); })
-      .def("__invert__", [](const Tensor& a) { PyOp op; return logical_not(a); })
-      .def("__and__", [](const Tensor& a, const Tensor& b) { PyOp op; return logical_and(a, b); })
-      .def("__or__", [](const Tensor& a, const Tensor& b) { PyOp op; return logical_or(a, b); })
-      .def("__eq__", [](const Tensor& a, const Tensor& b) { PyOp op; return eq(a, b); })
-      .def("__eq__", [](const Tensor& a, double b) { PyOp op; return eq(a, b); })
-      .def("__ne__", [](const Tensor& a, const Tensor& b) { PyOp op; return ne(a, b); })
-      .def("__ne__", [](const Tensor& a, double b) { PyOp op; return ne(a, b); })
-      .def("__lt__", [](const Tensor& a, const Tensor& b) { PyOp op; return lt(a, b); })
-      .def("__lt__", [](const Tensor& a, double b) { PyOp op; return lt(a, b); })
-      .def("__gt__", [](const Tensor& a, const Tensor& b) { PyOp op; return gt(a, b); })
-      .def("__gt__", [](const Tensor& a, double b) { PyOp op; return gt(a, b); })
-      .def("__le__", [](const Tensor& a, const Tensor& b) { PyOp op; return le(a, b); })
-      .def("__le__", [](const Tensor& a, double b) { PyOp op; return le(a, scalar_like(b, a)); })
-      .def("__ge__", [](const Tensor& a, const Tensor& b) { PyOp op; return ge(a, b); })
-      .def("__ge__", [](const Tensor& a, double b) { PyOp op; return ge(a, scalar_like(b, a)); });
+// torch.nonzero(input, as_tuple=): the [n, ndim] indices, or one 1-D column per dim (a
+// 0-d input counts as 1-D there, as in torch).
+nb::object nonzero_as(const Tensor& x, bool as_tuple) {
+  PyOp op;
+  if (!as_tuple) return nb::cast(nonzero(x));
+  const Tensor nz = nonzero(x.dim() == 0 ? reshape(x, {1}) : x);
+  const int64_t n = nz.shape()[0];
+  nb::list columns;
+  for (int64_t i = 0; i < nz.shape()[1]; ++i) columns.append(reshape(slice(nz, 1, i, i + 1), {n}));
+  return nb::tuple(columns);
 }
 
 template <typename Class>
 void def_methods(Class& c) {
   c.def("to", [](const Tensor& x, DType d) { PyOp op; return x.to(d); }, "dtype"_a)
       .def("to", [](const Tensor& x, const runtime::Device& d) { PyOp op; return x.to(d); }, "device"_a)
-      .def("float", [](const Tensor& x) { PyOp op; return x.to(DType::kFloat32); })
-      .def("bfloat16", [](const Tensor& x) { PyOp op; return x.to(DType::kBFloat16); })
-      .def("half", [](const Tensor& x) { PyOp op; return x.to(DType::kFloat16); })
-      .def("long", [](const Tensor& x) { PyOp op; return x.to(DType::kInt64); })
-      .def("int", [](const Tensor& x) { PyOp op; return x.to(DType::kInt32); })
-      .def("bool", [](const Tensor& x) { PyOp op; return x.to(DType::kBool); })
+      .def("float", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kFloat32); }, nb::kw_only(), "memory_format"_a = nb::none())
+      .def("bfloat16", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kBFloat16); }, nb::kw_only(), "memory_format"_a = nb::none())
+      .def("half", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kFloat16); }, nb::kw_only(), "memory_format"_a = nb::none())
+      .def("long", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kInt64); }, nb::kw_only(), "memory_format"_a = nb::none())
+      .def("int", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kInt32); }, nb::kw_only(), "memory_format"_a = nb::none())
+      .def("bool", [](const Tensor& x, nb::handle) { PyOp op; return x.to(DType::kBool); }, nb::kw_only(), "memory_format"_a = nb::none())
       .def("view", [](const Tensor& x, nb::args shape) { PyOp op; return view(x, shape_of(shape, "view")); })
       .def("reshape", [](const Tensor& x, nb::args shape) { PyOp op; return reshape(x, shape_of(shape, "reshape")); })
       .def("expand", [](const Tensor& x, nb::args shape) { PyOp op; return expand(x, shape_of(shape, "expand")); })
@@ -103,7 +109,7 @@ void def_methods(Class& c) {
       .def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { PyOp op; return transpose(x, d0, d1); }, "dim0"_a, "dim1"_a)
       .def("t", [](const Tensor& x) { PyOp op; return transpose(x, 0, 1); })
       .def("unsqueeze", [](const Tensor& x, int64_t d) { PyOp op; return unsqueeze(x, d); }, "dim"_a)
-      .def("squeeze", [](const Tensor& x, int64_t d) { PyOp op; return squeeze(x, d); }, "dim"_a)
+      .def("squeeze", [](const Tensor& x, nb::handle d) { PyOp op; return squeeze_dims(x, d); }, "dim"_a = nb::none())
       .def("sum", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return sum(x, dims_of(dim), keepdim); },
            "dim"_a = nb::none(), "keepdim"_a = false)
       .def("mean", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return mean(x, dims_of(dim), keepdim); },
@@ -114,10 +120,13 @@ void def_methods(Class& c) {
            "dim"_a, "keepdim"_a = false)
       .def("argmax", [](const Tensor& x, int64_t dim, bool keepdim) { PyOp op; return argmax(x, dim, keepdim); }, "dim"_a,
            "keepdim"_a = false)
-      .def("softmax", [](const Tensor& x, int64_t dim) { PyOp op; return softmax(x, dim); }, "dim"_a)
-      .def("log_softmax", [](const Tensor& x, int64_t dim) { PyOp op; return log_softmax(x, dim); }, "dim"_a)
+      .def("softmax", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { PyOp op; return softmax(cast_first(x, dtype), dim); },
+           "dim"_a, "dtype"_a = nb::none())
+      .def("log_softmax", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+        PyOp op;
+        return log_softmax(cast_first(x, dtype), dim);
+      }, "dim"_a, "dtype"_a = nb::none())
       .def("matmul", [](const Tensor& a, const Tensor& b) { PyOp op; return matmul(a, b); }, "other"_a)
-      .def("pow", [](const Tensor& a, double e) { PyOp op; return pow(a, e); }, "exponent"_a)
       .def("masked_fill", [](const Tensor& x, const Tensor& mask, double v) { PyOp op; return masked_fill(x, mask, v); }, "mask"_a,
            "value"_a)
       .def("index_select", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return index_select(x, dim, i); }, "dim"_a,
@@ -131,9 +140,10 @@ void def_methods(Class& c) {
       LAZYTRAIN_UNARY_METHOD(tanh) LAZYTRAIN_UNARY_METHOD(erf) LAZYTRAIN_UNARY_METHOD(abs) LAZYTRAIN_UNARY_METHOD(relu)
           LAZYTRAIN_UNARY_METHOD(neg) LAZYTRAIN_UNARY_METHOD(logical_not) LAZYTRAIN_UNARY_METHOD(sigmoid)
               LAZYTRAIN_UNARY_METHOD(sin) LAZYTRAIN_UNARY_METHOD(cos);
-  c.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { PyOp op; return clamp(x, lo, hi); },
-        "min"_a = nb::none(), "max"_a = nb::none())
-      .def("cumsum", [](const Tensor& x, int64_t dim) { PyOp op; return cumsum(x, dim); }, "dim"_a)
+  c.def("clamp", &clamp_bounds, "min"_a = nb::none(), "max"_a = nb::none())
+      .def("nonzero", &nonzero_as, nb::kw_only(), "as_tuple"_a = false)
+      .def("cumsum", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { PyOp op; return cumsum_as(x, dim, dtype); },
+           "dim"_a, "dtype"_a = nb::none())
       .def("tril", [](const Tensor& x, int64_t d) { PyOp op; return tril(x, d); }, "diagonal"_a = 0)
       .def("triu", [](const Tensor& x, int64_t d) { PyOp op; return triu(x, d); }, "diagonal"_a = 0)
       .def("gather", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return gather(x, dim, i); }, "dim"_a, "index"_a)
@@ -166,39 +176,13 @@ void def_functions(nb::module_& m) {
   LAZYTRAIN_UNARY(abs);
   LAZYTRAIN_UNARY(relu);
   LAZYTRAIN_UNARY(logical_not);
-  LAZYTRAIN_UNARY(nonzero);
   LAZYTRAIN_UNARY(sigmoid);
   LAZYTRAIN_UNARY(silu);
   LAZYTRAIN_UNARY(sin);
   LAZYTRAIN_UNARY(cos);
 #undef LAZYTRAIN_UNARY
-#define LAZYTRAIN_BINARY(name)                                                                          \
-  m.def(#name, [](const Tensor& a, const Tensor& b) { PyOp op; return name(a, b); }, "input"_a, "other"_a); \
-  m.def(#name, [](const Tensor& a, double b) { PyOp op; return name(a, scalar_like(b, a)); }, "input"_a, "other"_a)
-  LAZYTRAIN_BINARY(mul);
-  LAZYTRAIN_BINARY(div);
-  LAZYTRAIN_BINARY(maximum);
-  LAZYTRAIN_BINARY(minimum);
-  LAZYTRAIN_BINARY(eq);
-  LAZYTRAIN_BINARY(ne);
-  LAZYTRAIN_BINARY(lt);
-  LAZYTRAIN_BINARY(le);
-  LAZYTRAIN_BINARY(gt);
-  LAZYTRAIN_BINARY(ge);
-  LAZYTRAIN_BINARY(logical_and);
-  LAZYTRAIN_BINARY(logical_or);
-#undef LAZYTRAIN_BINARY
-  m.def("add", [](const Tensor& a, const Tensor& b, double alpha) { PyOp op; return add(a, b, alpha); }, "input"_a, "other"_a,
-        nb::kw_only(), "alpha"_a = 1.0);
-  m.def("add", [](const Tensor& a, double b) { PyOp op; return add(for_scalar(a, b), b); }, "input"_a, "other"_a);
-  m.def("sub", [](const Tensor& a, const Tensor& b, double alpha) { PyOp op; return sub(a, b, alpha); }, "input"_a, "other"_a,
-        nb::kw_only(), "alpha"_a = 1.0);
-  m.def("sub", [](const Tensor& a, double b) { PyOp op; return sub(for_scalar(a, b), b); }, "input"_a, "other"_a);
-  m.def("pow", [](const Tensor& a, double e) { PyOp op; return pow(a, e); }, "input"_a, "exponent"_a);
   m.def("gelu", [](const Tensor& x, const std::string& approximate) { PyOp op; return gelu(x, approximate); }, "input"_a,
         "approximate"_a = "none");
-  m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { PyOp op; return where(c, a, b); }, "condition"_a,
-        "input"_a, "other"_a);
   m.def("masked_fill", [](const Tensor& x, const Tensor& mask, double v) { PyOp op; return masked_fill(x, mask, v); },
         "input"_a, "mask"_a, "value"_a);
   m.def("masked_select", [](const Tensor& x, const Tensor& mask) { PyOp op; return masked_select(x, mask); }, "input"_a,
@@ -214,19 +198,29 @@ void def_functions(nb::module_& m) {
         "input"_a, "dim"_a, "keepdim"_a = false);
   m.def("argmax", [](const Tensor& x, int64_t dim, bool keepdim) { PyOp op; return argmax(x, dim, keepdim); }, "input"_a,
         "dim"_a, "keepdim"_a = false);
+  // Reductions that python/lazytrain/_reductions.py spells with torch's signatures.
+  m.def("_amin", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return amin(x, dims_of(dim), keepdim); }, "input"_a, "dim"_a.none(), "keepdim"_a);
+  m.def("_argmin", [](const Tensor& x, int64_t dim, bool keepdim) { PyOp op; return argmin(x, dim, keepdim); }, "input"_a, "dim"_a, "keepdim"_a);
+  m.def("_prod", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return prod(x, dims_of(dim), keepdim); }, "input"_a, "dim"_a.none(), "keepdim"_a);
+  m.def("_any", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return any(x, dims_of(dim), keepdim); }, "input"_a, "dim"_a.none(), "keepdim"_a);
+  m.def("_all", [](const Tensor& x, nb::handle dim, bool keepdim) { PyOp op; return all(x, dims_of(dim), keepdim); }, "input"_a, "dim"_a.none(), "keepdim"_a);
   m.def("reshape", [](const Tensor& x, const Shape& s) { PyOp op; return reshape(x, s); }, "input"_a, "shape"_a);
   m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { PyOp op; return transpose(x, d0, d1); }, "input"_a,
         "dim0"_a, "dim1"_a);
   m.def("permute", [](const Tensor& x, const std::vector<int64_t>& d) { PyOp op; return permute(x, d); }, "input"_a, "dims"_a);
   m.def("unsqueeze", [](const Tensor& x, int64_t d) { PyOp op; return unsqueeze(x, d); }, "input"_a, "dim"_a);
-  m.def("squeeze", [](const Tensor& x, int64_t d) { PyOp op; return squeeze(x, d); }, "input"_a, "dim"_a);
+  m.def("squeeze", [](const Tensor& x, nb::handle d) { PyOp op; return squeeze_dims(x, d); }, "input"_a, "dim"_a = nb::none());
   m.def("cat", [](const std::vector<Tensor>& xs, int64_t dim) { PyOp op; return cat(xs, dim); }, "tensors"_a, "dim"_a = 0);
   m.def("index_select", [](const Tensor& x, int64_t dim, const Tensor& i) { PyOp op; return index_select(x, dim, i); },
         "input"_a, "dim"_a, "index"_a);
   m.def("optimization_barrier", [](const Tensor& x, const Tensor& after) { PyOp op; return optimization_barrier(x, after); },
         "input"_a, "after"_a);
-  m.def("softmax", [](const Tensor& x, int64_t dim) { PyOp op; return softmax(x, dim); }, "input"_a, "dim"_a);
-  m.def("log_softmax", [](const Tensor& x, int64_t dim) { PyOp op; return log_softmax(x, dim); }, "input"_a, "dim"_a);
+  m.def("softmax", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { PyOp op; return softmax(cast_first(x, dtype), dim); },
+        "input"_a, "dim"_a, "dtype"_a = nb::none());
+  m.def("log_softmax", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+    PyOp op;
+    return log_softmax(cast_first(x, dtype), dim);
+  }, "input"_a, "dim"_a, "dtype"_a = nb::none());
   m.def("embedding", [](const Tensor& w, const Tensor& i, int64_t pad) { PyOp op; return embedding(w, i, pad); }, "weight"_a,
         "input"_a, "padding_idx"_a = -1);
   m.def(
@@ -251,9 +245,10 @@ void def_functions(nb::module_& m) {
         return linear(x, w, b ? *b : Tensor());
       },
       "input"_a, "weight"_a, "bias"_a = nb::none());
-  m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { PyOp op; return clamp(x, lo, hi); },
-        "input"_a, "min"_a = nb::none(), "max"_a = nb::none());
-  m.def("cumsum", [](const Tensor& x, int64_t dim) { PyOp op; return cumsum(x, dim); }, "input"_a, "dim"_a);
+  m.def("clamp", &clamp_bounds, "input"_a, "min"_a = nb::none(), "max"_a = nb::none(),
+        "torch.clamp: numbers or tensors as bounds (tensors broadcast: minimum(maximum(input, min), max)).");
+  m.def("cumsum", [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { PyOp op; return cumsum_as(x, dim, dtype); },
+        "input"_a, "dim"_a, "dtype"_a = nb::none());
   m.def("tril", [](const Tensor& x, int64_t d) { PyOp op; return tril(x, d); }, "input"_a, "diagonal"_a = 0);
   m.def("triu", [](const Tensor& x, int64_t d) { PyOp op; return triu(x, d); }, "input"_a, "diagonal"_a = 0);
   m.def("stack", [](const std::vector<Tensor>& xs, int64_t dim) { PyOp op; return stack(xs, dim); }, "tensors"_a, "dim"_a = 0);
@@ -299,6 +294,8 @@ void def_functions(nb::module_& m) {
       },
       "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
       "scale"_a = nb::none(), "One fused op (a custom-call to a FlashAttention-2 style kernel on the cpu backend).");
+  m.def("nonzero", &nonzero_as, "input"_a, nb::kw_only(), "as_tuple"_a = false,
+        "torch.nonzero: int64 [n, ndim] indices of the nonzero elements; as_tuple: one 1-D tensor per dim.");
   m.def("to_dtype", [](const Tensor& x, DType d) { PyOp op; return to_dtype(x, d); }, "input"_a, "dtype"_a);
 
   // ---- creation (the Python layer parses *size, dtype and device) ----
@@ -317,7 +314,17 @@ void def_functions(nb::module_& m) {
   m.def("_arange", [](int64_t start, int64_t end, int64_t step, DType d) { PyOp op; return arange(start, end, step, d); });
   m.def("_rand", [](const Shape& s, DType d) { PyOp op; return rand(s, d); });
   m.def("_randn", [](const Shape& s, DType d) { PyOp op; return randn(s, d); });
-  m.def("scalar_tensor", [](double v, DType d) { PyOp op; return scalar_tensor(v, d); }, "value"_a, "dtype"_a = DType::kFloat32,
+  m.def("scalar_tensor", [](double v, DType d, nb::handle device, bool requires_grad) {
+    std::optional<runtime::DeviceGuard> on;  // torch's device= ('cpu:1' or a device)
+    if (!device.is_none()) {
+      on.emplace(nb::cast<runtime::Device>(nb::isinstance<runtime::Device>(device) ? nb::borrow(device)
+                                           : nb::module_::import_("lazytrain._C").attr("device")(device)));
+    }
+    PyOp op;
+    Tensor t = scalar_tensor(v, d);
+    if (requires_grad) t.requires_grad_(true);
+    return t;
+  }, "value"_a, "dtype"_a = DType::kFloat32, nb::kw_only(), "device"_a = nb::none(), "requires_grad"_a = false,
         "A 0-d tensor that is device data, not a constant: changing it between steps never recompiles.");
   m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, "seed"_a,
         "torch.manual_seed: resets the current device's generator (and the host one that initialises parameters).");
@@ -325,10 +332,13 @@ void def_functions(nb::module_& m) {
 
 }  // namespace
 
-void init_ops(nb::module_& m) { def_functions(m); }
+void init_ops(nb::module_& m) {
+  def_functions(m);
+  init_arith_ops(m);
+}
 
 void def_tensor_ops(nb::class_<Tensor>& tensor) {
-  def_binary_operators(tensor);
+  def_arith_operators(tensor);
   def_methods(tensor);
 }
 

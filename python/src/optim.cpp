@@ -36,8 +36,11 @@ void init_optim(nb::module_& m) {
       .def("set_lr", &optim::AdamW::set_lr, "lr"_a)
       .def_prop_ro("lr", &optim::AdamW::lr)
       .def_prop_ro("step_count", &optim::AdamW::step_count)
+      .def("param_step", &optim::AdamW::param_step, "group"_a, "index"_a)
       .def("exp_avg", &optim::AdamW::exp_avg, "group"_a, "index"_a)
       .def("exp_avg_sq", &optim::AdamW::exp_avg_sq, "group"_a, "index"_a);
+  m.def("_laid_out_like", &optim::laid_out_like, "moment"_a, "param"_a,
+        "`moment` (a whole value of param's shape) laid out as `param` is (SPMD tiles), as AdamW's moments are.");
   m.def("_linear_schedule_with_warmup", &optim::linear_schedule_with_warmup, "step"_a, "warmup_steps"_a, "total_steps"_a);
   m.def("_cosine_schedule_with_warmup", &optim::cosine_schedule_with_warmup, "step"_a, "warmup_steps"_a, "total_steps"_a,
         "num_cycles"_a = 0.5);

@@ -84,6 +84,24 @@ nb::object item(const Tensor& t) {
   return scalar_object(value, t.dtype());
 }
 
+// `t.grad = g`: torch's checks (THPVariable_set_grad): a gradient has the
+// tensor's dtype, device and size; RuntimeError (LazytrainError) otherwise.
+void assign_grad(const Tensor& t, const std::optional<Tensor>& g) {
+  if (g) {
+    check(g->defined(), "Tensor.grad", "use of an undefined tensor");
+    check(g->dtype() == t.dtype(), "Tensor.grad",
+          "attempting to assign a gradient with dtype '" + torch_name(g->dtype()) + "' to a tensor with dtype '" + torch_name(t.dtype()) +
+              "'. The gradient must match the tensor's dtype");
+    check(g->device() == t.device(), "Tensor.grad",
+          "attempting to assign a gradient on " + g->device().to_string() + " to a tensor on " + t.device().to_string() +
+              ". The gradient must be on the tensor's device");
+    check(g->shape() == t.shape(), "Tensor.grad",
+          "attempting to assign a gradient of size '" + shape_str(g->shape()) + "' to a tensor of size '" + shape_str(t.shape()) +
+              "'. Please ensure that the gradient and the tensor are the same size");
+  }
+  t.set_grad(g ? *g : Tensor());
+}
+
 // ---- the buffer protocol (memoryview(t), numpy.asarray(t) without __array__) ----
 const char* buffer_format(DType dtype) {
   switch (dtype) {
@@ -255,8 +273,9 @@ void init_tensor(nb::module_& m) {
             Tensor g = t.grad();
             return g.defined() ? std::optional<Tensor>(g) : std::nullopt;
           },
-          [](const Tensor& t, std::optional<Tensor> g) { t.set_grad(g ? *g : Tensor()); },
-          nb::for_setter(nb::arg("grad").none()), "The accumulated gradient (None before backward() or after zero_grad()).")
+          &assign_grad, nb::for_setter(nb::arg("grad").none()),
+          "The accumulated gradient (None before backward() or after zero_grad()). Assigning one of another size, "
+          "dtype or device raises RuntimeError, as torch.")
       .def_prop_rw(
           "data", [](const Tensor& t) { return t.detach(); },
           [](const Tensor& t, const Tensor& v) { t.set_data(v); },

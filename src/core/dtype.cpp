@@ -30,6 +30,16 @@ std::string torch_name(DType dtype) {
   return names[static_cast<int>(dtype)];
 }
 
+std::string scalar_type_name(DType dtype) {
+  static const char* names[kNumDTypes] = {"Float", "BFloat16", "Half", "Int", "Long", "Bool"};
+  return names[static_cast<int>(dtype)];
+}
+
+bool can_cast(DType from, DType to) {
+  auto category = [](DType t) { return t == DType::kBool ? 0 : is_floating_point(t) ? 2 : 1; };
+  return category(from) <= category(to);
+}
+
 std::string safetensors_name(DType dtype) {
   static const char* names[kNumDTypes] = {"F32", "BF16", "F16", "I32", "I64", "BOOL"};
   return names[static_cast<int>(dtype)];

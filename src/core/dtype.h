@@ -20,6 +20,10 @@ bool is_floating_point(DType dtype);
 std::string xla_name(DType dtype);
 // PyTorch's name: float32, bfloat16, float16, int32, int64, bool.
 std::string torch_name(DType dtype);
+// torch's c10::ScalarType name, as its error messages print it: Float, BFloat16, Half, Int, Long, Bool.
+std::string scalar_type_name(DType dtype);
+// torch.can_cast: false where the cast lowers the category (floating to integral, anything else to bool).
+bool can_cast(DType from, DType to);
 // safetensors' dtype string: F32, BF16, F16, I32, I64, BOOL.
 std::string safetensors_name(DType dtype);
 // Inverse of safetensors_name; throws Error for an unknown name.

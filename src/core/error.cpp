@@ -11,6 +11,11 @@ std::string format_error(const std::string& op, const std::string& message,
   return "[" + op + "] " + message + " (called from " + location_text(user ? *user : where) + ")";
 }
 
+std::string with_op_location(const std::string& message) {
+  const OpLocation* user = current_op_location();
+  return user && user->known() ? message + " (called from " + location_text(*user) + ")" : message;
+}
+
 void throw_error(const std::string& op, const std::string& message, const OpLocation& where) {
   throw Error(format_error(op, message, where));
 }

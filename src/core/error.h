@@ -18,6 +18,17 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A dimension (or index) out of range: torch raises IndexError for it, and the
+// Python bindings translate this kind to IndexError.
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+
+// `message` + " (called from file:line)" naming the outermost op's caller on
+// this thread (core/op_location.h); `message` alone outside every op.
+std::string with_op_location(const std::string& message);
+
 // Builds "[op] message (called from file:line)". `where` is the call site; inside
 // a tensor op the outermost op's caller wins (core/op_location.h).
 std::string format_error(const std::string& op, const std::string& message,

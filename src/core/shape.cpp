@@ -28,8 +28,9 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 int64_t normalize_dim(int64_t dim, int64_t rank, const std::string& op) {
   int64_t r = rank == 0 ? 1 : rank;
   if (dim < -r || dim >= r) {
-    throw Error("[" + op + "] dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
-                std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
+    // torch's IndexError and words, naming the user's line.
+    throw IndexError(with_op_location("[" + op + "] Dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
+                                      std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")"));
   }
   return dim < 0 ? dim + r : dim;
 }

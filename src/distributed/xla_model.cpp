@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "runtime/collectives.h"
+#include "runtime/device.h"
 #include "tensor/lowering.h"
 #include "tensor/ops.h"
 
@@ -186,21 +188,43 @@ Tensor reduce_scatter(ReduceType type, const Tensor& x, double scale, int64_t sc
   });
 }
 
-void reduce_gradients(optim::AdamW& optimizer, double bucket_cap_mb) {
+std::vector<bool> grads_on_any_replica(const std::vector<Tensor>& params) {
+  std::vector<double> mine;
+  mine.reserve(params.size());
+  for (const Tensor& p : params) mine.push_back(p.grad().defined() ? 1.0 : 0.0);
+  // Every replica's flags, in ordinal order (the tag also checks that each passed as many).
+  const std::vector<double> all = runtime::host_all_gather("xm.reduce_gradients", mine);
+  std::vector<bool> any(params.size(), false);
+  for (size_t k = 0; k < all.size(); ++k) any[k % params.size()] = any[k % params.size()] || all[k] != 0.0;
+  return any;
+}
+
+void reduce_gradients(const std::vector<Tensor>& all_params, double bucket_cap_mb) {
   const int replicas = world_size();
-  if (replicas == 1 || runtime::spmd_mode()) return;  // SPMD: the compiler reduces what the layouts need
+  if (replicas == 1 || runtime::spmd_mode() || all_params.empty()) return;  // SPMD: the compiler reduces what the layouts need
+  const std::vector<bool> any = grads_on_any_replica(all_params);
+  NoGradGuard no_grad;
   std::vector<Tensor> params, grads;
-  for (const auto& group : optimizer.param_groups()) {
-    for (const Tensor& p : group.params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
-      params.push_back(p);
-      grads.push_back(g);
+  for (size_t i = 0; i < all_params.size(); ++i) {
+    if (!any[i]) continue;
+    const Tensor& p = all_params[i];
+    Tensor g = p.grad();
+    if (!g.defined()) {
+      runtime::DeviceGuard on_parameter_device(p.device());
+      g = zeros(p.shape(), p.dtype());  // unused here: counts as zeros in the mean
     }
+    params.push_back(p);
+    grads.push_back(g);
   }
   if (grads.empty()) return;
   std::vector<Tensor> reduced = all_reduce(ReduceType::kSum, grads, 1.0 / replicas, {}, bucket_cap_mb);
   for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(reduced[i]);
+}
+
+void reduce_gradients(optim::AdamW& optimizer, double bucket_cap_mb) {
+  std::vector<Tensor> params;
+  for (const auto& group : optimizer.param_groups()) params.insert(params.end(), group.params.begin(), group.params.end());
+  reduce_gradients(params, bucket_cap_mb);
 }
 
 void optimizer_step(optim::AdamW& optimizer, double bucket_cap_mb) {

@@ -77,7 +77,17 @@ Tensor reduce_scatter(ReduceType type, const Tensor& x, double scale, int64_t sc
 // xm.reduce_gradients(optimizer): every parameter's grad() becomes its mean
 // over the replicas (one bucketed all-reduce, scale 1/world_size()). With one
 // replica it does nothing (no collective in the graph).
+// A parameter with a gradient on some replicas only (an unused branch, a
+// conditional head) counts as zeros where it has none, so every replica gets
+// the same mean and sets it as the grad (torch DDP's find_unused_parameters);
+// one with a gradient on no replica keeps none. Which replicas have one is
+// exchanged on the host (a meeting of every replica at this call): every
+// replica must pass the same parameters in one order (Error otherwise).
+void reduce_gradients(const std::vector<Tensor>& params, double bucket_cap_mb = 4.0);
 void reduce_gradients(optim::AdamW& optimizer, double bucket_cap_mb = 4.0);
+// For each of `params`, whether any replica has a gradient for it (the host
+// meeting reduce_gradients holds; every replica must call it with as many).
+std::vector<bool> grads_on_any_replica(const std::vector<Tensor>& params);
 // xm.optimizer_step(optimizer): reduce_gradients, then optimizer.step(), all
 // traced into the step's graph. (To clip by the global norm, call
 // reduce_gradients, clip_grad_norm_, then optimizer.step(): the norm is the

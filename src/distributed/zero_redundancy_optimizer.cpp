@@ -54,12 +54,19 @@ void ZeroRedundancyAdamW::step() {
   };
   std::vector<Work> work;
   std::optional<runtime::DeviceGuard> on_parameter_device;
+  // A parameter with a gradient on some replicas only is zeros on the others,
+  // so every replica runs the same reduce-scatters (xla_model.h reduce_gradients).
+  std::vector<Tensor> all_params;
+  for (const auto& group : groups_) all_params.insert(all_params.end(), group.params.begin(), group.params.end());
+  const std::vector<bool> any = world_ > 1 ? grads_on_any_replica(all_params) : std::vector<bool>();
+  size_t flat_index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    for (size_t i = 0; i < groups_[g].params.size(); ++i) {
+    for (size_t i = 0; i < groups_[g].params.size(); ++i, ++flat_index) {
       const Tensor& p = groups_[g].params[i];
       Tensor grad = p.grad();
-      if (!grad.defined()) continue;
+      if (!grad.defined() && !(world_ > 1 && any[flat_index])) continue;
       if (!on_parameter_device) on_parameter_device.emplace(p.device());
+      if (!grad.defined()) grad = zeros(p.shape(), p.dtype());
       const int64_t s = shard_size(p);
       work.push_back({g, i, reduce_scatter(ReduceType::kSum, flat_padded(grad, s * world_), 1.0 / static_cast<double>(world_), 0, world_)});
     }
@@ -75,13 +82,14 @@ void ZeroRedundancyAdamW::step() {
     Tensor coef = minimum(div(full({}, max_grad_norm_), add(grad_norm_, 1e-6)), full({}, 1.0));
     for (Work& w : work) w.grad_shard = mul(w.grad_shard, coef);
   }
-  const StepScalars scalars = step_scalars(runtime::current_device());
+  std::map<int64_t, StepScalars> scalars;
   std::vector<Tensor> decay(groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) decay[g] = scalar_tensor(1.0 - options_.lr * groups_[g].weight_decay);
   for (const Work& w : work) {
     const Tensor& p = groups_[w.group].params[w.index];
     State& s = state_[w.group][w.index];
-    Updated u = update(shard_of(p.detach()), w.grad_shard, s, groups_[w.group].weight_decay, decay[w.group], scalars);
+    Updated u = update(shard_of(p.detach()), w.grad_shard, s, groups_[w.group].weight_decay, decay[w.group],
+                       advance(w.group, w.index, scalars));
     s.exp_avg.set_data(u.exp_avg);
     s.exp_avg_sq.set_data(u.exp_avg_sq);
     p.set_data(gather(u.param, p.shape()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -281,12 +282,20 @@ int HloBuilder::reduce(int x, std::vector<int64_t> dimensions, ReduceKind kind) 
   double init = 0.0;
   if (kind == ReduceKind::kMul) init = 1.0;
   if (kind == ReduceKind::kLogAddExp) init = -INFINITY;  // logaddexp's identity
-  if (kind == ReduceKind::kMax) init = t == DType::kInt64 || t == DType::kInt32 ? -9.2e18 : -INFINITY;
-  if (kind == ReduceKind::kMin) init = t == DType::kInt64 || t == DType::kInt32 ? 9.2e18 : INFINITY;
+  if (kind == ReduceKind::kMax) init = -INFINITY;
+  if (kind == ReduceKind::kMin) init = INFINITY;
   if (t == DType::kInt32 && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) init = kind == ReduceKind::kMax ? -2147483648.0 : 2147483647.0;
   // pred: the identities of or (max) and and (min); -inf/+inf would both convert to true.
   if (t == DType::kBool && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) init = kind == ReduceKind::kMax ? 0.0 : 1.0;
-  int init_id = scalar(init, t);
+  int init_id;
+  if (t == DType::kInt64 && (kind == ReduceKind::kMax || kind == ReduceKind::kMin)) {
+    // The exact limits (a double cannot hold INT64_MAX): max([INT64_MIN]) is INT64_MIN.
+    Literal limit({}, t);
+    *limit.data<int64_t>() = kind == ReduceKind::kMax ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    init_id = constant(std::move(limit));
+  } else {
+    init_id = scalar(init, t);
+  }
   HloInstruction in;
   in.opcode = HloOpcode::kReduce;
   in.dimensions = std::move(dimensions);

@@ -403,26 +403,71 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
   }
 }
 
+std::mutex& GraphExecutor::sync_mutex(const runtime::Device& device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return devices_[device].sync;  // (a map's elements stay where they are)
+}
+
 void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
+  if (tensors.empty()) return;
+  std::lock_guard<std::mutex> one_sync(sync_mutex(tensors[0]->device()));
+  sync_locked(tensors, cause);
+}
+
+namespace {
+
+// Whether a node of `sig`'s graph is held from outside it: by a tensor or an
+// op another thread traced from a tensor before this sync gave the tensor its
+// result. Such a holder computes from the graph's parameters later, so none
+// may be donated. `outputs`: the sync's own reference to each output node.
+bool held_outside(const GraphSignature& sig, const std::vector<NodePtr>& outputs) {
+  std::unordered_map<const Node*, std::pair<long, long>> references;  // (in the graph, in all)
+  for (const Node* node : sig.post_order) {
+    for (const NodePtr& o : node->operands()) {
+      if (o->is_device_data()) continue;
+      auto& [in_graph, total] = references[o.get()];
+      ++in_graph;
+      total = o.use_count();
+    }
+  }
+  for (const NodePtr& o : outputs) {
+    auto& [in_graph, total] = references[o.get()];
+    ++in_graph;
+    total = o.use_count();
+  }
+  return std::any_of(references.begin(), references.end(), [](const auto& r) { return r.second.second > r.second.first; });
+}
+
+}  // namespace
+
+void GraphExecutor::sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
   for (LazyTensor* t : tensors) {
     // A tensor the user laid out keeps its layout: its new value is annotated
     // with it (a whole one only in SPMD mode, where the compiler would otherwise choose).
     if (!t->has_pending_ir() || !t->sharding_spec() || (!t->sharding_spec()->is_tiled() && !runtime::spmd_mode())) continue;
-    const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*t->ir_value());
+    const NodePtr value = t->ir_value();
+    const std::optional<hlo::HloSharding> annotated = custom_sharding_of(*value);
     // (== ignores the op_name, which the graph hashes and FSDP's units need.)
     const hlo::HloSharding& spec = *t->sharding_spec();
-    if (!annotated || !(*annotated == spec) || annotated->op_name() != spec.op_name()) t->set_ir_value(make_custom_sharding(t->ir_value(), spec));
+    if (!annotated || !(*annotated == spec) || annotated->op_name() != spec.op_name()) t->replace_ir_value(value.get(), make_custom_sharding(value, spec));
   }
   std::vector<LazyTensor*> pending;
+  std::vector<NodePtr> pending_values;  // each pending tensor's value as this sync read it
+  std::vector<NodePtr> output_values;   // held, so another thread's update cannot free them meanwhile
   std::vector<const Node*> outputs;
   std::unordered_map<const Node*, size_t> output_index;
   std::vector<size_t> tensor_output;
   for (LazyTensor* t : tensors) {
-    if (!t->has_pending_ir()) continue;
-    const Node* node = t->ir_value().get();
+    NodePtr value = t->ir_value();
+    if (value->is_device_data()) continue;
+    const Node* node = value.get();
     auto [it, inserted] = output_index.emplace(node, outputs.size());
-    if (inserted) outputs.push_back(node);
+    if (inserted) {
+      outputs.push_back(node);
+      output_values.push_back(value);
+    }
     pending.push_back(t);
+    pending_values.push_back(std::move(value));
     tensor_output.push_back(it->second);
   }
   if (outputs.empty()) return;
@@ -446,7 +491,6 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   note_execution(device, compiled, eager_op, static_cast<int64_t>(sig.post_order.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(executable->module()));
   const bool spmd = executable->module().num_partitions > 1;
-  std::vector<bool> donated = spmd ? std::vector<bool>() : donatable_parameters(sig);
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments;
   arguments.reserve(sig.parameters.size());
   for (const Node* p : sig.parameters) arguments.push_back(p->async_data());
@@ -480,10 +524,22 @@ void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCaus
   auto locations = std::make_shared<std::vector<OpLocation>>();
   locations->reserve(sig.post_order.size());
   for (const Node* node : sig.post_order) locations->push_back(node->location());
-  const std::exception_ptr earlier =
-      spmd ? launch_spmd(executable, sig, outputs, device, what, std::move(locations), data_nodes)
-           : launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->set_ir_value(data_nodes[tensor_output[i]]);
+  std::exception_ptr earlier;
+  if (spmd) {
+    earlier = launch_spmd(executable, sig, outputs, device, what, std::move(locations), data_nodes);
+    for (size_t i = 0; i < pending.size(); ++i) pending[i]->replace_ir_value(pending_values[i].get(), data_nodes[tensor_output[i]]);
+  } else {
+    // The tensors take their results first: what still holds a node of the
+    // graph then is held from outside it (another thread's trace), and the
+    // parameters are donated only when nothing is.
+    for (size_t i = 0; i < pending.size(); ++i) pending[i]->replace_ir_value(pending_values[i].get(), data_nodes[tensor_output[i]]);
+    pending_values.clear();
+    std::vector<bool> donated = donatable_parameters(sig);
+    if (std::find(donated.begin(), donated.end(), true) != donated.end() && held_outside(sig, output_values)) {
+      donated.assign(donated.size(), false);
+    }
+    earlier = launch(executable, std::move(arguments), std::move(donated), results, device, what, std::move(locations), std::move(keep_on_failure));
+  }
   if (cause.kind == SyncCause::Kind::kMarkStep && trace) {
     // The host's tracing since this thread's previous mark_step: the ops that built this graph.
     ++mark_steps_traced;
@@ -624,6 +680,7 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
   note_execution(device, false, false, static_cast<int64_t>(module.instructions.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(module));
   // (An earlier failure is reported before this runs: the caller gets no results then.)
+  std::lock_guard<std::mutex> one_launch(sync_mutex(device));  // in order with the device's syncs
   runtime::execution_queue(device).wait_idle();
   rethrow_execution_failure(device);
   launch(executable, std::move(arguments), {}, results, device, what);
@@ -647,13 +704,15 @@ uint64_t GraphExecutor::last_graph_hash(const runtime::Device& device) const {
 }
 
 void GraphExecutor::sync_live(const runtime::Device& device, const SyncCause& cause, LazyTensor* also) {
+  // Collected under the lock: a sync of another thread that ran meanwhile has given its tensors their results.
+  std::lock_guard<std::mutex> one_sync(sync_mutex(device));
   std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir(device);
   std::vector<LazyTensor*> raw;
   raw.reserve(live.size() + 1);
   for (auto& t : live) raw.push_back(t.get());
   if (also && std::find(raw.begin(), raw.end(), also) == raw.end()) raw.push_back(also);
   note_graph_cut();
-  sync(raw, cause);
+  sync_locked(raw, cause);
 }
 
 void GraphExecutor::wait_device_ops() {

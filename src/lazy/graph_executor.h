@@ -179,7 +179,14 @@ class GraphExecutor {
     int64_t executions = 0;
     std::exception_ptr failure;
     uint64_t last_graph = 0;
+    // Held by a sync from collecting its tensors to launching their graph
+    // (and by execute's launch): syncs of one device from several threads
+    // run one at a time, in order with their launches.
+    std::mutex sync;
   };
+  std::mutex& sync_mutex(const runtime::Device& device);
+  // sync() with sync_mutex(device) held.
+  void sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause);
 
   mutable std::mutex mutex_;
   std::map<runtime::Device, DeviceState> devices_;

@@ -29,14 +29,46 @@ Registry& registry() {
 LazyTensor::LazyTensor(NodePtr value) : value_(std::move(value)), unique_id_(next_unique_id++) {
   check(value_ != nullptr, "LazyTensor", "a tensor needs an IR value");
   shape_ = value_->shape();
+  dtype_ = value_->dtype();
   device_ = value_->device();
+  pending_ = !value_->is_device_data();
+}
+
+NodePtr LazyTensor::ir_value() const {
+  std::lock_guard<ValueLock> hold(lock_);
+  return value_;
+}
+
+std::shared_ptr<runtime::AsyncBuffer> LazyTensor::committed_data() const {
+  std::lock_guard<ValueLock> hold(lock_);
+  return committed_.lock();
 }
 
 void LazyTensor::set_ir_value(NodePtr value) {
-  check(value && value->shape() == value_->shape() && value->dtype() == value_->dtype(), "LazyTensor",
+  check(value && value->shape() == shape_ && value->dtype() == dtype_, "LazyTensor",
         "in-place update must keep shape " + shape_str(shape()) + " and dtype " + torch_name(dtype()));
   check(value->device() == device() || value->device_neutral(), "LazyTensor",
         "in-place update must stay on " + device().to_string() + ", got a value on " + value->device().to_string());
+  NodePtr old;  // released after the lock: freeing a graph may take a while
+  {
+    std::lock_guard<ValueLock> hold(lock_);
+    old = value_;
+    set_locked(std::move(value));
+  }
+}
+
+bool LazyTensor::replace_ir_value(const Node* expected, NodePtr value) {
+  check(value && value->shape() == shape_ && value->dtype() == dtype_, "LazyTensor",
+        "a sync must keep shape " + shape_str(shape()) + " and dtype " + torch_name(dtype()));
+  NodePtr old;
+  std::lock_guard<ValueLock> hold(lock_);
+  if (value_.get() != expected) return false;
+  old = value_;
+  set_locked(std::move(value));
+  return true;
+}
+
+void LazyTensor::set_locked(NodePtr value) {
   // An update of a pending value by a pending value makes the graph deeper.
   pending_updates_ = has_pending_ir() && !value->is_device_data() ? pending_updates_ + 1 : 0;
   if (pending_updates_ == kUpdatesWarning) warn_growth(*value);
@@ -45,6 +77,7 @@ void LazyTensor::set_ir_value(NodePtr value) {
   } else if (!has_pending_ir()) {
     committed_ = value_->async_data();
   }
+  pending_.store(!value->is_device_data(), std::memory_order_release);
   value_ = std::move(value);
 }
 
@@ -81,10 +114,11 @@ void LazyTensor::sync() {
   }
 }
 
-const runtime::Buffer& LazyTensor::buffer() {
+runtime::Buffer LazyTensor::buffer() {
   sync();
+  const NodePtr value = ir_value();
   try {
-    return value_->data();
+    return value->data();
   } catch (...) {
     // The user now has the failed execution's error: it is not reported again.
     GraphExecutor::get().clear_execution_failure(device());

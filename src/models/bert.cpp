@@ -25,7 +25,11 @@ Tensor BertEmbeddings::forward(const Tensor& input_ids) const {
   const int64_t seq = input_ids.shape()[1];
   Tensor words = word_embeddings->forward(input_ids);
   runtime::DeviceGuard on_input_device(input_ids.device());
-  Tensor types = token_type_embeddings->forward(zeros(input_ids.shape(), DType::kInt64));
+  if (token_type_ids.defined()) {
+    check(token_type_ids.shape() == input_ids.shape(), "BertEmbeddings",
+          "token_type_ids " + shape_str(token_type_ids.shape()) + " must match input_ids " + shape_str(input_ids.shape()));
+  }
+  Tensor types = token_type_embeddings->forward(token_type_ids.defined() ? token_type_ids : zeros(input_ids.shape(), DType::kInt64));
   Tensor positions = position_embeddings->forward(arange(seq)).unsqueeze(0);
   return dropout->forward(LayerNorm->forward(words + types + positions));
 }

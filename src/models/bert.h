@@ -15,9 +15,14 @@ namespace lazytrain::models {
 class BertEmbeddings : public nn::Module {
  public:
   explicit BertEmbeddings(const BertConfig& c);
-  // input_ids int64 [B, S] → [B, S, hidden]; positions 0..S-1, token type 0.
+  // input_ids int64 [B, S] → [B, S, hidden]; positions 0..S-1, each token's
+  // type from `token_type_ids` (int64 [B, S], rows of token_type_embeddings, as
+  // Hugging Face's), type 0 while it is undefined. Throws Error for another shape.
   Tensor forward(const Tensor& input_ids) const;
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
+  // The token types of the next forward calls (the Python front end sets it
+  // around one call); undefined: every token has type 0.
+  Tensor token_type_ids;
   std::shared_ptr<nn::LayerNorm> LayerNorm;
   std::shared_ptr<nn::Dropout> dropout;
 };

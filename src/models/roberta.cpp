@@ -23,10 +23,10 @@ Tensor roberta_position_ids(const Tensor& input_ids, int64_t pad_token_id) {
   // cumsum over the sequence as a product with an upper-triangular matrix of ones
   // (exact in f32 for sequences below 2^24).
   const int64_t s = input_ids.shape()[1];
-  Tensor mask = ne(input_ids, static_cast<double>(pad_token_id)).to(DType::kFloat32);
+  Tensor mask = ne(input_ids, pad_token_id).to(DType::kFloat32);
   Tensor upper = le(arange(s).view({s, 1}), arange(s).view({1, s})).to(DType::kFloat32);
   Tensor counts = matmul(mask, upper) * mask;
-  return counts.to(DType::kInt64) + static_cast<double>(pad_token_id);
+  return counts.to(DType::kInt64) + pad_token_id;
 }
 
 RobertaEmbeddings::RobertaEmbeddings(const BertConfig& c) : padding_idx(c.pad_token_id) {

@@ -43,22 +43,24 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options) : groups_(std
   for (const auto& g : groups_) {
     state_.emplace_back();
     for (const Tensor& p : g.params) state_.back().push_back({zero_moment(p), zero_moment(p)});
+    steps_.emplace_back(g.params.size(), 0);
   }
 }
 
-AdamW::StepScalars AdamW::step_scalars(const runtime::Device& device) const {
-  const double t = static_cast<double>(step_);
+AdamW::StepScalars AdamW::step_scalars(int64_t step) const {
+  const double t = static_cast<double>(step);
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t));
   // Values that change between steps: device data, so the graph hash is stable.
-  runtime::DeviceGuard on_device(device);
   return {scalar_tensor(options_.lr / bias_correction1), scalar_tensor(bias_correction2_sqrt)};
 }
 
 AdamW::Updated AdamW::update(const Tensor& param, const Tensor& grad, const State& state, double weight_decay, const Tensor& decay,
                              const StepScalars& scalars) const {
   Tensor decayed = weight_decay != 0.0 ? mul(param, decay) : param;
-  Tensor m = add(mul(state.exp_avg, options_.beta1), grad, 1.0 - options_.beta1);
+  // torch's exp_avg.lerp_(grad, 1 - beta1): exp_avg + (1 - beta1) * (grad - exp_avg), in that order, so this
+  // step and the Python AdamW (python/lazytrain/optim/adamw.py) agree with torch's to the bit.
+  Tensor m = add(state.exp_avg, mul(sub(grad, state.exp_avg), 1.0 - options_.beta1));
   Tensor v = add(mul(state.exp_avg_sq, options_.beta2), mul(grad, grad), 1.0 - options_.beta2);
   Tensor denom = add(div(sqrt(v), scalars.bias_correction2_sqrt), options_.eps);
   return {sub(decayed, mul(div(m, denom), scalars.step_size)), m, v};
@@ -71,7 +73,7 @@ void AdamW::step() {
   for (const auto& group : groups_) {
     if (!group.params.empty() && !on_parameter_device) on_parameter_device.emplace(group.params[0].device());
   }
-  const StepScalars scalars = step_scalars(runtime::current_device());
+  std::map<int64_t, StepScalars> scalars;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const ParamGroup& group = groups_[gi];
     Tensor decay = scalar_tensor(1.0 - options_.lr * group.weight_decay);
@@ -80,12 +82,19 @@ void AdamW::step() {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       State& s = state_[gi][i];
-      Updated u = update(p.detach(), g, s, group.weight_decay, decay, scalars);
+      Updated u = update(p.detach(), g, s, group.weight_decay, decay, advance(gi, i, scalars));
       p.set_data(u.param);
       s.exp_avg.set_data(u.exp_avg);
       s.exp_avg_sq.set_data(u.exp_avg_sq);
     }
   }
+}
+
+const AdamW::StepScalars& AdamW::advance(size_t group, size_t index, std::map<int64_t, StepScalars>& cache) {
+  const int64_t t = ++steps_[group][index];
+  auto it = cache.find(t);
+  if (it == cache.end()) it = cache.emplace(t, step_scalars(t)).first;
+  return it->second;
 }
 
 int64_t AdamW::state_bytes() const {

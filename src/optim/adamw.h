@@ -1,6 +1,8 @@
-// AdamW with PyTorch 1.13's semantics (torch.optim.AdamW, single-tensor path):
+// AdamW with PyTorch's semantics (torch.optim.AdamW, single-tensor path):
 //   p ← p·(1 − lr·wd);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
 //   p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + eps)
+// where t counts the steps that updated this parameter (torch's per-parameter
+// state["step"]): a parameter whose first gradient comes late gets t = 1 then.
 // (Loshchilov & Hutter, "Decoupled Weight Decay Regularization").
 //
 // The update is recorded lazily into the step's graph. The learning rate and the
@@ -8,6 +10,7 @@
 // never as constants: a training loop compiles once.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,7 +51,10 @@ class AdamW {
   void zero_grad();
   void set_lr(double lr) { options_.lr = lr; }
   double lr() const { return options_.lr; }
+  // The number of step() calls.
   int64_t step_count() const { return step_; }
+  // The number of updates of parameter i of group g (torch's state["step"]).
+  int64_t param_step(size_t group, size_t index) const { return steps_[group][index]; }
 
   // State of parameter i of group g (zeros before its first step).
   Tensor exp_avg(size_t group, size_t index) const { return state_[group][index].exp_avg; }
@@ -82,12 +88,15 @@ class AdamW {
   struct State {
     Tensor exp_avg, exp_avg_sq;
   };
-  // The step's changing numbers as device data on `device`: lr / (1 - beta1^t)
-  // and sqrt(1 - beta2^t), for the step count after ++step_.
+  // The step's changing numbers as device data on the current device:
+  // lr / (1 - beta1^t) and sqrt(1 - beta2^t) for a parameter's step count t.
   struct StepScalars {
     Tensor step_size, bias_correction2_sqrt;
   };
-  StepScalars step_scalars(const runtime::Device& device) const;
+  StepScalars step_scalars(int64_t t) const;
+  // Counts one more update of parameter i of group g and returns its scalars,
+  // made once per distinct count in one step() (`cache`).
+  const StepScalars& advance(size_t group, size_t index, std::map<int64_t, StepScalars>& cache);
   // One AdamW update of `param` (detached) with gradient `grad` and moments
   // `state`, for a group of weight decay `weight_decay` (`decay` = 1 - lr * wd
   // as device data, unused when wd is 0): the new parameter and moments.
@@ -100,6 +109,7 @@ class AdamW {
   std::vector<ParamGroup> groups_;
   AdamWOptions options_;
   std::vector<std::vector<State>> state_;
+  std::vector<std::vector<int64_t>> steps_;  // per parameter, as state_
   int64_t step_ = 0;
 };
 

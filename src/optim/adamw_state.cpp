@@ -60,7 +60,8 @@ std::string list_str(const std::vector<std::string>& names) {
 nlohmann::json AdamWState::to_json() const {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : param_groups) {
-    groups.push_back({{"params", g.params}, {"lr", g.lr}, {"betas", {g.beta1, g.beta2}}, {"eps", g.eps}, {"weight_decay", g.weight_decay}});
+    groups.push_back({{"params", g.params}, {"lr", g.lr}, {"betas", {g.beta1, g.beta2}}, {"eps", g.eps}, {"weight_decay", g.weight_decay},
+                      {"steps", g.steps}});
   }
   return {{"step", step}, {"param_groups", groups}};
 }
@@ -91,6 +92,17 @@ AdamWState AdamWState::from_json(const nlohmann::json& j, const std::string& sou
     group.beta2 = betas[1].get<double>();
     group.eps = number(groups[g], "eps", where, source);
     group.weight_decay = number(groups[g], "weight_decay", where, source);
+    if (auto it = groups[g].find("steps"); it != groups[g].end()) {
+      check(it->is_array() && it->size() == group.params.size(), "AdamWState",
+            source + ": " + where + "'s 'steps' is " + it->dump() + ", expected one step count per parameter");
+      for (const auto& t : *it) {
+        check(t.is_number_integer() && t.get<int64_t>() >= 0, "AdamWState",
+              source + ": " + where + "'s 'steps' holds " + t.dump() + ", expected integers >= 0");
+        group.steps.push_back(t.get<int64_t>());
+      }
+    } else {
+      group.steps.assign(group.params.size(), s.step);  // written before per-parameter counts were kept
+    }
     s.param_groups.push_back(std::move(group));
   }
   return s;
@@ -113,7 +125,7 @@ AdamWStateDict AdamW::state_dict(const NamedTensors& names) const {
   out.state.step = step_;
   for (size_t g = 0; g < groups_.size(); ++g) {
     out.state.param_groups.push_back(
-        {group_names[g], options_.lr, options_.beta1, options_.beta2, options_.eps, groups_[g].weight_decay});
+        {group_names[g], options_.lr, options_.beta1, options_.beta2, options_.eps, groups_[g].weight_decay, steps_[g]});
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       out.tensors[group_names[g][i] + ".exp_avg"] = state_[g][i].exp_avg.to_literal();
       out.tensors[group_names[g][i] + ".exp_avg_sq"] = state_[g][i].exp_avg_sq.to_literal();
@@ -146,6 +158,9 @@ void AdamW::load_state_dict(const AdamWStateDict& state_dict, const NamedTensors
     check(saved.lr == options.lr && saved.beta1 == options.beta1 && saved.beta2 == options.beta2 && saved.eps == options.eps, op,
           where + "'s lr, betas or eps differ from param_groups[0]'s; expected one of each for every group (AdamW here has one)");
     check(std::isfinite(saved.weight_decay), op, where + "'s weight_decay is not finite");
+    check(saved.steps.empty() || saved.steps.size() == saved.params.size(), op,
+          where + " has " + std::to_string(saved.steps.size()) + " step counts for " + std::to_string(saved.params.size()) + " parameters");
+    for (int64_t t : saved.steps) check(t >= 0, op, where + " has a step count " + std::to_string(t) + ", expected >= 0");
   }
   // Every moment present with its parameter's dtype and shape, and nothing else.
   std::set<std::string> expected;
@@ -173,6 +188,8 @@ void AdamW::load_state_dict(const AdamWStateDict& state_dict, const NamedTensors
   options_ = options;
   for (size_t g = 0; g < groups_.size(); ++g) {
     groups_[g].weight_decay = st.param_groups[g].weight_decay;
+    // No counts (a state made in code): every parameter at the optimizer's step.
+    steps_[g] = st.param_groups[g].steps.empty() ? std::vector<int64_t>(groups_[g].params.size(), st.step) : st.param_groups[g].steps;
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       runtime::DeviceGuard on_parameter_device(groups_[g].params[i].device());
       State& s = state_[g][i];

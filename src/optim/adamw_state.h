@@ -39,12 +39,14 @@ struct AdamWParamGroupState {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;
+  // Each parameter's update count (torch's state[i]["step"]), in params' order.
+  std::vector<int64_t> steps;
 
   bool operator==(const AdamWParamGroupState&) const = default;
 };
 
-// The hyper-parameters and the step count (the number of step() calls, which
-// sets the bias corrections 1 − β^step).
+// The hyper-parameters and the step count (the number of step() calls); each
+// parameter's own count, which sets its bias corrections 1 − β^t, is in its group.
 struct AdamWState {
   int64_t step = 0;
   std::vector<AdamWParamGroupState> param_groups;
@@ -52,8 +54,10 @@ struct AdamWState {
   bool operator==(const AdamWState&) const = default;
 
   // {"step": 3, "param_groups": [{"params": ["dense.weight", ...], "lr": 0.001,
-  //   "betas": [0.9, 0.999], "eps": 1e-08, "weight_decay": 0.01}, ...]}
-  // (PyTorch's param_groups keys). Doubles read back bit for bit.
+  //   "betas": [0.9, 0.999], "eps": 1e-08, "weight_decay": 0.01, "steps": [3, ...]}, ...]}
+  // (PyTorch's param_groups keys). Doubles read back bit for bit. A group
+  // without "steps" (a checkpoint written before they were kept) reads as
+  // every parameter at "step".
   nlohmann::json to_json() const;
   // The inverse of to_json(); throws Error naming `source` and the key when a
   // key is missing or has the wrong type, or step < 0.

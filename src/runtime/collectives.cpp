@@ -195,6 +195,24 @@ class Round {
   int uncaught_ = std::uncaught_exceptions();
 };
 
+// Every member of the group must pass an input of one shape and dtype: a
+// shape computed from the ordinal is a user's bug, and reducing anyway would
+// read past the smaller inputs. Error naming each replica's input otherwise
+// (every member sees the same slots, so every member throws it).
+void check_same_inputs(const GroupView& v, const std::vector<LocalRendezvous::Slot>& slots, const std::string& what) {
+  const Buffer& first = slots[0].in;
+  const bool same = std::all_of(slots.begin(), slots.end(), [&](const LocalRendezvous::Slot& s) {
+    return s.in.shape() == first.shape() && s.in.dtype() == first.dtype();
+  });
+  if (same) return;
+  std::string inputs;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    inputs += (k ? ", " : "") + std::string("replica ") + std::to_string(v.local[k]) + " " + xla_name(slots[k].in.dtype()) + shape_str(slots[k].in.shape());
+  }
+  throw Error("[" + what + "] the replicas passed tensors of different shapes or dtypes: " + inputs +
+              "; every replica must pass the same shape and dtype (is a shape computed from the ordinal?)");
+}
+
 }  // namespace
 
 const ReplicaWorld& replica_world() {
@@ -251,6 +269,7 @@ Buffer all_reduce(const Buffer& x, ReduceOp op, const ReplicaGroups& groups) {
   mine.in = x;
   mine.out = out;
   const auto& slots = v.rendezvous->arrive(v.local_index, mine, what, timeout);
+  check_same_inputs(v, slots, what);
   // This member reduces its chunk of the elements; then it copies the others' chunks.
   const int64_t n = x.numel(), item = itemsize(x.dtype());
   const int64_t L = v.rendezvous->size();
@@ -297,6 +316,7 @@ Buffer all_gather(const Buffer& x, int64_t dimension, const ReplicaGroups& group
   if (v.spans_processes && v.local_index == 0) mine.scratch = std::make_shared<std::vector<char>>(static_cast<size_t>(bytes * G));
   Round round(v, what);
   const auto& slots = v.rendezvous->arrive(v.local_index, mine, what, collective_timeout());
+  check_same_inputs(v, slots, what);
   std::vector<const char*> sources(static_cast<size_t>(G));
   if (v.spans_processes) {
     const int64_t L = v.rendezvous->size();

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct Edge {
   // as PyTorch's engine does (a bf16 matmul under autocast gets a bf16 gradient
   // even when its output was promoted to f32 downstream).
   DType dtype = DType::kFloat32;
+  // The input itself and its version (tensor/view.h) when the op was recorded:
+  // backward refuses to run a formula whose input was written in place since.
+  std::weak_ptr<TensorImpl> input;
+  uint64_t version = 0;
 };
 
 // Computes the gradients of an op's inputs from the gradient of its output; an
@@ -49,6 +54,10 @@ Tensor record(Tensor output, const char* name, const std::vector<Tensor>& inputs
 
 // Runs backward from `root` with `grad_root` (same shape). See Tensor::backward.
 void run_backward(const Tensor& root, const Tensor& grad_root);
+
+// Guards `leaf`'s grad field (read, set, accumulated): threads running
+// backward into one parameter at once add up, as torch's AccumulateGrad lock.
+std::mutex& grad_mutex(const TensorImpl& leaf);
 
 // Sums `grad` down to `shape` over the dims that broadcasting expanded.
 Tensor sum_to(const Tensor& grad, const Shape& shape);

@@ -9,6 +9,9 @@
 #include "core/op_location.h"
 #include "lazy/graph_executor.h"
 #include "lazy/step_analysis.h"
+#include "tensor/autocast.h"
+#include "tensor/autograd.h"
+#include "tensor/ops.h"
 
 namespace lazytrain {
 
@@ -208,6 +211,62 @@ std::vector<Tensor> CompiledState::replay(const Plan& plan, const std::vector<Te
   return outputs;
 }
 
+// torch.compile keeps autograd: each output gets a GradFn over the inputs and
+// the tensors fn reads that require grad. Its backward recomputes fn on the
+// inputs with autograd (as activation checkpointing does: the forward ran
+// compiled, without saved activations) and back-propagates the output's
+// gradient through the recomputation: into the inputs' gradients, which it
+// returns, and into the leaves fn reads (parameters), which it accumulates.
+static void attach_backward(const std::shared_ptr<CompiledState>& state_, std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                     const std::vector<int64_t>& static_args, const Plan& plan) {
+  std::vector<Tensor> through = inputs;
+  for (const ArgumentSource& a : plan.arguments) {
+    if (a.kind != ArgumentSource::Kind::kCaptured) continue;
+    auto t = std::dynamic_pointer_cast<TensorImpl>(a.captured.lock());
+    if (t && t->requires_grad) through.push_back(Tensor(t));
+  }
+  bool any = false;
+  for (const Tensor& t : through) any = any || t.requires_grad();
+  if (!any) return;
+  std::vector<Tensor> saved;
+  std::vector<bool> wants;
+  for (const Tensor& t : inputs) {
+    saved.push_back(t.detach());
+    wants.push_back(t.requires_grad());
+  }
+  const RngState rng = get_rng_state();
+  const bool autocast = is_autocast_enabled();
+  const DType autocast_type = autocast_dtype();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!is_floating_point(outputs[k].dtype())) continue;
+    auto recompute = [state = state_, saved, wants, static_args, k, n = through.size(), rng, autocast, autocast_type](const Tensor& grad_output) {
+      std::vector<Tensor> xs;
+      for (size_t i = 0; i < saved.size(); ++i) {
+        Tensor x = optimization_barrier(saved[i], grad_output).detach();  // recomputed late, never merged with the forward
+        if (wants[i]) x.requires_grad_(true);
+        xs.push_back(x);
+      }
+      const RngState now = get_rng_state();
+      set_rng_state(rng);
+      std::vector<Tensor> ys;
+      {
+        EnableGradGuard grad;
+        AutocastGuard cast(autocast, autocast_type);
+        ys = state->fn(xs, static_args);
+      }
+      set_rng_state(now);
+      check(k < ys.size(), "compile", state->options.name + " returned fewer outputs when recomputed for backward");
+      if (ys[k].requires_grad()) autograd::run_backward(ys[k], grad_output);
+      std::vector<Tensor> grads(n);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (wants[i]) grads[i] = xs[i].grad();
+      }
+      return grads;  // the captured tensors' gradients were accumulated by the recomputation's backward
+    };
+    outputs[k] = autograd::record(outputs[k], "CompiledFunctionBackward", through, recompute);
+  }
+}
+
 CompiledFunction::CompiledFunction(TracedFunction fn, CompileOptions options) : state_(std::make_shared<CompiledState>()) {
   state_->fn = std::move(fn);
   state_->options = std::move(options);
@@ -234,7 +293,9 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     it = s.plans.emplace(signature.key, s.trace(inputs, static_args, device)).first;
   }
   s.last = std::move(signature);
-  return s.replay(it->second, inputs, device);
+  std::vector<Tensor> outputs = s.replay(it->second, inputs, device);
+  if (is_grad_enabled()) attach_backward(state_, outputs, inputs, static_args, it->second);
+  return outputs;
 }
 
 size_t CompiledFunction::graph_count() const {

@@ -45,9 +45,14 @@ class CompiledFunction {
  public:
   CompiledFunction(TracedFunction fn, CompileOptions options);
   // Runs the function on `inputs` (all on one device); returns its outputs as
-  // new tensors without autograd history. Throws lazytrain::Error for a
-  // signature past max_different_graphs, or for a function that breaks the
-  // rules above (at its trace).
+  // new tensors. With grad mode on, when an input or a tensor fn reads
+  // (a parameter) requires grad, each floating output has a GradFn
+  // ("CompiledFunctionBackward"), as torch.compile's outputs do: its backward
+  // recomputes fn on the inputs with autograd (the random generator and the
+  // autocast state of the call restored) and back-propagates through that, so
+  // the inputs get their gradients and the leaves fn reads accumulate theirs.
+  // Throws lazytrain::Error for a signature past max_different_graphs, or for
+  // a function that breaks the rules above (at its trace).
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, const std::vector<int64_t>& static_args = {});
   // Signatures traced so far (one graph each).
   size_t graph_count() const;

@@ -31,8 +31,9 @@ Tensor constant(double value, DType dtype);
 Tensor scalar_operand(double value, DType dtype, const runtime::Device& device);
 // Whether `value` is one of PyTorch/XLA's special scalars (0, 1, -1).
 bool is_special_scalar(double value);
-// Result dtype of `x op scalar`: x's dtype, or float32 for an integer tensor and
-// a non-integral scalar (PyTorch's rule for Python scalars).
+// clamp's dtype for a `double` bound (whose kind is unknown): x's dtype, or
+// float32 for an integer tensor and a non-integral bound. Every other op with a
+// number takes a Scalar and promotes by torch's result_type (tensor/type_promotion.h).
 DType scalar_result_dtype(const Tensor& x, double value);
 
 // A fresh per-op random seed (s64[] device data from the current device's

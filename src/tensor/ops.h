@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/op_location.h"
 #include "core/shape.h"
+#include "tensor/type_promotion.h"
 // Tensor complete for the default arguments `= Tensor()` (tensor.h includes this
 // header at its end, after the class; #pragma once ends the cycle either way).
 #include "tensor/tensor.h"
@@ -71,18 +72,46 @@ void set_rng_state(const RngState& state);
 // manual_seed also resets (parameter initialisation: no graph, no compile).
 std::vector<float> host_randn(int64_t count);
 
-// ---- elementwise (broadcasting; result dtype by torch.promote_types) ----
+// ---- elementwise (broadcasting; result dtype by torch.result_type, tensor/type_promotion.h) ----
+// A number operand (Scalar: a C++ bool, integer or floating value, as a Python
+// number) takes part in promotion by its kind only: int32 [n] * 2.0 is float32,
+// bf16 [n] * f32 0-d is bf16. Bool operands: add is logical or, mul logical
+// and; sub and neg refuse them (Error with torch's message: use ~ / logical_not).
+// div is true division: integer operands give float32.
 Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = std::source_location::current());
 Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0, Loc loc = std::source_location::current());
 Tensor mul(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor div(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
-Tensor add(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor sub(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor mul(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor div(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor pow(const Tensor& a, double exponent, Loc loc = std::source_location::current());
+Tensor add(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor sub(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor mul(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor div(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+// The 0-d operand number `s` becomes beside tensor `other` (torch's wrapped
+// number): dtype result_type(other, s), on other's device (a constant for 0
+// and +-1, else device data, as tensor/lowering.h scalar_operand). `s op x`
+// is op(wrap_scalar(s, x), x).
+Tensor wrap_scalar(Scalar s, const Tensor& other);
+// torch.pow: the result_type of base and exponent; integers stay integers
+// (int [n] ** 2 is int64), and an integer base with a negative integer
+// exponent number raises Error ("Integers to negative integer powers are not
+// allowed."). Gradients for a floating base (and a floating tensor exponent).
+Tensor pow(const Tensor& a, Scalar exponent, Loc loc = std::source_location::current());
+Tensor pow(const Tensor& a, const Tensor& exponent, Loc loc = std::source_location::current());
+// torch.floor_divide / torch.remainder (Python's // and %): floor semantics,
+// the remainder has the divisor's sign. Integer division by zero raises Error
+// when the graph runs; a floating one gives inf/nan. Bool operands raise
+// Error. remainder's gradient: g for a, -g * floor_divide(a, b) for b;
+// floor_divide has none.
+Tensor floor_divide(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor remainder(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+// torch.bitwise_and/or/xor/not: bitwise on integers, logical on bool; Error
+// for a floating operand ("bitwise_and_cpu" not implemented for 'Float').
+Tensor bitwise_and(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor bitwise_or(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor bitwise_xor(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor bitwise_not(const Tensor& x, Loc loc = std::source_location::current());
 Tensor neg(const Tensor& x, Loc loc = std::source_location::current());
 Tensor exp(const Tensor& x, Loc loc = std::source_location::current());
 Tensor log(const Tensor& x, Loc loc = std::source_location::current());
@@ -110,22 +139,30 @@ Tensor cos(const Tensor& x, Loc loc = std::source_location::current());
 // everywhere, NaN stays NaN. The result dtype follows the scalar rule of
 // add(Tensor, double). Gradient, as torch's: g where min <= x <= max, 0 outside.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt, Loc loc = std::source_location::current());
-// Comparisons return bool tensors.
+// Comparisons return bool tensors; the operands are compared in their
+// result_type (int [n] < 2.5 compares in float32, bf16 [n] == f32 0-d in bf16).
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor lt(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor le(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor gt(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
-Tensor eq(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor ne(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor lt(const Tensor& a, double b, Loc loc = std::source_location::current());
-Tensor gt(const Tensor& a, double b, Loc loc = std::source_location::current());
+Tensor eq(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor ne(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor lt(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor le(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor gt(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor ge(const Tensor& a, Scalar b, Loc loc = std::source_location::current());
 Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
 Tensor logical_not(const Tensor& x, Loc loc = std::source_location::current());
-// condition ? a : b, broadcasting all three; condition must be bool.
+// condition ? a : b, broadcasting all three; condition must be bool. The
+// result dtype is result_type(a, b) (numbers: where(c, x, 0.0) keeps x's
+// floating dtype; where(c, 1.0, 0.0) is float32, where(c, 1, 0) int64).
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b, Loc loc = std::source_location::current());
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b, Loc loc = std::source_location::current());
+Tensor where(const Tensor& condition, Scalar a, Scalar b, Loc loc = std::source_location::current());
 // x with `value` where mask (bool, broadcastable to x) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc = std::source_location::current());
 Tensor to_dtype(const Tensor& x, DType dtype, Loc loc = std::source_location::current());
@@ -137,15 +174,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, Loc loc = std::source_location::
 // ---- reductions (dims may be negative; empty dims = all) ----
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
-// Values of torch.max(x, dim) / torch.amax.
+// A dim named twice raises Error ("dim 0 appears multiple times"), as torch.
+// Values of torch.max(x, dim) / torch.amax, and of torch.min(x, dim) / torch.amin
+// (a reduce of its own: exact for bool and the int64 limits). NaN propagates.
+// No identity: an empty reduced dim, or every dim of an empty x, raises Error
+// ("Expected reduction dim 0 to have non-zero size"). Gradient shared evenly
+// between tied extremes, as torch's.
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
+Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
+// torch.prod over dims (empty: all): integer and bool x give int64; 1 over an
+// empty dim. Gradient, as torch's, the product of the other elements (also at zeros).
+Tensor prod(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
+// torch.any / torch.all: whether any / every x != 0 over dims (empty: all), bool;
+// False / True over an empty dim. No gradient.
+Tensor any(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
+Tensor all(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false, Loc loc = std::source_location::current());
 // log(sum(exp(x))) over dims, computed stably (torch.logsumexp): a floating
 // x; rows of -inf give -inf, a +inf gives +inf, a NaN gives NaN. Lowered to
 // one reduce with to_apply=logaddexp, which the CPU backend computes in one
 // pass over x (online softmax). Gradient: g * exp(x - result).
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false, Loc loc = std::source_location::current());
-// Index of the first maximum along dim, int64.
+// Index of the first maximum (minimum) along dim, int64; a NaN counts as the
+// extreme (the first NaN's index), as torch. Error for bool x and for an empty dim.
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = std::source_location::current());
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false, Loc loc = std::source_location::current());
 // torch.cumsum: y[..., i, ...] = sum_{j <= i} x[..., j, ...] along dim; integer
 // and bool x give int64 (torch's rule). Lowered to log2(n) shifted adds
 // (Hillis-Steele scan: slice + concatenate + add, fusible, exact for integers).
@@ -212,12 +264,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc = std::
 // gather(g, dim, index) for src (zero where index does not reach).
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, Loc loc = std::source_location::current());
 
-// ---- data-dependent shapes (the eager modes, lazy/execution_mode.h) ----
-// Their result's shape depends on the input's values, which lazy tracing does
-// not know: in lazy mode they throw Error naming the op and the static
-// alternative (where/masked_fill keep the shape: a masked sum is
-// sum(where(mask, x, 0))); in the eager modes they read the input (a host
-// transfer) and build the result from it.
+// ---- data-dependent shapes ----
+// Their result's shape depends on the input's values: they read the input (a
+// host transfer that, in lazy mode, runs the pending graph, as PyTorch/XLA
+// does; counted in counter "aten::nonzero", a fallback counter) and build the
+// result from it. A graph per distinct count: where/masked_fill keep shapes
+// static (a masked sum is sum(where(mask, x, 0))).
 // Indices of x's non-zero elements, int64 [n, x.dim()], in row-major order (torch.nonzero).
 Tensor nonzero(const Tensor& x, Loc loc = std::source_location::current());
 // The elements of x where mask (bool, broadcast with x) is true, 1-D in row-major
@@ -288,13 +340,13 @@ Tensor operator+(TensorOperand a, const Tensor& b);
 Tensor operator-(TensorOperand a, const Tensor& b);
 Tensor operator*(TensorOperand a, const Tensor& b);
 Tensor operator/(TensorOperand a, const Tensor& b);
-Tensor operator+(TensorOperand a, double b);
-Tensor operator-(TensorOperand a, double b);
-Tensor operator*(TensorOperand a, double b);
-Tensor operator/(TensorOperand a, double b);
-Tensor operator+(double a, TensorOperand b);
-Tensor operator-(double a, TensorOperand b);
-Tensor operator*(double a, TensorOperand b);
+Tensor operator+(TensorOperand a, Scalar b);
+Tensor operator-(TensorOperand a, Scalar b);
+Tensor operator*(TensorOperand a, Scalar b);
+Tensor operator/(TensorOperand a, Scalar b);
+Tensor operator+(Scalar a, TensorOperand b);
+Tensor operator-(Scalar a, TensorOperand b);
+Tensor operator*(Scalar a, TensorOperand b);
 Tensor operator-(TensorOperand x);
 
 }  // namespace lazytrain

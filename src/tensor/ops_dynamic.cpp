@@ -1,25 +1,25 @@
-// Ops whose result shape depends on their input's values: eager modes only.
+// Ops whose result shape depends on their input's values: they read the input on the host.
 #include "core/error.h"
 #include "core/op_location.h"
 #include "lazy/execution_mode.h"
+#include "runtime/metrics.h"
 #include "tensor/lowering.h"
 
 namespace lazytrain {
 
 namespace {
-void require_eager(const char* op, const std::string& alternative, Loc loc) {
-  if (lazy::execution_mode() != lazy::ExecutionMode::kLazy) return;
-  throw_error(op,
-              "the result's shape depends on the input's values, which lazy mode does not know while tracing (a graph per "
-              "distinct count, and a host read every step); keep the shape static with " + alternative +
-                  ", or run this in an eager mode (set_execution_mode(debug_eager | strict_eager | fused_eager), --execution_mode)",
-              loc);
+// Lazy mode does not know the values while tracing, so, as PyTorch/XLA does for
+// such ops, it runs the pending graph, reads the input on the host and counts
+// it in counter "aten::<op>" (a fallback counter: short_metrics_report lists
+// it), so a training loop that syncs every step this way shows it.
+void count_host_fallback(const char* op) {
+  if (lazy::execution_mode() == lazy::ExecutionMode::kLazy) runtime::counter(op).add(1);
 }
 }  // namespace
 
 Tensor nonzero(const Tensor& x, Loc loc) {
   OpLocationScope at(loc);
-  require_eager("aten::nonzero", "a mask (x != 0) used through where/masked_fill", loc);
+  count_host_fallback("aten::nonzero");
   const std::vector<double> values = x.to_vector<double>(loc);
   const Shape& shape = x.shape();
   std::vector<int64_t> indices;
@@ -42,7 +42,6 @@ Tensor nonzero(const Tensor& x, Loc loc) {
 Tensor masked_select(const Tensor& x, const Tensor& mask, Loc loc) {
   OpLocationScope at(loc);
   check(mask.dtype() == DType::kBool, "aten::masked_select", "expected a bool mask, got " + torch_name(mask.dtype()));
-  require_eager("aten::masked_select", "where(mask, x, 0) or masked_fill (then a sum or mean over the kept elements)", loc);
   Shape shape = broadcast_shapes(x.shape(), mask.shape(), "aten::masked_select");
   Tensor flat_mask = reshape(expand(mask, shape), {-1});
   Tensor positions = reshape(nonzero(flat_mask, loc), {-1});

@@ -20,9 +20,27 @@ int lower_binary(LoweringContext& c, const Node& n) {
   return c.builder().binary(OP, operand_as(c, n, 0, n.dtype(), n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()));
 }
 
+// add and mul of bools are logical or / and (torch's), not byte arithmetic.
+template <HloOpcode OP, HloOpcode BOOL_OP>
+int lower_arith(LoweringContext& c, const Node& n) {
+  return c.builder().binary(n.dtype() == DType::kBool ? BOOL_OP : OP, operand_as(c, n, 0, n.dtype(), n.shape()),
+                            operand_as(c, n, 1, n.dtype(), n.shape()));
+}
+
+// The dtype a comparison computes in: its operands' result_type (a 0-d
+// operand has an empty shape, as a 0-d tensor has).
+DType compare_dtype(const Node& n) {
+  using P = PromotionOperand::Priority;
+  auto operand = [&](size_t i) {
+    const auto& o = n.operand(i);
+    return PromotionOperand{o->dtype(), o->shape().empty() ? P::kZeroDim : P::kDimensioned};
+  };
+  return result_type({operand(0), operand(1)});
+}
+
 template <ComparisonDirection D>
 int lower_compare(LoweringContext& c, const Node& n) {
-  DType t = promote_types(n.operand(0)->dtype(), n.operand(1)->dtype());
+  DType t = compare_dtype(n);
   return c.builder().compare(operand_as(c, n, 0, t, n.shape()), operand_as(c, n, 1, t, n.shape()), D);
 }
 
@@ -31,15 +49,33 @@ int lower_unary(LoweringContext& c, const Node& n) {
   return c.builder().unary(OP, operand_as(c, n, 0, n.dtype(), n.shape()));
 }
 
-Tensor binary(const char* op, const Tensor& a, const Tensor& b, lazy::LowerFn lower, Loc loc, bool comparison = false) {
+// kind: the result dtype is result_type(a, b), bool (comparisons), or floating
+// (true division: float32 for integer and bool operands).
+enum class ResultKind { kPromoted, kBool, kFloating };
+
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, lazy::LowerFn lower, Loc loc,
+              ResultKind kind = ResultKind::kPromoted) {
   Shape shape;
   try {
     shape = broadcast_shapes(a.shape(), b.shape(), op);
   } catch (const Error& e) {
     throw_error(op, std::string(e.what()).substr(std::string(op).size() + 3), loc);
   }
-  DType t = comparison ? DType::kBool : promote_types(a.dtype(), b.dtype());
+  DType t = kind == ResultKind::kBool ? DType::kBool : result_type(a, b);
+  if (kind == ResultKind::kFloating && !is_floating_point(t)) t = DType::kFloat32;
   return make_op(op, {a, b}, shape, t, {}, lower);
+}
+
+// torch's refusals of bool operands to - (the message points at ~).
+void check_sub_operands(DType a, DType b, Loc loc) {
+  if (a == DType::kBool && b == DType::kBool) {
+    throw_error("aten::sub", "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead.", loc);
+  }
+  if (a == DType::kBool || b == DType::kBool) {
+    throw_error("aten::sub", "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                "invert a mask, use the `~` or `logical_not()` operator instead.", loc);
+  }
 }
 
 Tensor unary(const char* op, const Tensor& x, lazy::LowerFn lower, bool needs_float = true) {
@@ -48,14 +84,14 @@ Tensor unary(const char* op, const Tensor& x, lazy::LowerFn lower, bool needs_fl
   return make_op(op, {x}, x.shape(), t, {}, lower);
 }
 
-Tensor scalar_like(const Tensor& x, double value) { return scalar_operand(value, scalar_result_dtype(x, value), x.device()); }
-
 }  // namespace
+
+Tensor wrap_scalar(Scalar s, const Tensor& other) { return scalar_operand(s.value, result_type(other, s), other.device()); }
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
   OpLocationScope at(loc);
   Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
-  Tensor out = binary("aten::add", a, bb, lower_binary<HloOpcode::kAdd>, loc);
+  Tensor out = binary("aten::add", a, bb, lower_arith<HloOpcode::kAdd, HloOpcode::kOr>, loc);
   return record(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, sa), sum_to(alpha == 1.0 ? g : mul(g, alpha), sb)};
   });
@@ -63,6 +99,7 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
   OpLocationScope at(loc);
+  check_sub_operands(a.dtype(), b.dtype(), loc);
   Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
   Tensor out = binary("aten::sub", a, bb, lower_binary<HloOpcode::kSubtract>, loc);
   return record(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
@@ -72,7 +109,7 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
 
 Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  Tensor out = binary("aten::mul", a, b, lower_binary<HloOpcode::kMultiply>, loc);
+  Tensor out = binary("aten::mul", a, b, lower_arith<HloOpcode::kMultiply, HloOpcode::kAnd>, loc);
   return record(out, "MulBackward0", {a, b}, [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
     return std::vector<Tensor>{ra ? sum_to(mul(g, b), a.shape()) : Tensor(), rb ? sum_to(mul(g, a), b.shape()) : Tensor()};
   });
@@ -80,11 +117,9 @@ Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
 
 Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  Tensor out = binary("aten::div", a, b, lower_binary<HloOpcode::kDivide>, loc);
-  if (!is_floating_point(out.dtype())) {
-    // PyTorch's true division: integer inputs give float32.
-    out = binary("aten::div", to_dtype(a, DType::kFloat32), to_dtype(b, DType::kFloat32), lower_binary<HloOpcode::kDivide>, loc);
-  }
+  // PyTorch's true division: integer and bool operands give float32 (the
+  // lowering converts them).
+  Tensor out = binary("aten::div", a, b, lower_binary<HloOpcode::kDivide>, loc, ResultKind::kFloating);
   return record(out, "DivBackward0", {a, b}, [a = a.detach(), b = b.detach(), rb = b.requires_grad()](const Tensor& g) {
     Tensor gb = rb ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor();
     return std::vector<Tensor>{sum_to(div(g, b), a.shape()), gb};
@@ -121,36 +156,75 @@ Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
   });
 }
 
-Tensor add(const Tensor& a, double b, Loc loc) {
+Tensor add(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return add(a, scalar_like(a, b));
+  return add(a, wrap_scalar(b, a), 1.0, loc);
 }
-Tensor sub(const Tensor& a, double b, Loc loc) {
+Tensor sub(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return sub(a, scalar_like(a, b));
+  // A bool number is refused as a bool tensor is (wrapping it may promote it away).
+  check_sub_operands(a.dtype(), scalar_dtype(b.kind), loc);
+  return sub(a, wrap_scalar(b, a), 1.0, loc);
 }
-Tensor mul(const Tensor& a, double b, Loc loc) {
+Tensor mul(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return mul(a, scalar_like(a, b));
+  return mul(a, wrap_scalar(b, a), loc);
 }
-Tensor div(const Tensor& a, double b, Loc loc) {
+Tensor div(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return div(a, scalar_like(a, b));
+  return div(a, wrap_scalar(b, a), loc);
 }
 
-Tensor pow(const Tensor& a, double exponent, Loc loc) {
+Tensor pow(const Tensor& a, Scalar exponent, Loc loc) {
   OpLocationScope at(loc);
-  Tensor e = scalar_operand(exponent, is_floating_point(a.dtype()) ? a.dtype() : DType::kFloat32, a.device());
-  Tensor out = binary("aten::pow", a, e, lower_binary<HloOpcode::kPower>, loc);
-  return record(out, "PowBackward0", {a}, [a = a.detach(), exponent](const Tensor& g) {
+  const DType t = result_type(a, exponent);
+  if (!is_floating_point(t) && exponent.is_integral() && exponent.value < 0) {
+    throw_error("aten::pow", "Integers to negative integer powers are not allowed.", loc);
+  }
+  if (!is_floating_point(t)) {
+    // Integer powers by squaring (exact, and native code: HLO power on
+    // integers runs on the interpreter); the exponent is part of the graph.
+    const auto e = static_cast<int64_t>(exponent.value);
+    return make_op("aten::pow", {a}, a.shape(), t, {{"exponent", e}}, +[](LoweringContext& c, const Node& n) {
+      auto& b = c.builder();
+      int base = b.convert(c.operand(n, 0), n.dtype());
+      int result = b.full(1.0, n.shape(), n.dtype());
+      for (int64_t e = n.int_attr("exponent"); e > 0; e >>= 1) {
+        if (e & 1) result = b.binary(HloOpcode::kMultiply, result, base);
+        if (e > 1) base = b.binary(HloOpcode::kMultiply, base, base);
+      }
+      return result;
+    });
+  }
+  Tensor out = binary("aten::pow", a, scalar_operand(exponent.value, t, a.device()), lower_binary<HloOpcode::kPower>, loc);
+  return record(out, "PowBackward0", {a}, [a = a.detach(), e = exponent.value](const Tensor& g) {
     // x^0 is constant: its gradient is 0 even at x = 0, where 0 * x^-1 would be NaN.
-    if (exponent == 0.0) return std::vector<Tensor>{zeros(g.shape(), g.dtype())};
-    return std::vector<Tensor>{mul(g, mul(pow(a, exponent - 1.0), exponent))};
+    if (e == 0.0) return std::vector<Tensor>{zeros(g.shape(), g.dtype())};
+    return std::vector<Tensor>{mul(g, mul(pow(a, e - 1.0), e))};
+  });
+}
+
+Tensor pow(const Tensor& a, const Tensor& exponent, Loc loc) {
+  OpLocationScope at(loc);
+  if (result_type(a, exponent) == DType::kBool) throw_error("aten::pow", "\"pow\" not implemented for 'Bool'", loc);
+  Tensor out = binary("aten::pow", a, exponent, lower_binary<HloOpcode::kPower>, loc);
+  if (!is_floating_point(out.dtype())) return out;
+  return record(out, "PowBackward1", {a, exponent},
+                [a = a.detach(), e = exponent.detach(), y = out.detach(), ra = a.requires_grad(), re = exponent.requires_grad()](const Tensor& g) {
+    // d/da = e a^(e-1) (0 where e == 0, as torch); d/de = a^e log(a).
+    Tensor ga, ge;
+    if (ra) ga = sum_to(where(eq(e, 0.0), 0.0, mul(g, mul(e, pow(a, sub(e, 1.0))))), a.shape());
+    if (re) ge = sum_to(mul(g, mul(y, log(a))), e.shape());
+    return std::vector<Tensor>{ga, ge};
   });
 }
 
 Tensor neg(const Tensor& x, Loc loc) {
   OpLocationScope at(loc);
+  if (x.dtype() == DType::kBool) {
+    throw_error("aten::neg", "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                "mask, use the `~` or `logical_not()` operator instead.", loc);
+  }
   Tensor out = unary("aten::neg", x, lower_unary<HloOpcode::kNegate>, false);
   return record(out, "NegBackward0", {x}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
 }
@@ -301,52 +375,60 @@ Tensor gelu(const Tensor& x, const std::string& approximate, Loc loc) {
 
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::eq", a, b, lower_compare<ComparisonDirection::kEq>, loc, true);
+  return binary("aten::eq", a, b, lower_compare<ComparisonDirection::kEq>, loc, ResultKind::kBool);
 }
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::ne", a, b, lower_compare<ComparisonDirection::kNe>, loc, true);
+  return binary("aten::ne", a, b, lower_compare<ComparisonDirection::kNe>, loc, ResultKind::kBool);
 }
 Tensor lt(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::lt", a, b, lower_compare<ComparisonDirection::kLt>, loc, true);
+  return binary("aten::lt", a, b, lower_compare<ComparisonDirection::kLt>, loc, ResultKind::kBool);
 }
 Tensor le(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::le", a, b, lower_compare<ComparisonDirection::kLe>, loc, true);
+  return binary("aten::le", a, b, lower_compare<ComparisonDirection::kLe>, loc, ResultKind::kBool);
 }
 Tensor gt(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::gt", a, b, lower_compare<ComparisonDirection::kGt>, loc, true);
+  return binary("aten::gt", a, b, lower_compare<ComparisonDirection::kGt>, loc, ResultKind::kBool);
 }
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::ge", a, b, lower_compare<ComparisonDirection::kGe>, loc, true);
+  return binary("aten::ge", a, b, lower_compare<ComparisonDirection::kGe>, loc, ResultKind::kBool);
 }
-Tensor eq(const Tensor& a, double b, Loc loc) {
+Tensor eq(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return eq(a, scalar_like(a, b));
+  return eq(a, wrap_scalar(b, a), loc);
 }
-Tensor ne(const Tensor& a, double b, Loc loc) {
+Tensor ne(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return ne(a, scalar_like(a, b));
+  return ne(a, wrap_scalar(b, a), loc);
 }
-Tensor lt(const Tensor& a, double b, Loc loc) {
+Tensor lt(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return lt(a, scalar_like(a, b));
+  return lt(a, wrap_scalar(b, a), loc);
 }
-Tensor gt(const Tensor& a, double b, Loc loc) {
+Tensor le(const Tensor& a, Scalar b, Loc loc) {
   OpLocationScope at(loc);
-  return gt(a, scalar_like(a, b));
+  return le(a, wrap_scalar(b, a), loc);
+}
+Tensor gt(const Tensor& a, Scalar b, Loc loc) {
+  OpLocationScope at(loc);
+  return gt(a, wrap_scalar(b, a), loc);
+}
+Tensor ge(const Tensor& a, Scalar b, Loc loc) {
+  OpLocationScope at(loc);
+  return ge(a, wrap_scalar(b, a), loc);
 }
 
 Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::logical_and", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kAnd>, loc, true);
+  return binary("aten::logical_and", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kAnd>, loc, ResultKind::kBool);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc) {
   OpLocationScope at(loc);
-  return binary("aten::logical_or", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kOr>, loc, true);
+  return binary("aten::logical_or", to_dtype(a, DType::kBool), to_dtype(b, DType::kBool), lower_binary<HloOpcode::kOr>, loc, ResultKind::kBool);
 }
 Tensor logical_not(const Tensor& x, Loc loc) {
   OpLocationScope at(loc);
@@ -365,7 +447,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc)
   } catch (const Error& e) {
     throw_error("aten::where", std::string(e.what()).substr(15), loc);
   }
-  DType t = promote_types(a.dtype(), b.dtype());
+  DType t = result_type(a, b);
   Tensor out = make_op("aten::where", {condition, a, b}, shape, t, {}, +[](LoweringContext& c, const Node& n) {
     return c.builder().select(operand_as(c, n, 0, DType::kBool, n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()),
                               operand_as(c, n, 2, n.dtype(), n.shape()));
@@ -374,6 +456,21 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc)
     Tensor zero = constant(0.0, g.dtype());
     return std::vector<Tensor>{Tensor(), sum_to(where(cond, g, zero), sa), sum_to(where(cond, zero, g), sb)};
   });
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b, Loc loc) {
+  OpLocationScope at(loc);
+  return where(condition, a, wrap_scalar(b, a), loc);
+}
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b, Loc loc) {
+  OpLocationScope at(loc);
+  return where(condition, wrap_scalar(a, b), b, loc);
+}
+Tensor where(const Tensor& condition, Scalar a, Scalar b, Loc loc) {
+  OpLocationScope at(loc);
+  // Two numbers: their own result_type (float32 for floats, int64 for ints).
+  const DType t = result_type(a, b);
+  return where(condition, scalar_operand(a.value, t, condition.device()), scalar_operand(b.value, t, condition.device()), loc);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
@@ -408,13 +505,13 @@ Tensor operator+(TensorOperand a, const Tensor& b) { return add(a.tensor, b, 1.0
 Tensor operator-(TensorOperand a, const Tensor& b) { return sub(a.tensor, b, 1.0, a.loc); }
 Tensor operator*(TensorOperand a, const Tensor& b) { return mul(a.tensor, b, a.loc); }
 Tensor operator/(TensorOperand a, const Tensor& b) { return div(a.tensor, b, a.loc); }
-Tensor operator+(TensorOperand a, double b) { return add(a.tensor, b, a.loc); }
-Tensor operator-(TensorOperand a, double b) { return sub(a.tensor, b, a.loc); }
-Tensor operator*(TensorOperand a, double b) { return mul(a.tensor, b, a.loc); }
-Tensor operator/(TensorOperand a, double b) { return div(a.tensor, b, a.loc); }
-Tensor operator+(double a, TensorOperand b) { return add(b.tensor, a, b.loc); }
-Tensor operator-(double a, TensorOperand b) { return add(neg(b.tensor, b.loc), a, b.loc); }
-Tensor operator*(double a, TensorOperand b) { return mul(b.tensor, a, b.loc); }
+Tensor operator+(TensorOperand a, Scalar b) { return add(a.tensor, b, a.loc); }
+Tensor operator-(TensorOperand a, Scalar b) { return sub(a.tensor, b, a.loc); }
+Tensor operator*(TensorOperand a, Scalar b) { return mul(a.tensor, b, a.loc); }
+Tensor operator/(TensorOperand a, Scalar b) { return div(a.tensor, b, a.loc); }
+Tensor operator+(Scalar a, TensorOperand b) { return add(b.tensor, a, b.loc); }
+Tensor operator-(Scalar a, TensorOperand b) { return sub(wrap_scalar(a, b.tensor), b.tensor, 1.0, b.loc); }
+Tensor operator*(Scalar a, TensorOperand b) { return mul(b.tensor, a, b.loc); }
 Tensor operator-(TensorOperand x) { return neg(x.tensor, x.loc); }
 
 }  // namespace lazytrain

@@ -36,7 +36,10 @@ int flat_positions(hlo::HloBuilder& b, int index, const Shape& xs, int64_t dim) 
 }
 
 void check_index(const char* op, const Tensor& x, int64_t d, const Tensor& index, Loc loc) {
-  if (index.dtype() != DType::kInt64) throw_error(op, "Expected dtype int64 for index, got " + torch_name(index.dtype()), loc);
+  // torch takes int32 indices too (the lowering converts them to int64).
+  if (index.dtype() != DType::kInt64 && index.dtype() != DType::kInt32) {
+    throw_error(op, "Expected dtype int32/int64 for index, got " + torch_name(index.dtype()), loc);
+  }
   if (index.dim() != x.dim()) {
     throw_error(op, "Index tensor must have the same number of dimensions as input tensor: index " + shape_str(index.shape()) + ", input " +
                         shape_str(x.shape()), loc);
@@ -67,8 +70,12 @@ Tensor scatter_into_zeros(const Tensor& g, int64_t d, const Tensor& index, const
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
   OpLocationScope at(loc);
   const int64_t d = normalize_dim(dim, std::max<int64_t>(x.dim(), 1), "aten::gather");
+  // A scalar input takes a 0-d or 1-element 1-D index (torch), as a 1-D input of size 1.
+  if (x.dim() == 0 && index.dim() <= 1) {
+    const Tensor out = gather(reshape(x, {1}), 0, reshape(index, {index.numel()}), loc);
+    return index.dim() == 0 ? reshape(out, {}) : out;
+  }
   check_index("aten::gather", x, d, index, loc);
-  if (x.dim() == 0) return gather(reshape(x, {1}), 0, reshape(index, {1}), loc).reshape({});
   Tensor out = make_op("aten::gather", {x, index}, index.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     const Shape& xs = n.operand(0)->shape();

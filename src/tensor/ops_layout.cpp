@@ -80,7 +80,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Loc loc) {
   const int64_t d = normalize_dim(dim, std::max<int64_t>(x_in.dim(), 1), "aten::cumsum");
   // torch: integer and bool inputs accumulate in int64.
   const Tensor x = is_floating_point(x_in.dtype()) ? x_in : to_dtype(x_in, DType::kInt64);
-  if (x.dim() == 0) return mul(x, 1.0);
+  if (x.dim() == 0) return mul(x, 1);
   Tensor out = scan(x, d, false);
   if (!is_floating_point(x.dtype())) return out;
   return record(out, "CumsumBackward0", {x}, [d](const Tensor& g) { return std::vector<Tensor>{scan(g, d, true)}; });

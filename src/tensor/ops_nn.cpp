@@ -85,6 +85,7 @@ Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::softmax");
+  if (x.dim() == 0) return reshape(softmax(reshape(x, {1}, loc), 0, loc), {}, loc);  // a scalar: over itself, as torch
   Tensor out = make_op("aten::softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     int64_t dd = n.int_attr("dim");
@@ -100,6 +101,7 @@ Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   const Tensor x = autocast_to_float(x_in);
   check_float(x, "aten::_log_softmax", loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::_log_softmax");
+  if (x.dim() == 0) return reshape(log_softmax(reshape(x, {1}, loc), 0, loc), {}, loc);  // a scalar: over itself, as torch
   Tensor out = make_op("aten::_log_softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
     auto& b = c.builder();
     int64_t dd = n.int_attr("dim");
@@ -182,7 +184,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t igno
   if (target.dtype() != DType::kInt64 && target.dtype() != DType::kInt32) {
     throw_error("aten::cross_entropy", "target must be int64 class indices, got " + torch_name(target.dtype()), loc);
   }
-  Tensor valid = ne(target, static_cast<double>(ignore_index));
+  Tensor valid = ne(target, ignore_index);
   Tensor safe = where(valid, target, constant(0.0, target.dtype()));
   // -log_softmax(logits)[target] = logsumexp(logits - logits[target]): one
   // online pass over the logits, and exact to the loss's own precision (the

@@ -1,4 +1,4 @@
-// Reductions (sum, mean, amax, argmax) and matmul.
+// Reductions (sum, mean, amax, amin, prod, any, all, argmax, argmin) and matmul.
 #include <algorithm>
 
 #include "core/error.h"
@@ -15,17 +15,33 @@ using hlo::HloOpcode;
 
 namespace {
 
-std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t rank, const char* op) {
+std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t rank, const char* op,
+                                    Loc loc = OpLocation()) {
   std::vector<int64_t> out;
   if (dims.empty()) {
     for (int64_t i = 0; i < rank; ++i) out.push_back(i);
     return out;
   }
-  for (int64_t d : dims) out.push_back(normalize_dim(d, rank, op));
+  for (int64_t d : dims) {
+    const int64_t n = normalize_dim(d, rank, op);
+    // torch refuses a dim named twice (sum((0, 0)) would otherwise sum once).
+    if (std::find(out.begin(), out.end(), n) != out.end()) throw_error(op, "dim " + std::to_string(n) + " appears multiple times in the list of dims", loc);
+    out.push_back(n);
+  }
   std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   if (rank == 0) out.clear();
   return out;
+}
+
+// max/min-like reductions have no identity: torch refuses an empty reduced dim
+// (a reduction over every dim of an empty tensor names no dim).
+void check_nonempty(const Tensor& x, const std::vector<int64_t>& given, const std::vector<int64_t>& dims, const char* op, Loc loc) {
+  if (given.empty() && x.numel() == 0) {
+    throw_error(op, "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", loc);
+  }
+  for (int64_t d : dims) {
+    if (x.shape()[d] == 0) throw_error(op, "Expected reduction dim " + std::to_string(d) + " to have non-zero size.", loc);
+  }
 }
 
 Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepdim) {
@@ -52,7 +68,7 @@ int lower_reduce(LoweringContext& c, const Node& n) {
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   OpLocationScope at(loc);
   (void)loc;
-  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::sum");
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::sum", loc);
   DType t = is_floating_point(x.dtype()) ? x.dtype() : DType::kInt64;
   Tensor out = make_op("aten::sum", {x}, reduced_shape(x.shape(), d, keepdim), t, {{"dims", d}, {"keepdim", int64_t{keepdim}}},
                        lower_reduce<hlo::ReduceKind::kAdd>);
@@ -66,16 +82,22 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   if (!is_floating_point(x.dtype())) {
     throw_error("aten::mean", "could not infer output dtype: input dtype should be floating point, got " + torch_name(x.dtype()), loc);
   }
-  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::mean");
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::mean", loc);
   int64_t count = 1;
   for (int64_t i : d) count *= x.shape()[i];
+  // bf16/f16 accumulate in float32 and round once (torch's mean): a sum of
+  // 1000 threes rounded to bf16 first would make the mean 3.015625.
+  if (x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16) {
+    return to_dtype(div(sum(to_dtype(x, DType::kFloat32), d, keepdim, loc), static_cast<double>(count)), x.dtype());
+  }
   return div(sum(x, d, keepdim, loc), static_cast<double>(count));
 }
 
 Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   OpLocationScope at(loc);
   (void)loc;
-  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::amax");
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::amax", loc);
+  check_nonempty(x, dims, d, "aten::amax", loc);
   Tensor out = make_op("aten::amax", {x}, reduced_shape(x.shape(), d, keepdim), x.dtype(), {{"dims", d}, {"keepdim", int64_t{keepdim}}},
                        lower_reduce<hlo::ReduceKind::kMax>);
   return record(out, "AmaxBackward0", {x}, [x = x.detach(), y = out.detach(), kept = reduced_shape(x.shape(), d, true), d](const Tensor& g) {
@@ -86,10 +108,67 @@ Tensor amax(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   });
 }
 
+Tensor amin(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::amin", loc);
+  check_nonempty(x, dims, d, "aten::amin", loc);
+  // A reduce of its own, never -amax(-x): negation is wrong for bool and overflows at INT64_MIN.
+  Tensor out = make_op("aten::amin", {x}, reduced_shape(x.shape(), d, keepdim), x.dtype(), {{"dims", d}, {"keepdim", int64_t{keepdim}}},
+                       lower_reduce<hlo::ReduceKind::kMin>);
+  return record(out, "AminBackward0", {x}, [x = x.detach(), y = out.detach(), kept = reduced_shape(x.shape(), d, true), d](const Tensor& g) {
+    Tensor mask = to_dtype(eq(x, reshape(y, kept)), g.dtype());
+    Tensor count = sum(mask, d, true);
+    return std::vector<Tensor>{div(mul(expand(reshape(g, kept), x.shape()), mask), count)};
+  });
+}
+
+Tensor prod(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::prod", loc);
+  DType t = is_floating_point(x.dtype()) ? x.dtype() : DType::kInt64;
+  Tensor out = make_op("aten::prod", {x}, reduced_shape(x.shape(), d, keepdim), t, {{"dims", d}, {"keepdim", int64_t{keepdim}}},
+                       lower_reduce<hlo::ReduceKind::kMul>);
+  if (!is_floating_point(t)) return out;
+  return record(out, "ProdBackward1", {x}, [x = x.detach(), kept = reduced_shape(x.shape(), d, true), d](const Tensor& g) {
+    // d prod / d x_i is the product of the others, also where x_i == 0: with no
+    // zero it is prod / x_i; with one zero only that element gets the product
+    // of the rest; with two or more every element gets 0 (torch's rule).
+    Tensor zero = eq(x, 0.0);
+    Tensor zeros_in_row = sum(to_dtype(zero, DType::kInt64), d, true);
+    Tensor nonzero_prod = prod(where(zero, ones({}, x.dtype()), x), d, true);
+    Tensor gx = expand(reshape(g, kept), x.shape());
+    Tensor none_zero = div(nonzero_prod, where(zero, ones({}, x.dtype()), x));
+    Tensor one_zero = where(zero, expand(nonzero_prod, x.shape()), zeros({}, x.dtype()));
+    Tensor z = expand(zeros_in_row, x.shape());
+    Tensor local = where(eq(z, 0.0), none_zero, where(eq(z, 1.0), one_zero, zeros({}, x.dtype())));
+    return std::vector<Tensor>{mul(gx, local)};
+  });
+}
+
+namespace {
+// torch.any / torch.all: x != 0 reduced with or (max) / and (min) into bool.
+template <hlo::ReduceKind K>
+Tensor bool_reduce(const char* op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), op, loc);
+  Tensor truth = x.dtype() == DType::kBool ? x.detach() : ne(x.detach(), 0.0);
+  return make_op(op, {truth}, reduced_shape(x.shape(), d, keepdim), DType::kBool, {{"dims", d}, {"keepdim", int64_t{keepdim}}},
+                 lower_reduce<K>);
+}
+}  // namespace
+
+Tensor any(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  return bool_reduce<hlo::ReduceKind::kMax>("aten::any", x, dims, keepdim, loc);
+}
+
+Tensor all(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
+  return bool_reduce<hlo::ReduceKind::kMin>("aten::all", x, dims, keepdim, loc);
+}
+
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc loc) {
   OpLocationScope at(loc);
   if (!is_floating_point(x.dtype())) throw_error("aten::logsumexp", "expects a floating-point tensor, got " + torch_name(x.dtype()), loc);
-  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::logsumexp");
+  std::vector<int64_t> d = normalize_dims(dims, x.dim(), "aten::logsumexp", loc);
   Tensor out = make_op("aten::logsumexp", {x}, reduced_shape(x.shape(), d, keepdim), x.dtype(), {{"dims", d}, {"keepdim", int64_t{keepdim}}},
                        lower_reduce<hlo::ReduceKind::kLogAddExp>);
   return record(out, "LogsumexpBackward0", {x}, [x = x.detach(), y = out.detach(), kept = reduced_shape(x.shape(), d, true)](const Tensor& g) {
@@ -97,26 +176,54 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Loc l
   });
 }
 
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Loc loc) {
-  OpLocationScope at(loc);
-  (void)loc;
-  int64_t d = normalize_dim(dim, x.dim(), "aten::argmax");
-  return make_op("aten::argmax", {x}, reduced_shape(x.shape(), {d}, keepdim), DType::kInt64, {{"dim", d}, {"keepdim", int64_t{keepdim}}},
-                 +[](LoweringContext& c, const Node& n) {
-                   auto& b = c.builder();
-                   int x = c.operand(n, 0);
-                   const Shape& s = n.operand(0)->shape();
-                   int64_t dd = n.int_attr("dim");
-                   int mx = b.reduce(x, {dd}, hlo::ReduceKind::kMax);
-                   std::vector<int64_t> keep;
-                   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) if (i != dd) keep.push_back(i);
-                   int is_max = b.compare(x, b.broadcast(mx, s, keep), hlo::ComparisonDirection::kEq);
-                   int idx = b.iota(s, DType::kInt64, dd);
-                   int big = b.full(static_cast<double>(s[dd]), s, DType::kInt64);
-                   int first = b.reduce(b.select(is_max, idx, big), {dd}, hlo::ReduceKind::kMin);
-                   return b.reshape(first, n.shape());
-                 });
+namespace {
+
+// Index of the first maximum (K = kMax) / minimum (kMin) along attr "dim". A
+// NaN counts as the extreme, as in torch.max: a row holding one gives its first
+// NaN's index (comparing with the row's max alone would match nothing and
+// give size(dim), an index out of range).
+template <hlo::ReduceKind K>
+int lower_arg_extreme(LoweringContext& c, const Node& n) {
+  auto& b = c.builder();
+  int x = c.operand(n, 0);
+  const Shape& s = n.operand(0)->shape();
+  const int64_t dd = n.int_attr("dim");
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) if (i != dd) keep.push_back(i);
+  int extreme = b.reduce(x, {dd}, K);
+  int hit = b.compare(x, b.broadcast(extreme, s, keep), hlo::ComparisonDirection::kEq);
+  if (is_floating_point(n.operand(0)->dtype())) {
+    int nan = b.compare(x, x, hlo::ComparisonDirection::kNe);
+    // Reduced as int32, not pred: a split dim makes this reduce an all-reduce, which takes no pred.
+    int nans_in_row = b.reduce(b.convert(nan, DType::kInt32), {dd}, hlo::ReduceKind::kMax);
+    int row_has_nan = b.compare(b.broadcast(nans_in_row, s, keep), b.full(0.0, s, DType::kInt32), hlo::ComparisonDirection::kGt);
+    hit = b.select(row_has_nan, nan, hit);
+  }
+  int idx = b.iota(s, DType::kInt64, dd);
+  int big = b.full(static_cast<double>(s[dd]), s, DType::kInt64);
+  int first = b.reduce(b.select(hit, idx, big), {dd}, hlo::ReduceKind::kMin);
+  return b.reshape(first, n.shape());
 }
+
+template <hlo::ReduceKind K>
+Tensor arg_extreme(const char* op, const Tensor& x, int64_t dim, bool keepdim, Loc loc) {
+  OpLocationScope at(loc);
+  if (x.dtype() == DType::kBool) throw_error(op, "does not support bool input", loc);
+  if (x.dim() == 0) {
+    normalize_dim(dim, 0, op);
+    return reshape(arg_extreme<K>(op, reshape(x, {1}), 0, false, loc), {});
+  }
+  const int64_t d = normalize_dim(dim, x.dim(), op);
+  check_nonempty(x, {d}, {d}, op, loc);
+  return make_op(op, {x.detach()}, reduced_shape(x.shape(), {d}, keepdim), DType::kInt64, {{"dim", d}, {"keepdim", int64_t{keepdim}}},
+                 lower_arg_extreme<K>);
+}
+
+}  // namespace
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Loc loc) { return arg_extreme<hlo::ReduceKind::kMax>("aten::argmax", x, dim, keepdim, loc); }
+
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, Loc loc) { return arg_extreme<hlo::ReduceKind::kMin>("aten::argmin", x, dim, keepdim, loc); }
 
 namespace {
 
@@ -133,14 +240,23 @@ Tensor batched_mm(const Tensor& a, const Tensor& b) {
                 });
 }
 
+// Integer matmul of [..., m, k] and [..., k, n] (torch's is exact and wraps on
+// overflow, as here): the products summed over k, back in the operands' dtype.
+Tensor integer_mm(const Tensor& x, const Tensor& y) {
+  const Tensor out = sum(mul(unsqueeze(x, -1), unsqueeze(y, -3)), {-2});
+  return out.dtype() == x.dtype() ? out : to_dtype(out, x.dtype());
+}
+
+Tensor any_mm(const Tensor& x, const Tensor& y) { return is_floating_point(x.dtype()) ? batched_mm(x, y) : integer_mm(x, y); }
+
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
   OpLocationScope at(loc);
   const Tensor a = autocast_to_lower(a_in), b = autocast_to_lower(b_in);
   if (a.dim() == 0 || b.dim() == 0) throw_error("aten::matmul", "both arguments to matmul need to be at least 1D, got " + shape_str(a.shape()) + " and " + shape_str(b.shape()), loc);
-  if (a.dtype() != b.dtype() || !is_floating_point(a.dtype())) {
-    throw_error("aten::matmul", "expected both operands to have the same floating dtype, got " + torch_name(a.dtype()) + " and " + torch_name(b.dtype()), loc);
+  if (a.dtype() != b.dtype() || a.dtype() == DType::kBool) {
+    throw_error("aten::matmul", "expected both operands to have the same (non-bool) dtype, got " + torch_name(a.dtype()) + " and " + torch_name(b.dtype()), loc);
   }
   int64_t k_a = a.shape().back();
   int64_t k_b = b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2];
@@ -148,14 +264,18 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
     throw_error("aten::matmul", "mat1 and mat2 shapes cannot be multiplied (" + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
                                     "): expected a.size(-1) == b.size(-2)", loc);
   }
-  if (a.dim() == 1 && b.dim() == 1) return sum(mul(a, b));
+  if (a.dim() == 1 && b.dim() == 1) {
+    const Tensor dot = sum(mul(a, b));
+    return dot.dtype() == a.dtype() ? dot : to_dtype(dot, a.dtype());
+  }
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b, loc), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1), loc), -1);
   if (b.dim() == 2) {
-    if (a.dim() == 2) return batched_mm(a, b);
+    if (a.dim() == 2) return any_mm(a, b);
     Shape out = a.shape();
     out.back() = b.shape()[1];
-    return reshape(batched_mm(reshape(a, {-1, k_a}), b), out);
+    const int64_t rows = numel(Shape(a.shape().begin(), a.shape().end() - 1));  // not -1: k_a may be 0
+    return reshape(any_mm(reshape(a, {rows, k_a}), b), out);
   }
   // Broadcast the batch dims of both.
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -163,7 +283,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
   Shape sa = batch, sb = batch;
   sa.insert(sa.end(), a.shape().end() - 2, a.shape().end());
   sb.insert(sb.end(), b.shape().end() - 2, b.shape().end());
-  return batched_mm(expand(a, sa), expand(b, sb));
+  return any_mm(expand(a, sa), expand(b, sb));
 }
 
 }  // namespace lazytrain

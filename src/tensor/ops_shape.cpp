@@ -67,9 +67,11 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, Loc loc) {
   OpLocationScope at(loc);
   const int64_t r = x.dim();
   if (r < 2 && dim0 == 0 && dim1 == 1) return x;  // Tensor.t() of a vector
+  const int64_t d0 = normalize_dim(dim0, r, "aten::transpose"), d1 = normalize_dim(dim1, r, "aten::transpose");
+  if (r == 0) return x;  // torch: a scalar transposes to itself (dims 0 and -1 only)
   std::vector<int64_t> perm(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) perm[i] = i;
-  std::swap(perm[normalize_dim(dim0, r, "aten::transpose")], perm[normalize_dim(dim1, r, "aten::transpose")]);
+  std::swap(perm[d0], perm[d1]);
   return permute(x, perm, loc);
 }
 
@@ -168,6 +170,18 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
   OpLocationScope at(loc);
   if (xs.empty()) throw_error("aten::cat", "expected a non-empty list of Tensors", loc);
+  // torch skips legacy empty 1-D tensors ([0]) beside others; the result dtype still counts them.
+  auto legacy_empty = [](const Tensor& x) { return x.dim() == 1 && x.shape()[0] == 0; };
+  if (std::any_of(xs.begin(), xs.end(), legacy_empty) && !std::all_of(xs.begin(), xs.end(), legacy_empty)) {
+    std::vector<Tensor> kept;
+    DType all = xs[0].dtype();
+    for (const Tensor& x : xs) {
+      all = promote_types(all, x.dtype());
+      if (!legacy_empty(x)) kept.push_back(x);
+    }
+    Tensor out = cat(kept, dim, loc);
+    return out.dtype() == all ? out : to_dtype(out, all);
+  }
   int64_t d = normalize_dim(dim, xs[0].dim(), "aten::cat");
   Shape shape = xs[0].shape();
   DType t = xs[0].dtype();
@@ -219,7 +233,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   Tensor out = make_op("aten::embedding", {weight, indices}, s, weight.dtype(), {},
                        +[](LoweringContext& c, const Node& n) { return c.builder().gather(c.operand(n, 0), c.operand(n, 1)); });
   return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape(), padding_idx](const Tensor& g) {
-    Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, static_cast<double>(padding_idx)), -1), 0.0);
+    Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, padding_idx), -1), 0.0);
     return std::vector<Tensor>{index_add_into_zeros(gg, idx, ws), Tensor()};
   });
 }
@@ -234,8 +248,15 @@ Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
   OpLocationScope at(loc);
-  if (index.dim() != 1) throw_error("aten::index_select", "index must be 1-D, got " + shape_str(index.shape()), loc);
+  if (index.dim() > 1) throw_error("aten::index_select", "index must be 0-D or 1-D, got " + shape_str(index.shape()), loc);
   int64_t d = normalize_dim(dim, x.dim(), "aten::index_select");
+  if (x.dim() == 0) {  // torch: a scalar takes one index and stays 0-d
+    if (index.numel() != 1) {
+      throw_error("aten::index_select", "Index to scalar can have only 1 value, got " + std::to_string(index.numel()) + " value(s)", loc);
+    }
+    return reshape(index_select(reshape(x, {1}, loc), 0, reshape(index, {1}, loc), loc), {}, loc);
+  }
+  if (index.dim() == 0) return index_select(x, d, reshape(index, {1}, loc), loc);
   if (d != 0) {
     Tensor moved = transpose(x, 0, d);
     return transpose(index_select(moved, 0, index, loc), 0, d);

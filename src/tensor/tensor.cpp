@@ -12,6 +12,7 @@
 #include "runtime/transfer.h"
 #include "tensor/autograd.h"
 #include "tensor/lowering.h"
+#include "tensor/view.h"
 
 namespace lazytrain {
 
@@ -28,7 +29,10 @@ const TensorImpl& deref(const std::shared_ptr<TensorImpl>& impl) {
 
 const Shape& Tensor::shape() const { return deref(impl_).shape(); }
 DType Tensor::dtype() const { return deref(impl_).dtype(); }
-const lazy::NodePtr& Tensor::ir_value() const { return deref(impl_).ir_value(); }
+lazy::NodePtr Tensor::ir_value() const {
+  if (deref(impl_).view) refresh_view(*impl_);  // a view whose base was written since
+  return impl_->ir_value();
+}
 int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "Tensor.size")]; }
 
 runtime::Device Tensor::device() const { return deref(impl_).device(); }
@@ -36,7 +40,7 @@ runtime::Device Tensor::device() const { return deref(impl_).device(); }
 Literal Tensor::to_literal(Loc loc) const { return read_literal("to_literal()", loc); }
 
 Literal Tensor::read_literal(const char* read, Loc loc) const {
-  deref(impl_);
+  ir_value();  // a view whose base was written since takes its new value
   OpLocationScope at(loc);
   const bool ran_graph = impl_->has_pending_ir();
   impl_->sync();  // compiles and launches a pending value (not part of the transfer)
@@ -100,11 +104,13 @@ Tensor& Tensor::requires_grad_(bool value) {
 
 Tensor Tensor::grad() const {
   deref(impl_);
+  std::lock_guard<std::mutex> lock(autograd::grad_mutex(*impl_));
   return impl_->grad ? Tensor(impl_->grad) : Tensor();
 }
 
 void Tensor::set_grad(const Tensor& grad) const {
   deref(impl_);
+  std::lock_guard<std::mutex> lock(autograd::grad_mutex(*impl_));
   impl_->grad = grad.defined() ? grad.impl() : nullptr;
 }
 

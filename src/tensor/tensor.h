@@ -24,6 +24,7 @@ struct GradFn;
 }
 
 class Tensor;
+struct ViewInfo;
 
 // The shared state behind a Tensor handle: its lazy value plus autograd fields.
 struct TensorImpl : lazy::LazyTensor {
@@ -31,6 +32,13 @@ struct TensorImpl : lazy::LazyTensor {
   bool requires_grad = false;
   std::shared_ptr<autograd::GradFn> grad_fn;  // the op that made it; null for leaves
   std::shared_ptr<TensorImpl> grad;            // accumulated gradient (leaves)
+  // Views and in-place writes (tensor/view.h): set when this tensor is a view.
+  std::shared_ptr<ViewInfo> view;
+  // Bumped by every in-place write (torch's _version); a view reads its base's.
+  uint64_t version = 0;
+  // The detached aliases of this base (x.detach(), x.data): they hold it weakly,
+  // so a write pushes the new value to them at once.
+  std::vector<std::weak_ptr<TensorImpl>> detached_aliases;
 };
 
 class Tensor {
@@ -51,7 +59,8 @@ class Tensor {
   // Where the tensor lives: its IR value's device (runtime::DeviceGuard picks
   // the device of tensors made from nothing; ops keep their inputs' device).
   runtime::Device device() const;
-  const lazy::NodePtr& ir_value() const;
+  // The current value (a copy: another thread may replace it meanwhile, lazy/lazy_tensor.h).
+  lazy::NodePtr ir_value() const;
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   // True when both handles share one tensor.
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }

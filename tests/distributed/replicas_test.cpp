@@ -357,3 +357,53 @@ TEST(ReplicaFailure, AReplicaThatNeverArrivesIsNamedWithinTheTimeout) {
 
 }  // namespace
 }  // namespace lazytrain::distributed
+
+namespace lazytrain::distributed {
+namespace {
+
+TEST(ReplicaUnusedParameters, AGradientOnOneReplicaIsAveragedWithZerosOnEveryReplica) {
+  // w2 gets a gradient on replica 0 only (an unused branch elsewhere), w3 on none:
+  // torch DDP (find_unused_parameters) gives every replica w2's mean gradient
+  // and leaves w3 without one. AdamW's first step moves a parameter by lr
+  // (times g / (|g| + eps)) after the decay, whatever the gradient's size.
+  for (int sharded = 0; sharded < 2; ++sharded) {
+    std::mutex mutex;
+    std::vector<std::vector<float>> w2(2), w3(2);
+    std::vector<bool> w3_has_grad(2, true);
+    spawn([&](int index) {
+      std::vector<Tensor> ps = {ones({2}), ones({2}), ones({2})};
+      for (Tensor& p : ps) p.requires_grad_(true);
+      optim::AdamWOptions adam;
+      adam.lr = 0.1;
+      std::vector<optim::ParamGroup> groups{{ps, 0.01}};
+      std::unique_ptr<optim::AdamW> optimizer = sharded ? std::make_unique<ZeroRedundancyAdamW>(groups, adam)
+                                                        : std::make_unique<optim::AdamW>(groups, adam);
+      Tensor loss = sum(mul(ps[0], static_cast<double>(index + 1)));
+      if (index == 0) loss = add(loss, sum(mul(ps[1], 3.0)));
+      loss.backward();
+      if (sharded) {
+        optimizer->step();
+      } else {
+        optimizer_step(*optimizer);
+      }
+      lazy::mark_step();
+      std::lock_guard<std::mutex> lock(mutex);
+      w2[static_cast<size_t>(index)] = ps[1].to_vector<float>();
+      w3[static_cast<size_t>(index)] = ps[2].to_vector<float>();
+      w3_has_grad[static_cast<size_t>(index)] = ps[2].grad().defined();
+    }, 2);
+    const float expected = 1.0f * (1.0f - 0.1f * 0.01f) - 0.1f * (1.5f / (1.5f + 1e-8f));
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(w2[static_cast<size_t>(i)].size(), 2u) << sharded;
+      EXPECT_NEAR(w2[static_cast<size_t>(i)][0], expected, 1e-6) << "replica " << i << " sharded " << sharded;
+      EXPECT_EQ(w3[static_cast<size_t>(i)], (std::vector<float>{1.0f, 1.0f})) << "replica " << i << " sharded " << sharded;
+      if (!sharded) {
+        EXPECT_FALSE(w3_has_grad[static_cast<size_t>(i)]);
+      }
+    }
+    EXPECT_EQ(w2[0], w2[1]) << sharded;
+  }
+}
+
+}  // namespace
+}  // namespace lazytrain::distributed

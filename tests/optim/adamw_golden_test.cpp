@@ -41,6 +41,31 @@ TEST(AdamWGolden, ThreeStepsMatchTorchOptimAdamW) {
   EXPECT_EQ(runtime::counter_value("UncachedCompile"), compiles_before_step2);
 }
 
+// torch keeps a step count per parameter: b, first updated at step 2, gets the
+// bias correction of its own step 1 (values from torch.optim.AdamW, torch 2.13).
+TEST(AdamW, CountsStepsPerParameterAsTorch) {
+  Tensor a = from_vector(std::vector<float>{1, 2}, {2}).requires_grad_();
+  Tensor b = from_vector(std::vector<float>{3}, {1}).requires_grad_();
+  optim::AdamW opt({{{a}, 0.01}, {{b}, 0.0}}, {0.1, 0.9, 0.999, 1e-8, 0.0});
+  const std::vector<std::vector<float>> grad_a = {{0.5f, -1.0f}, {0.1f, 0.2f}, {0.3f, -0.3f}};
+  const std::vector<std::vector<float>> grad_b = {{}, {1.0f}, {-2.0f}};
+  const std::vector<std::vector<float>> want_a = {{0.8990000486373901f, 2.0980000495910645f},
+                                                  {0.8177969455718994f, 2.1470046043395996f},
+                                                  {0.7310731410980225f, 2.200796127319336f}};
+  const std::vector<float> want_b = {3.0f, 2.9000000953674316f, 2.936610460281372f};
+  for (size_t k = 0; k < 3; ++k) {
+    a.set_grad(from_vector(grad_a[k], {2}));
+    b.set_grad(grad_b[k].empty() ? Tensor() : from_vector(grad_b[k], {1}));
+    opt.step();
+    lazy::mark_step();
+    expect_close(a, want_a[k], 1e-6, 1e-7, "a at step " + std::to_string(k + 1));
+    expect_close(b, {want_b[k]}, 1e-6, 1e-7, "b at step " + std::to_string(k + 1));
+  }
+  EXPECT_EQ(opt.step_count(), 3);
+  EXPECT_EQ(opt.param_step(0, 0), 3);
+  EXPECT_EQ(opt.param_step(1, 0), 2);
+}
+
 TEST(AdamWGolden, ClipGradNormMatchesPyTorch) {
   GoldenFile golden("adamw_step.safetensors");
   std::vector<Tensor> params;

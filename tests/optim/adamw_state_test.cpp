@@ -126,9 +126,13 @@ TEST(AdamWStateDict, NamesShapesAndValuesAreTheOptimizersBitForBit) {
   EXPECT_GT(nonzero, 0.0f);
 
   // The JSON part reads back to the same struct, through text.
-  const nlohmann::json j = sd.state.to_json();
+  nlohmann::json j = sd.state.to_json();
   EXPECT_EQ(j["param_groups"][0]["betas"], nlohmann::json({0.9, 0.999}));
+  EXPECT_EQ(j["param_groups"][0]["steps"], nlohmann::json({2, 2}));  // each parameter's count (torch's state["step"])
   EXPECT_EQ(optim::AdamWState::from_json(nlohmann::json::parse(j.dump()), "text"), sd.state);
+  // A checkpoint written before the counts were kept: every parameter at "step".
+  for (auto& g : j["param_groups"]) g.erase("steps");
+  EXPECT_EQ(optim::AdamWState::from_json(j, "old").param_groups[1].steps, (std::vector<int64_t>{2, 2}));
 
   // Loading into a fresh optimizer gives it exactly these moments.
   TinyNet other;

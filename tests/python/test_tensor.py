@@ -92,8 +92,9 @@ def test_indexing_matches_numpy():
         x[3]
     with pytest.raises(IndexError):
         x[0, 0, 0, 0]
-    with pytest.raises(TypeError):
-        x[0] = 1.0
+    x[0] = 1.0  # item assignment writes in place, as torch (tests/python/test_views_inplace_torch.py)
+    a[0] = 1.0
+    np.testing.assert_array_equal(x.numpy(), a)
 
 
 def test_indexing_gradient_flows():
@@ -190,5 +191,5 @@ def test_save_and_load(tmp_path):
     lt.save(state, tmp_path / "s.safetensors")
     back = lt.load(tmp_path / "s.safetensors")
     assert back["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and back["b"].dtype == lt.bfloat16
-    with pytest.raises(lt.LazytrainError, match="missing.safetensors"):
+    with pytest.raises(FileNotFoundError, match="missing.safetensors"):  # torch.load's type
         lt.load(tmp_path / "missing.safetensors")

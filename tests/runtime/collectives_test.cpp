@@ -125,6 +125,20 @@ TEST(Collectives, HostAllGatherReturnsEveryReplicasValuesAndChecksTheTag) {
   EXPECT_NE(errors[0].find("1 at 'print'"), std::string::npos) << errors[0] << " | " << errors[1];
 }
 
+TEST(Collectives, ReplicasPassingDifferentShapesOrDtypesFailNamingEach) {
+  // A rank-dependent shape would read past the smaller input: every replica raises, naming each one's input.
+  auto errors = on_replicas(2, [&](int i) { all_reduce(filled({2 + i}, [](int64_t) { return 1.0f; }), ReduceOp::kSum, {}); });
+  for (const auto& e : errors) {
+    EXPECT_NE(e.find("[all-reduce] the replicas passed tensors of different shapes or dtypes: replica 0 f32[2], replica 1 f32[3]"),
+              std::string::npos) << e;
+  }
+  errors = on_replicas(2, [&](int i) { all_gather(i == 0 ? filled({2}, [](int64_t) { return 1.0f; }) : Buffer({2}, DType::kInt32), 0, {}); });
+  for (const auto& e : errors) EXPECT_NE(e.find("replica 0 f32[2], replica 1 s32[2]"), std::string::npos) << e;
+  // The next run with matching inputs works.
+  errors = on_replicas(2, [&](int) { all_reduce(filled({2}, [](int64_t) { return 1.0f; }), ReduceOp::kSum, {}); });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
 TEST(Collectives, AReplicaThatNeverArrivesIsNamedWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   auto errors = on_replicas(3, [&](int i) {

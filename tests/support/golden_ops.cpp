@@ -33,6 +33,15 @@ double num(const json& v) {
 
 Shape shape_attr(const json& v) { return v.get<std::vector<int64_t>>(); }
 
+// The Python number the generator passed for `v` beside tensor x
+// (tools/make_golden_ops.py scalar()): an integral value beside an integer or
+// bool tensor as a Python int, any other as a Python float.
+Scalar scalar(const Tensor& x, const json& v) {
+  const double d = num(v);
+  if (!is_floating_point(x.dtype()) && d == std::floor(d)) return Scalar(static_cast<int64_t>(d));
+  return Scalar(d);
+}
+
 DType dtype_from_torch_name(const std::string& name) {
   for (int i = 0; i < kNumDTypes; ++i) {
     if (torch_name(static_cast<DType>(i)) == name) return static_cast<DType>(i);
@@ -92,11 +101,11 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"div", {"div(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return div(in[0], in[1]); }}},
       {"maximum", {"maximum(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return maximum(in[0], in[1]); }}},
       {"minimum", {"minimum(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return minimum(in[0], in[1]); }}},
-      {"add_scalar", {"add(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return add(in[0], num(a["value"])); }}},
-      {"sub_scalar", {"sub(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return sub(in[0], num(a["value"])); }}},
-      {"mul_scalar", {"mul(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return mul(in[0], num(a["value"])); }}},
-      {"div_scalar", {"div(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return div(in[0], num(a["value"])); }}},
-      {"pow", {"pow(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return pow(in[0], num(a["exponent"])); }}},
+      {"add_scalar", {"add(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return add(in[0], scalar(in[0], a["value"])); }}},
+      {"sub_scalar", {"sub(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return sub(in[0], scalar(in[0], a["value"])); }}},
+      {"mul_scalar", {"mul(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return mul(in[0], scalar(in[0], a["value"])); }}},
+      {"div_scalar", {"div(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return div(in[0], scalar(in[0], a["value"])); }}},
+      {"pow", {"pow(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return pow(in[0], num(a["exponent"])); }}},
       {"neg", {"neg(const Tensor&, Loc)", [](const Args& in, const json&) { return neg(in[0]); }}},
       {"exp", {"exp(const Tensor&, Loc)", [](const Args& in, const json&) { return exp(in[0]); }}},
       {"log", {"log(const Tensor&, Loc)", [](const Args& in, const json&) { return log(in[0]); }}},
@@ -125,10 +134,10 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"le", {"le(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return le(in[0], in[1]); }}},
       {"gt", {"gt(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return gt(in[0], in[1]); }}},
       {"ge", {"ge(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return ge(in[0], in[1]); }}},
-      {"eq_scalar", {"eq(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return eq(in[0], num(a["value"])); }}},
-      {"ne_scalar", {"ne(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return ne(in[0], num(a["value"])); }}},
-      {"lt_scalar", {"lt(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return lt(in[0], num(a["value"])); }}},
-      {"gt_scalar", {"gt(const Tensor&, double, Loc)", [](const Args& in, const json& a) { return gt(in[0], num(a["value"])); }}},
+      {"eq_scalar", {"eq(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return eq(in[0], scalar(in[0], a["value"])); }}},
+      {"ne_scalar", {"ne(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return ne(in[0], scalar(in[0], a["value"])); }}},
+      {"lt_scalar", {"lt(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return lt(in[0], scalar(in[0], a["value"])); }}},
+      {"gt_scalar", {"gt(const Tensor&, Scalar, Loc)", [](const Args& in, const json& a) { return gt(in[0], scalar(in[0], a["value"])); }}},
       {"logical_and", {"logical_and(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return logical_and(in[0], in[1]); }}},
       {"logical_or", {"logical_or(const Tensor&, const Tensor&, Loc)", [](const Args& in, const json&) { return logical_or(in[0], in[1]); }}},
       {"logical_not", {"logical_not(const Tensor&, Loc)", [](const Args& in, const json&) { return logical_not(in[0]); }}},
@@ -234,13 +243,13 @@ const std::map<std::string, GoldenOp>& golden_op_table() {
       {"op_sub", {"operator-(TensorOperand, const Tensor&)", [](const Args& in, const json&) { return in[0] - in[1]; }}},
       {"op_mul", {"operator*(TensorOperand, const Tensor&)", [](const Args& in, const json&) { return in[0] * in[1]; }}},
       {"op_div", {"operator/(TensorOperand, const Tensor&)", [](const Args& in, const json&) { return in[0] / in[1]; }}},
-      {"op_add_scalar", {"operator+(TensorOperand, double)", [](const Args& in, const json& a) { return in[0] + num(a["value"]); }}},
-      {"op_sub_scalar", {"operator-(TensorOperand, double)", [](const Args& in, const json& a) { return in[0] - num(a["value"]); }}},
-      {"op_mul_scalar", {"operator*(TensorOperand, double)", [](const Args& in, const json& a) { return in[0] * num(a["value"]); }}},
-      {"op_div_scalar", {"operator/(TensorOperand, double)", [](const Args& in, const json& a) { return in[0] / num(a["value"]); }}},
-      {"op_radd_scalar", {"operator+(double, TensorOperand)", [](const Args& in, const json& a) { return num(a["value"]) + in[0]; }}},
-      {"op_rsub_scalar", {"operator-(double, TensorOperand)", [](const Args& in, const json& a) { return num(a["value"]) - in[0]; }}},
-      {"op_rmul_scalar", {"operator*(double, TensorOperand)", [](const Args& in, const json& a) { return num(a["value"]) * in[0]; }}},
+      {"op_add_scalar", {"operator+(TensorOperand, Scalar)", [](const Args& in, const json& a) { return in[0] + scalar(in[0], a["value"]); }}},
+      {"op_sub_scalar", {"operator-(TensorOperand, Scalar)", [](const Args& in, const json& a) { return in[0] - scalar(in[0], a["value"]); }}},
+      {"op_mul_scalar", {"operator*(TensorOperand, Scalar)", [](const Args& in, const json& a) { return in[0] * scalar(in[0], a["value"]); }}},
+      {"op_div_scalar", {"operator/(TensorOperand, Scalar)", [](const Args& in, const json& a) { return in[0] / scalar(in[0], a["value"]); }}},
+      {"op_radd_scalar", {"operator+(Scalar, TensorOperand)", [](const Args& in, const json& a) { return scalar(in[0], a["value"]) + in[0]; }}},
+      {"op_rsub_scalar", {"operator-(Scalar, TensorOperand)", [](const Args& in, const json& a) { return scalar(in[0], a["value"]) - in[0]; }}},
+      {"op_rmul_scalar", {"operator*(Scalar, TensorOperand)", [](const Args& in, const json& a) { return scalar(in[0], a["value"]) * in[0]; }}},
       {"op_neg", {"operator-(TensorOperand)", [](const Args& in, const json&) { return -in[0]; }}},
   };
   return table;

@@ -1,4 +1,4 @@
-// Numbers given to ops (the `double` arguments of tensor/ops.h) follow
+// Numbers given to ops (the `double` and `Scalar` arguments of tensor/ops.h) follow
 // PyTorch/XLA's rule: 0 and ±1 are constants, every other value is device data,
 // so a number that changes between steps compiles once. ScalarSweep runs every
 // scalar-taking function of ops.h with two values and checks one compile and
@@ -55,16 +55,29 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
        {[](double v) { return add(x_tensor(), y_tensor(), v); }, [](double v) { return each([v](double x, double y) { return x + v * y; }); }, {}}},
       {"sub(const Tensor&, const Tensor&, double, Loc)",
        {[](double v) { return sub(x_tensor(), y_tensor(), v); }, [](double v) { return each([v](double x, double y) { return x - v * y; }); }, {}}},
-      {"add(const Tensor&, double, Loc)", {[](double v) { return add(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
-      {"sub(const Tensor&, double, Loc)", {[](double v) { return sub(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
-      {"mul(const Tensor&, double, Loc)", {[](double v) { return mul(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
-      {"div(const Tensor&, double, Loc)", {[](double v) { return div(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
-      {"pow(const Tensor&, double, Loc)",
+      {"add(const Tensor&, Scalar, Loc)", {[](double v) { return add(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
+      {"sub(const Tensor&, Scalar, Loc)", {[](double v) { return sub(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
+      {"mul(const Tensor&, Scalar, Loc)", {[](double v) { return mul(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
+      {"div(const Tensor&, Scalar, Loc)", {[](double v) { return div(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
+      {"pow(const Tensor&, Scalar, Loc)",
        {[](double v) { return pow(abs(x_tensor()), v); }, [](double v) { return each([v](double x, double) { return std::pow(std::fabs(x), v); }); }, {}}},
-      {"eq(const Tensor&, double, Loc)", {[](double v) { return eq(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x == v; }); }, {}}},
-      {"ne(const Tensor&, double, Loc)", {[](double v) { return ne(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x != v; }); }, {}}},
-      {"lt(const Tensor&, double, Loc)", {[](double v) { return lt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x < v; }); }, {}}},
-      {"gt(const Tensor&, double, Loc)", {[](double v) { return gt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x > v; }); }, {}}},
+      {"eq(const Tensor&, Scalar, Loc)", {[](double v) { return eq(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x == v; }); }, {}}},
+      {"ne(const Tensor&, Scalar, Loc)", {[](double v) { return ne(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x != v; }); }, {}}},
+      {"lt(const Tensor&, Scalar, Loc)", {[](double v) { return lt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x < v; }); }, {}}},
+      {"gt(const Tensor&, Scalar, Loc)", {[](double v) { return gt(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x > v; }); }, {}}},
+      {"le(const Tensor&, Scalar, Loc)", {[](double v) { return le(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x <= v; }); }, {}}},
+      {"ge(const Tensor&, Scalar, Loc)", {[](double v) { return ge(x_tensor(), v); }, [](double v) { return each([v](double x, double) { return x >= v; }); }, {}}},
+      {"wrap_scalar(Scalar, const Tensor&)",
+       {[](double v) { return add(x_tensor(), wrap_scalar(v, x_tensor())); }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
+      {"where(const Tensor&, const Tensor&, Scalar, Loc)",
+       {[](double v) { return where(mask_tensor(), x_tensor(), v); },
+        [](double v) { return std::vector<float>{kX[0], static_cast<float>(v), kX[2], static_cast<float>(v)}; }, {}}},
+      {"where(const Tensor&, Scalar, const Tensor&, Loc)",
+       {[](double v) { return where(mask_tensor(), v, x_tensor()); },
+        [](double v) { return std::vector<float>{static_cast<float>(v), kX[1], static_cast<float>(v), kX[3]}; }, {}}},
+      {"where(const Tensor&, Scalar, Scalar, Loc)",
+       {[](double v) { return where(mask_tensor(), v, -v); },
+        [](double v) { return std::vector<float>{static_cast<float>(v), static_cast<float>(-v), static_cast<float>(v), static_cast<float>(-v)}; }, {}}},
       {"masked_fill(const Tensor&, const Tensor&, double, Loc)",
        {[](double v) { return masked_fill(x_tensor(), mask_tensor(), v); },
         [](double v) { return std::vector<float>{static_cast<float>(v), kX[1], static_cast<float>(v), kX[3]}; }, {}}},
@@ -118,13 +131,13 @@ const std::map<std::string, ScalarCase>& scalar_cases() {
           return out;
         },
         {}}},
-      {"operator+(TensorOperand, double)", {[](double v) { return x_tensor() + v; }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
-      {"operator-(TensorOperand, double)", {[](double v) { return x_tensor() - v; }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
-      {"operator*(TensorOperand, double)", {[](double v) { return x_tensor() * v; }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
-      {"operator/(TensorOperand, double)", {[](double v) { return x_tensor() / v; }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
-      {"operator+(double, TensorOperand)", {[](double v) { return v + x_tensor(); }, [](double v) { return each([v](double x, double) { return v + x; }); }, {}}},
-      {"operator-(double, TensorOperand)", {[](double v) { return v - x_tensor(); }, [](double v) { return each([v](double x, double) { return v - x; }); }, {}}},
-      {"operator*(double, TensorOperand)", {[](double v) { return v * x_tensor(); }, [](double v) { return each([v](double x, double) { return v * x; }); }, {}}},
+      {"operator+(TensorOperand, Scalar)", {[](double v) { return x_tensor() + v; }, [](double v) { return each([v](double x, double) { return x + v; }); }, {}}},
+      {"operator-(TensorOperand, Scalar)", {[](double v) { return x_tensor() - v; }, [](double v) { return each([v](double x, double) { return x - v; }); }, {}}},
+      {"operator*(TensorOperand, Scalar)", {[](double v) { return x_tensor() * v; }, [](double v) { return each([v](double x, double) { return x * v; }); }, {}}},
+      {"operator/(TensorOperand, Scalar)", {[](double v) { return x_tensor() / v; }, [](double v) { return each([v](double x, double) { return x / v; }); }, {}}},
+      {"operator+(Scalar, TensorOperand)", {[](double v) { return v + x_tensor(); }, [](double v) { return each([v](double x, double) { return v + x; }); }, {}}},
+      {"operator-(Scalar, TensorOperand)", {[](double v) { return v - x_tensor(); }, [](double v) { return each([v](double x, double) { return v - x; }); }, {}}},
+      {"operator*(Scalar, TensorOperand)", {[](double v) { return v * x_tensor(); }, [](double v) { return each([v](double x, double) { return v * x; }); }, {}}},
   };
   return cases;
 }
@@ -136,9 +149,9 @@ TEST(ScalarOperand, EveryScalarTakingOpOfOpsHeaderHasASweepCase) {
   ASSERT_GT(declared.size(), 80u);
   size_t taking_double = 0;
   for (const std::string& sig : declared) {
-    if (sig.find("double") == std::string::npos) continue;
+    if (sig.find("double") == std::string::npos && sig.find("Scalar") == std::string::npos) continue;
     ++taking_double;
-    EXPECT_TRUE(scalar_cases().count(sig)) << sig << " takes a double but has no case in scalar_cases() of " << __FILE__;
+    EXPECT_TRUE(scalar_cases().count(sig)) << sig << " takes a number but has no case in scalar_cases() of " << __FILE__;
   }
   EXPECT_EQ(taking_double, scalar_cases().size()) << "a case names a signature ops.h no longer declares";
 }

@@ -87,27 +87,24 @@ def all_gather(value, dim=0, groups=None, pin_layout=True):
 
 def reduce_gradients(optimizer, groups=None, pin_layout=True):
     """Every parameter's gradient becomes its mean over the replicas (one
-    bucketed all-reduce); nothing with one replica."""
+    bucketed all-reduce); nothing with one replica, nor under SPMD (the
+    compiler reduces what the layouts need). A parameter with a gradient on
+    some replicas only counts as zeros where it has none, and every replica
+    gets the mean (torch DDP's find_unused_parameters); one with a gradient on
+    no replica keeps None. The replicas meet on the host to agree on which
+    have one, so every replica must call this with the same parameters."""
+    from ..runtime import is_spmd
     n = xrt_world_size()
-    if n == 1:
+    if n == 1 or is_spmd():
         return
-    params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-    reduced = _C._all_reduce_list(REDUCE_SUM, [p.grad for p in params], 1.0 / n)
-    for p, g in zip(params, reduced):
-        p.grad = g
+    _C._reduce_gradients([p for g in optimizer.param_groups for p in g["params"]])
 
 
 def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None, pin_layout=True):
     """reduce_gradients, then optimizer.step(**optimizer_args), traced into the step's
     graph; barrier=True also marks the step."""
-    from ..optim.adamw import AdamW
-    if isinstance(optimizer, AdamW) and not optimizer_args:
-        optimizer._sync_lr()
-        _C._optimizer_step_adamw(optimizer._impl)
-        loss = None
-    else:
-        reduce_gradients(optimizer)
-        loss = optimizer.step(**(optimizer_args or {}))
+    reduce_gradients(optimizer)
+    loss = optimizer.step(**(optimizer_args or {}))
     if barrier:
         mark_step()
     return loss

@@ -50,7 +50,11 @@ class DataCollatorForLanguageModeling:
     ``attention_mask`` and ``labels``, int64 ``[batch, seq]`` where seq is the
     longest example rounded up to ``pad_to_multiple_of``:
 
-    * rows are padded on the right with ``pad_token_id`` (attention_mask 0);
+    * rows are padded with ``pad_token_id`` (attention_mask 0) on the
+      tokenizer's ``padding_side`` ("right" unless it says "left"), as
+      transformers' collator pads;
+    * ``token_type_ids``, when every example has them, are padded with 0 on
+      that side and returned too (transformers keeps them);
     * ``mlm=True``: each position that is not special (by the example's
       ``special_tokens_mask``, else by the tokenizer's ``all_special_ids``;
       padding never) is chosen with probability ``mlm_probability``; ``labels``
@@ -74,7 +78,7 @@ class DataCollatorForLanguageModeling:
 
     ``tokenizer`` is duck-typed: ``len(tokenizer)`` (or ``vocab_size``),
     ``mask_token_id``, ``pad_token_id``, ``all_special_ids``. Fields other than
-    the three above (``token_type_ids``) are not collated. Errors: ValueError
+    the four above are not collated. Errors: ValueError
     for mlm without a mask token, an mlm_probability outside [0, 1], a
     pad_to_multiple_of below 1, padding without a pad token, replacement
     probabilities other than 0.8/0.1; TypeError/KeyError naming the example
@@ -117,14 +121,28 @@ class DataCollatorForLanguageModeling:
             raise ValueError(f"You are attempting to pad samples but the tokenizer you are using "
                              f"({type(self.tokenizer).__name__}) does not have a pad token.")
 
-    def _finish(self, arrays):
+    def _finish(self, arrays, examples):
         input_ids, attention_mask, labels = arrays
-        return convert({"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}, self.return_tensors)
+        batch = {"input_ids": np.array(input_ids), "attention_mask": np.array(attention_mask), "labels": np.array(labels)}
+        # The C++ collator pads on the right (its draws are made per token, so
+        # moving a row's padding to the left keeps them).
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        lengths = [len(ex["input_ids"] if isinstance(ex, dict) else ex) for ex in examples]
+        if all(isinstance(ex, dict) and ex.get("token_type_ids") is not None for ex in examples):
+            seq = input_ids.shape[1]
+            batch["token_type_ids"] = np.stack([
+                np.concatenate([np.asarray(ex["token_type_ids"], dtype=np.int64), np.zeros(seq - n, np.int64)])
+                for ex, n in zip(examples, lengths)])
+        if left:
+            for key, rows in batch.items():
+                for i, n in enumerate(lengths):
+                    rows[i] = np.roll(rows[i], rows.shape[1] - n)
+        return convert(batch, self.return_tensors)
 
     def __call__(self, examples):
         examples = _as_dicts(examples, "DataCollatorForLanguageModeling")
         self._check_padding(examples)
-        return self._finish(self._native(examples))
+        return self._finish(self._native(examples), examples)
 
     def collate(self, examples, batch_number):
         """The batch of `examples` with the draws of batch `batch_number` (an int >= 0): thread-safe, the same
@@ -133,7 +151,7 @@ class DataCollatorForLanguageModeling:
             raise ValueError(f"collate: batch_number should be an int >= 0, got {batch_number!r}")
         examples = _as_dicts(examples, "DataCollatorForLanguageModeling")
         self._check_padding(examples)
-        return self._finish(self._native.collate(examples, int(batch_number)))
+        return self._finish(self._native.collate(examples, int(batch_number)), examples)
 
 
 def _stack(values, key):

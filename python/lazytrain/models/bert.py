@@ -3,9 +3,12 @@ RobertaConfig and RobertaForMaskedLM over the C++ models (src/models/bert.h,
 roberta.h), with Hugging Face's parameter names and numerics.
 
 Differences from transformers, stated: no pooler (BertModel returns the last
-hidden state only, as BertModel(add_pooling_layer=False)); token type 0 for
-every token (single-segment inputs: ``token_type_ids`` is accepted and must
-be None or all zeros, which is not checked, to keep the step lazy)."""
+hidden state only, as BertModel(add_pooling_layer=False)). ``token_type_ids``
+(int64 [B, S], None: type 0 everywhere) select rows of
+token_type_embeddings as transformers' do (BERT; RoBERTa's checkpoints have
+one token type, 0, which it uses whatever is given)."""
+import contextlib
+
 from .configuration_utils import PretrainedConfig
 from .modeling_outputs import BaseModelOutput, MaskedLMOutput
 from .modeling_utils import PreTrainedModel, _as_tensor
@@ -29,7 +32,8 @@ class BertModel(PreTrainedModel):
     _native_kind = "BertModel"
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, return_dict=True):
-        _, hidden = self._run_native(input_ids, attention_mask, None)
+        with _token_types(self, token_type_ids):
+            _, hidden = self._run_native(input_ids, attention_mask, None)
         return BaseModelOutput(last_hidden_state=hidden) if return_dict else (hidden,)
 
 
@@ -49,6 +53,10 @@ class _MaskedLM(PreTrainedModel):
         about 1/7 of the head's work under 15% masking. The logits are still
         every token's, a lazy value computed only if read; the output's
         masked_lm_logits [K, vocab_size] are the labelled tokens'."""
+        with _token_types(self, token_type_ids):
+            return self._forward(input_ids, attention_mask, labels, return_dict, masked_lm_positions, masked_lm_labels)
+
+    def _forward(self, input_ids, attention_mask, labels, return_dict, masked_lm_positions, masked_lm_labels):
         if masked_lm_positions is not None and masked_lm_labels is not None:
             self._sync_training_mode()
             loss, logits, labelled = self._native.forward_labelled(
@@ -59,6 +67,19 @@ class _MaskedLM(PreTrainedModel):
         loss, logits = self._run_native(input_ids, attention_mask, labels)
         out = MaskedLMOutput(loss=loss, logits=logits)
         return out if return_dict else out.to_tuple()
+
+
+@contextlib.contextmanager
+def _token_types(model, token_type_ids):
+    """The C++ BERT embeddings read `token_type_ids` during one forward call."""
+    if token_type_ids is None or model._native_kind == "RobertaForMaskedLM":
+        yield
+        return
+    model._native.set_token_type_ids(_as_tensor(token_type_ids, "token_type_ids"))
+    try:
+        yield
+    finally:
+        model._native.set_token_type_ids(None)
 
 
 class BertForMaskedLM(_MaskedLM):

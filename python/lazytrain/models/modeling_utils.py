@@ -63,6 +63,14 @@ class _NativeSubmodule(nn.Module):
     def forward(self, *args, **kwargs):
         raise TypeError("this part of a C++ model has no forward of its own; call the model")
 
+    def _no_hooks(self, *args, **kwargs):
+        # Its forward runs inside the C++ model: a hook here would never be called.
+        raise NotImplementedError("this part of a C++ model runs inside the model's C++ forward: module hooks on it "
+                                  "would never be called; hook the model itself, or a tensor (register_hook)")
+
+    register_forward_pre_hook = register_forward_hook = _no_hooks
+    register_full_backward_hook = register_full_backward_pre_hook = _no_hooks
+
 
 class PreTrainedModel(nn.Module):
     config_class = None

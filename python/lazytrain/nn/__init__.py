@@ -7,3 +7,4 @@ from .containers import ModuleList, Sequential, ModuleDict  # noqa: F401
 from .layers import (  # noqa: F401
     Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, SiLU, ReLU, Tanh, Identity,
 )
+from .loss import CrossEntropyLoss, NLLLoss, MSELoss  # noqa: F401

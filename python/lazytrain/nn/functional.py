@@ -6,6 +6,7 @@ from .._C import (  # noqa: F401
     embedding as _embedding, layer_norm as _layer_norm, dropout as _dropout, gelu, relu,
     softmax, log_softmax, linear,
 )
+from ._losses import cross_entropy, nll_loss, mse_loss  # noqa: F401
 
 
 def embedding(input, weight, padding_idx=None):
@@ -29,28 +30,6 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     return _dropout(input, p, training)
-
-
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Mean over targets != ignore_index of -log_softmax(input)[target] (the fused loss,
-    tensor/ops.h); input [N, C] or [C]. reduction "sum" multiplies by the counted targets."""
-    if weight is not None or label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy: weight and label_smoothing are not supported")
-    loss = _C.cross_entropy(input, target, ignore_index)
-    if reduction == "mean":
-        return loss
-    if reduction == "sum":
-        return loss * (target != ignore_index).to(loss.dtype).sum()
-    raise ValueError(f"cross_entropy: reduction must be 'mean' or 'sum' here, got {reduction!r}")
-
-
-def mse_loss(input, target, reduction="mean"):
-    diff = input - target
-    if reduction == "mean":
-        return (diff * diff).mean()
-    if reduction == "sum":
-        return (diff * diff).sum()
-    raise ValueError(f"mse_loss: reduction must be 'mean' or 'sum', got {reduction!r}")
 
 
 def _op(name):

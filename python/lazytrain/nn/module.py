@@ -10,6 +10,7 @@ import collections
 import itertools
 
 from .. import _C
+from . import hooks as _hooks
 from .parameter import Parameter
 
 _IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -33,13 +34,14 @@ class Module:
                                  f"(call super().__init__() first in {type(self).__name__}.__init__)")
 
     def __setattr__(self, name, value):
+        # Re-assigning keeps the entry's place in its table (torch's state_dict order).
         if isinstance(value, Parameter):
             self._check_init("parameters")
-            self._remove(name)
+            self._remove(name, keep=self._parameters)
             self._parameters[name] = value
         elif isinstance(value, Module):
             self._check_init("submodules")
-            self._remove(name)
+            self._remove(name, keep=self._modules)
             self._modules[name] = value
         elif "_parameters" in self.__dict__ and name in self._parameters:
             if value is not None:
@@ -58,9 +60,10 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _remove(self, name):
+    def _remove(self, name, keep=None):
         for d in (self.__dict__, self._parameters, self._buffers, self._modules):
-            d.pop(name, None)
+            if d is not keep:
+                d.pop(name, None)
 
     def __getattr__(self, name):
         d = self.__dict__
@@ -82,14 +85,14 @@ class Module:
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(lazytrain.nn.Parameter or None required)")
         self._check_init("parameters")
-        self._remove(name)
+        self._remove(name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         """Adds state that is not trained (it moves with to() and, when
         persistent, is in the state_dict)."""
         self._check_init("buffers")
-        self._remove(name)
+        self._remove(name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self.__dict__.setdefault("_non_persistent", set()).add(name)
@@ -98,7 +101,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_init("submodules")
-        self._remove(name)
+        self._remove(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -231,7 +234,8 @@ class Module:
     def to(self, *args, **kwargs):
         """Moves parameters and buffers to a device and/or casts floating ones to a
         dtype. A move keeps each Parameter object; a cast replaces it with a new
-        one (make optimizers after casting)."""
+        one (make optimizers after casting), one per Parameter, so tied weights
+        stay tied."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         for a in args:
@@ -246,6 +250,9 @@ class Module:
                 if getattr(m, "_native_parameters", False):
                     raise TypeError(f"{type(self).__name__}.to({dtype}): it holds a C++ model, whose forward runs f32 "
                                     "parameters; train it in bfloat16 under lazytrain.autocast(dtype=lazytrain.bfloat16)")
+        # One cast per tensor object, whatever the number of names it has, so tied
+        # weights stay one Parameter (torch keeps the object; a cast here makes a new one).
+        casts = {}
         for module in self.modules():
             for table in ("_parameters", "_buffers"):
                 entries = getattr(module, table)
@@ -255,8 +262,10 @@ class Module:
                     if device is not None and value.device != device:
                         value.data = value.detach().to(device)
                     if dtype is not None and value.dtype.is_floating_point and value.dtype != dtype:
-                        cast = value.detach().to(dtype)
-                        entries[name] = Parameter(cast, value.requires_grad) if table == "_parameters" else cast
+                        if id(value) not in casts:
+                            cast = value.detach().to(dtype)
+                            casts[id(value)] = (value, Parameter(cast, value.requires_grad) if table == "_parameters" else cast)
+                        entries[name] = casts[id(value)][1]
         return self
 
     def float(self):
@@ -273,7 +282,33 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+            return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---- hooks (nn/hooks.py; torch's semantics, each returns a handle with remove()) ----
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a tuple, or one value), before
+        forward; with_kwargs: hook(module, args, kwargs) -> None or (args, kwargs)."""
+        return _hooks.add_hook(self, "_forward_pre_hooks", hook, prepend, with_kwargs=with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output, after forward;
+        with_kwargs: hook(module, args, kwargs, output)."""
+        return _hooks.add_hook(self, "_forward_hooks", hook, prepend, with_kwargs=with_kwargs)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, once
+        the gradients of the module's positional inputs are computed (grad_input:
+        one entry per positional arg, None where it is not a tensor requiring
+        grad; grad_output: one per output tensor)."""
+        return _hooks.add_hook(self, "_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, before the
+        module's input gradients are computed."""
+        return _hooks.add_hook(self, "_backward_pre_hooks", hook, prepend)
 
     def extra_repr(self):
         return ""

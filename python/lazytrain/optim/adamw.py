@@ -1,58 +1,123 @@
-"""AdamW: the C++ optimizer (optim/adamw.h, PyTorch's single-tensor semantics):
-    p <- p * (1 - lr * wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+"""AdamW with torch.optim.AdamW's semantics (single-tensor path), per parameter:
+    t <- t + 1  (the parameter's own step count, torch's state["step"])
+    p <- p * (1 - lr * wd);  m <- m + (1 - b1) (g - m);  v <- b2 v + (1 - b2) g^2
+    v_max <- max(v_max, v) (amsgrad; then v_max replaces v below)
     p <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-(Loshchilov & Hutter, "Decoupled Weight Decay Regularization")."""
-import math
-
+(Loshchilov & Hutter, "Decoupled Weight Decay Regularization"). Numbers that
+change between steps (lr, the bias corrections) enter the graph as device data,
+so a training loop compiles once whatever the schedule does."""
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_number, _on, _run_closure, _zero_state
 
 
 class AdamW(Optimizer):
-    """torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2).
+    """torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+    weight_decay=1e-2, amsgrad=False, *, maximize=False).
 
-    Groups may differ in weight_decay; lr, betas and eps are one for all groups
-    (ValueError otherwise). Raises ValueError for an invalid lr, eps or beta,
-    as torch does."""
+    Each group has its own lr, betas, eps, weight_decay, amsgrad and maximize.
+    state[p] (made at p's first update, as torch): "step" (float32 0-d),
+    "exp_avg", "exp_avg_sq" and, with amsgrad, "max_exp_avg_sq" (p's shape and
+    dtype). A parameter without a gradient is skipped and its step count
+    stays. ValueError for an invalid lr, eps, beta or weight_decay, as torch;
+    NotImplementedError for capturable, differentiable and fused (foreach is
+    accepted: the update is one lazy graph either way)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False):
-        for name, v in (("learning rate", lr), ("epsilon value", eps)):
-            if not math.isfinite(v) or v < 0.0:
-                raise ValueError(f"Invalid {name}: {v}")
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        if capturable or differentiable or fused:
+            raise NotImplementedError("AdamW: capturable, differentiable and fused are CUDA/torch.compile options; "
+                                      "lazytrain's update is always one lazy graph")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize, foreach=foreach, capturable=False, differentiable=False,
+                                      fused=None, decoupled_weight_decay=True))
+        self._host_steps = {}  # id(p) -> (the state's "step" tensor, its value): no device read per step
+        self._step_calls = 0
+
+    def _check_group(self, g):
+        _check_number("learning rate", g["lr"])
+        _check_number("epsilon value", g["eps"])
+        betas = tuple(g["betas"])
         for i, b in enumerate(betas):
-            if not math.isfinite(b) or not 0.0 <= b < 1.0:
+            if not isinstance(b, (int, float)) or not 0.0 <= b < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
-        if amsgrad:
-            raise NotImplementedError("AdamW(amsgrad=True) is not supported")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
-        first = self.param_groups[0]
-        for g in self.param_groups[1:]:
-            for key in ("lr", "betas", "eps"):
-                if g[key] != first[key]:
-                    raise ValueError(f"AdamW: every parameter group must share {key} here "
-                                     f"(group 0 has {first[key]}, another {g[key]})")
-        self._impl = _C._AdamW([(g["params"], float(g["weight_decay"])) for g in self.param_groups],
-                               float(lr), float(betas[0]), float(betas[1]), float(eps))
+        _check_number("weight_decay value", g["weight_decay"])
 
-    def _sync_lr(self):
-        lr = self.param_groups[0]["lr"]
-        if any(g["lr"] != lr for g in self.param_groups):
-            raise ValueError("AdamW: every parameter group must share lr here")
-        self._impl.set_lr(float(lr))
+    def _step_of(self, p, state):
+        mirror = self._host_steps.get(id(p))
+        if mirror is not None and mirror[0] is state["step"]:
+            return mirror[1]
+        return int(float(state["step"]))  # set from outside (load_state_dict, by hand): read once
+
+    def _loaded(self):
+        self._host_steps = {}
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (recorded lazily)."""
-        loss = closure() if closure is not None else None
-        self._sync_lr()
-        self._impl.step()
+        loss = _run_closure(closure)
+        self._step_call()
+        scalars = {}
+
+        def scalar(p, value):
+            key = (str(p.device), value)
+            if key not in scalars:
+                scalars[key] = _on(p, _C.scalar_tensor, value)
+            return scalars[key]
+
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = float(group["lr"]), group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad.detach()
+                if group["maximize"]:
+                    g = -g
+                state = self.state[p]
+                if not state:
+                    state["step"] = scalar(p, 0.0)
+                    self._host_steps[id(p)] = (state["step"], 0)
+                    state["exp_avg"] = _zero_state(p)
+                    state["exp_avg_sq"] = _zero_state(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = _zero_state(p)
+                elif group["amsgrad"] and "max_exp_avg_sq" not in state:
+                    state["max_exp_avg_sq"] = _zero_state(p)
+                t = self._step_of(p, state) + 1
+                state["step"] = scalar(p, float(t))
+                self._host_steps[id(p)] = (state["step"], t)
+                param = p.detach()
+                if wd != 0:
+                    param = param * scalar(p, 1.0 - lr * wd)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                m = exp_avg.detach() + (g - exp_avg.detach()) * (1.0 - beta1)
+                v = exp_avg_sq.detach() * beta2 + (g * g) * (1.0 - beta2)
+                exp_avg.data = _as(m, exp_avg)
+                exp_avg_sq.data = _as(v, exp_avg_sq)
+                if group["amsgrad"]:
+                    vmax = state["max_exp_avg_sq"]
+                    vmax.data = _as(_C.maximum(vmax.detach(), exp_avg_sq.detach()), vmax)
+                    v = vmax.detach()
+                bias_correction2_sqrt = scalar(p, (1.0 - beta2 ** t) ** 0.5)
+                step_size = scalar(p, lr / (1.0 - beta1 ** t))
+                denom = v.sqrt() / bias_correction2_sqrt + eps
+                p.data = _as(param - (exp_avg.detach() / denom) * step_size, p)
         return loss
 
-    def zero_grad(self, set_to_none=True):
-        if set_to_none:
-            self._impl.zero_grad()
-        else:
-            super().zero_grad(False)
+    def _step_call(self):
+        self._step_calls += 1
+
+    def _pack_state(self, param, state):
+        packed = dict(state)
+        if "step" in packed and not isinstance(packed["step"], _C.Tensor):
+            packed["step"] = _on(param, _C.scalar_tensor, float(packed["step"]))
+        return packed
 
     @property
     def step_count(self):
-        return self._impl.step_count
+        """The number of step() calls."""
+        return self._step_calls
+
+
+def _as(value, like):
+    """`value` in `like`'s dtype (a float32 scalar may promote a bf16 value)."""
+    return value if value.dtype == like.dtype else value.to(like.dtype)
+

@@ -77,7 +77,8 @@ class PreTrainedTokenizer:
     Attributes as transformers': ``model_max_length`` (the longest input the
     model takes, in tokens; ``int(1e30)``, "no limit", unless
     tokenizer_config.json or the caller gives one), ``padding_side``
-    ("right" or "left"), ``model_input_names``, ``is_fast`` (False), the
+    ("right" or "left"), ``truncation_side`` ("right" or "left": which end of
+    a text truncation cuts, as transformers), ``model_input_names``, ``is_fast`` (False), the
     special tokens ``bos_token``, ``eos_token``, ``unk_token``, ``sep_token``,
     ``pad_token``, ``cls_token``, ``mask_token`` (None where the tokenizer has
     none) and their ``*_id``."""
@@ -91,8 +92,8 @@ class PreTrainedTokenizer:
     _native_special_tokens = ()
     is_fast = False
 
-    def __init__(self, native, *, model_max_length=None, padding_side="right", clean_up_tokenization_spaces=None,
-                 name_or_path="", **special_tokens):
+    def __init__(self, native, *, model_max_length=None, padding_side="right", truncation_side="right",
+                 clean_up_tokenization_spaces=None, name_or_path="", **special_tokens):
         self._native = native
         self._vocab = None
         self.name_or_path = name_or_path
@@ -100,6 +101,9 @@ class PreTrainedTokenizer:
         if padding_side not in ("right", "left"):
             raise ValueError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
         self.padding_side = padding_side
+        if truncation_side not in ("right", "left"):
+            raise ValueError(f"truncation_side must be 'right' or 'left', got {truncation_side!r}")
+        self.truncation_side = truncation_side
         self.clean_up_tokenization_spaces = (self._default_clean_up_tokenization_spaces
                                              if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces)
         self._special_tokens = {name: None for name in SPECIAL_TOKENS_ATTRIBUTES}
@@ -156,7 +160,7 @@ class PreTrainedTokenizer:
 
     # Keys of tokenizer_config.json that __init__ takes; the others are
     # transformers' bookkeeping (added_tokens_decoder, tokenizer_class, ...).
-    _config_init_keys = ("model_max_length", "padding_side", "clean_up_tokenization_spaces")
+    _config_init_keys = ("model_max_length", "padding_side", "truncation_side", "clean_up_tokenization_spaces")
 
     @classmethod
     def _init_kwargs_from_config(cls, config, source):
@@ -304,6 +308,16 @@ class PreTrainedTokenizer:
         return [1] * before + [0] * len(ids) + [1] * after
 
     # ---- encoding ----
+    def _truncate_left(self, seq, length, add_special_tokens):
+        """`seq` cut to `length` tokens by dropping text tokens at its start;
+        the special tokens around the text stay (transformers' truncation_side="left")."""
+        if len(seq) <= length:
+            return seq
+        before, after = self._native.special_tokens_layout if add_special_tokens else (0, 0)
+        keep = length - before - after
+        body = seq[before:len(seq) - after]
+        return seq[:before] + (body[len(body) - keep:] if keep > 0 else []) + seq[len(seq) - after:]
+
     def __call__(self, text=None, text_pair=None, add_special_tokens=True, padding=False, truncation=None,
                  max_length=None, pad_to_multiple_of=None, return_tensors=None, return_token_type_ids=None,
                  return_attention_mask=None, return_special_tokens_mask=False, return_length=False, **kwargs):
@@ -316,7 +330,8 @@ class PreTrainedTokenizer:
         padding: False/"do_not_pad", True/"longest" (to the longest text of the
         batch), "max_length" (to max_length, or model_max_length when None).
         truncation: True/"longest_first"/"only_first" cut each text so that it
-        fits max_length (model_max_length when None) with its special tokens;
+        fits max_length (model_max_length when None) with its special tokens,
+        at the end ``truncation_side`` names (its start for "left");
         None with a max_length and no padding truncates too (transformers' rule).
         return_tensors: None (lists), "np" (numpy int64 [batch, seq_len]) or
         "lt" (lazytrain int64 Tensors [batch, seq_len]); a single text gets a
@@ -353,7 +368,13 @@ class PreTrainedTokenizer:
         if truncate_to is not None and truncate_to < num_special:
             raise ValueError(f"max_length={truncate_to} leaves no room for the {num_special} special tokens that "
                              f"{type(self).__name__} adds to each text: expected max_length >= {num_special}")
-        ids = self._native.encode_batch(texts, add_special_tokens, truncate_to, _NUM_THREADS)
+        if self.truncation_side not in ("right", "left"):
+            raise ValueError(f"truncation_side must be 'right' or 'left', got {self.truncation_side!r}")
+        if self.truncation_side == "left" and truncate_to is not None:
+            ids = [self._truncate_left(seq, truncate_to, add_special_tokens)
+                   for seq in self._native.encode_batch(texts, add_special_tokens, None, _NUM_THREADS)]
+        else:
+            ids = self._native.encode_batch(texts, add_special_tokens, truncate_to, _NUM_THREADS)
         if return_token_type_ids is None:
             return_token_type_ids = "token_type_ids" in self.model_input_names
         if return_attention_mask is None:

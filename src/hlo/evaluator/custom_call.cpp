@@ -34,7 +34,9 @@ void topk(const ArrayRef& x, int64_t dim, int64_t k, bool largest, int64_t* out)
         return a < b;
       };
       std::iota(order.begin(), order.end(), int64_t{0});
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      // `before` is a total order, so a full sort (torch.sort: k == n) is as deterministic and O(n log n).
+      if (k == n) std::sort(order.begin(), order.end(), before);
+      else std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
       for (int64_t t = 0; t < k; ++t) out[(o * k + t) * inner + i] = order[static_cast<size_t>(t)];
     }
   }
