@@ -115,8 +115,15 @@ void LazyTensor::sync() {
 }
 
 runtime::Buffer LazyTensor::buffer() {
+  // Another thread may give this tensor a new pending value between the sync
+  // and the read: sync again until the value read is materialised (each sync
+  // runs what is pending, so this ends once that thread stops updating).
   sync();
-  const NodePtr value = ir_value();
+  NodePtr value = ir_value();
+  while (!value->is_device_data()) {
+    sync();
+    value = ir_value();
+  }
   try {
     return value->data();
   } catch (...) {
