@@ -33,6 +33,17 @@ class AdamW(Optimizer):
         self._host_steps = {}  # id(p) -> (the state's "step" tensor, its value): no device read per step
         self._step_calls = 0
 
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        # The moments are made now, not at the first step (state[p] still fills
+        # then, as torch's): made during step 1, they would be newer than that
+        # step's other tensors, the step graph's outputs would come in another
+        # order than in step 2, and the loop would compile twice.
+        ready = self.__dict__.setdefault("_ready", {})
+        for p in self.param_groups[-1]["params"]:
+            if p not in self.state:
+                ready.setdefault(id(p), (_zero_state(p), _zero_state(p)))
+
     def _check_group(self, g):
         _check_number("learning rate", g["lr"])
         _check_number("epsilon value", g["eps"])
@@ -50,6 +61,8 @@ class AdamW(Optimizer):
 
     def _loaded(self):
         self._host_steps = {}
+        self._ready = {k: v for k, v in self._ready.items() if not any(
+            id(p) == k and p in self.state for g in self.param_groups for p in g["params"])}
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (recorded lazily)."""
@@ -75,8 +88,8 @@ class AdamW(Optimizer):
                 if not state:
                     state["step"] = scalar(p, 0.0)
                     self._host_steps[id(p)] = (state["step"], 0)
-                    state["exp_avg"] = _zero_state(p)
-                    state["exp_avg_sq"] = _zero_state(p)
+                    state["exp_avg"], state["exp_avg_sq"] = self._ready.pop(id(p), None) or (
+                        _zero_state(p), _zero_state(p))
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = _zero_state(p)
                 elif group["amsgrad"] and "max_exp_avg_sq" not in state:
