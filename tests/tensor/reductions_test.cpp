@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 
+#include "../support/expect_error.h"
 #include "core/error.h"
 #include "tensor/tensor.h"
 
@@ -15,16 +16,6 @@ namespace lazytrain {
 namespace {
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-
-void expect_error(const std::function<void()>& f, const std::string& op, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected one naming " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[" + op + "]"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
 
 TEST(Reductions, ArgmaxAndArgminTakeTheFirstNan) {
   // torch: argmax([1, nan, 3]) == 1 and argmin too; [[nan, 1], [2, 3]].argmax(1) == [0, 1].

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "../support/backend_scope.h"
+#include "../support/expect_error.h"
 #include "core/error.h"
 #include "tensor/tensor.h"
 
@@ -15,16 +16,6 @@ namespace lazytrain {
 namespace {
 
 using P = PromotionOperand::Priority;
-
-void expect_error(const std::function<void()>& f, const std::string& op, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected one naming " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[" + op + "]"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
 
 Tensor ints(std::vector<int64_t> v) {
   const auto n = static_cast<int64_t>(v.size());
