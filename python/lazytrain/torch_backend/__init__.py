@@ -1,0 +1,36 @@
+"""torch.compile(model, backend="lazytrain"): PyTorch models trained and run
+through lazytrain's compiler (issue 54; docs/torch_compile.md).
+
+Dynamo captures the model's graph, AOTAutograd makes its forward and backward
+ATen graphs, and each is lowered op by op (lowering/) to lazytrain's ops and
+compiled by lazytrain (traced once per signature, cached by the graph's hash).
+Tensors cross through DLPack without copies where the layout allows.
+
+The backend is registered with Dynamo on import and through the
+`torch_dynamo_backends` entry point, so backend="lazytrain" works without
+importing lazytrain first. torch is needed here only (an optional dependency).
+"""
+from ._backend import lazytrain_backend
+from ._common import UnsupportedInput
+from ._lower_graph import LoweringError
+
+
+def compile(model, **kwargs):
+    """torch.compile(model, backend="lazytrain", dynamic=False, **kwargs):
+    static shapes, lazytrain's documented default."""
+    import torch
+
+    kwargs.setdefault("dynamic", False)
+    return torch.compile(model, backend="lazytrain", **kwargs)
+
+
+def _register():
+    from torch._dynamo import list_backends, register_backend
+
+    if "lazytrain" not in list_backends(exclude_tags=()):
+        register_backend(lazytrain_backend, name="lazytrain")
+
+
+_register()
+
+__all__ = ["LoweringError", "UnsupportedInput", "compile", "lazytrain_backend"]

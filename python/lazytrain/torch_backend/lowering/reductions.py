@@ -1,0 +1,81 @@
+"""Reductions and scans. dtype arguments are applied the way torch does:
+the input is converted first, then reduced."""
+import torch
+
+import lazytrain as lt
+
+from . import register
+from ._common import norm_dims, to_dtype
+
+aten = torch.ops.aten
+
+
+@register(aten.sum.dim_IntList, aten.sum.default)
+def sum_(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = to_dtype(x, dtype)
+    return lt.sum(x, norm_dims(dim, x.dim()) if x.dim() else None, keepdim)
+
+
+@register(aten.mean.dim, aten.mean.default)
+def mean(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = to_dtype(x, dtype)
+    return lt.mean(x, norm_dims(dim, x.dim()) if x.dim() else None, keepdim)
+
+
+@register(aten.amax.default)
+def amax(x, dim=(), keepdim=False):
+    return lt.amax(x, norm_dims(dim, x.dim()) if x.dim() else (), keepdim)
+
+
+@register(aten.amin.default)
+def amin(x, dim=(), keepdim=False):
+    return lt.amin(x, norm_dims(dim, x.dim()) if x.dim() else (), keepdim)
+
+
+@register(aten.any.dim, aten.any.dims, aten.any.default)
+def any_(x, dim=None, keepdim=False):
+    return lt.any(x, dim, keepdim) if dim is not None else lt.any(x)
+
+
+@register(aten.all.dim, aten.all.dims, aten.all.default)
+def all_(x, dim=None, keepdim=False):
+    return lt.all(x, dim, keepdim) if dim is not None else lt.all(x)
+
+
+@register(aten.argmax.default)
+def argmax(x, dim=None, keepdim=False):
+    return lt.argmax(x, dim, keepdim)
+
+
+@register(aten.argmin.default)
+def argmin(x, dim=None, keepdim=False):
+    return lt.argmin(x, dim, keepdim)
+
+
+@register(aten.cumsum.default)
+def cumsum(x, dim, dtype=None):
+    return lt.cumsum(x, dim, dtype=None if dtype is None else to_dtype(x, dtype).dtype)
+
+
+@register(aten.max.dim)
+def max_dim(x, dim, keepdim=False):
+    r = lt.max(x, dim, keepdim)
+    return r[0], r[1]
+
+
+@register(aten.min.dim)
+def min_dim(x, dim, keepdim=False):
+    r = lt.min(x, dim, keepdim)
+    return r[0], r[1]
+
+
+@register(aten.max.default)
+def max_(x):
+    return lt.max(x)
+
+
+@register(aten.min.default)
+def min_(x):
+    return lt.min(x)
