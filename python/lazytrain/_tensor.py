@@ -221,7 +221,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
 
 def asarray(obj, *, dtype=None, device=None, requires_grad=False):
     """torch.asarray: a tensor itself when it already is one of that dtype, else tensor(obj).
-    DLPack producers (torch tensors) are read through from_dlpack (one copy onto the device)."""
+    DLPack producers (torch tensors) are read through from_dlpack (aliased without a copy when
+    C-contiguous and 64-byte aligned, else copied onto the device once)."""
     if isinstance(obj, Tensor) and (dtype is None or obj.dtype == dtype):
         return _finish(obj, requires_grad) if requires_grad else obj
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):

@@ -2,10 +2,12 @@
 // cross between Python and the device (numpy, the buffer protocol, DLPack).
 //
 // Every read (item, numpy, a buffer export, __dlpack__) synchronises: it runs
-// the tensor's pending graph, waits for it with the GIL released, and copies
-// the value from the device buffer into host memory once; the array handed to
-// Python owns that copy (writing to it never changes the tensor). Data coming
-// in (from_numpy, from_dlpack, tensor()) is copied onto the device once.
+// the tensor's pending graph and waits for it with the GIL released. item,
+// numpy and the buffer protocol copy the value into host memory once; the
+// array handed to Python owns that copy (writing to it never changes the
+// tensor). __dlpack__ shares the device buffer itself where it can, and
+// from_dlpack aliases a contiguous, aligned array (dlpack.h); from_numpy and
+// tensor() copy their data onto the device once.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -15,12 +17,12 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "dlpack.h"
 #include "core/half.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::python {
-namespace {
 
 using namespace nb::literals;
 
@@ -37,6 +39,7 @@ nb::dlpack::dtype dlpack_dtype(DType dtype) {
   return {};
 }
 
+namespace {
 
 // The tensor's value on the host: syncs and copies once, without the GIL.
 Literal read(const Tensor& t, const char* what) {
@@ -209,20 +212,24 @@ std::string numpy_name(nb::dlpack::dtype d) {
 }
 
 std::pair<DType, Shape> array_layout(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
-  const std::optional<DType> dtype = dtype_of(a.dtype());
-  if (!dtype) {
-    const bool float64 = a.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && a.dtype().bits == 64;
-    throw nb::type_error((std::string(what) + ": unsupported dtype " + numpy_name(a.dtype()) +
-                          "; expected float32, bfloat16, float16, int32, int64 or bool" +
-                          (float64 ? " (convert it with .astype(np.float32))" : ""))
-                             .c_str());
-  }
+  const DType dtype = array_dtype(a.dtype(), what);
   Shape shape(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-  return {*dtype, shape};
+  return {dtype, shape};
 }
 
 }  // namespace
+
+DType array_dtype(const nb::dlpack::dtype& d, const char* what) {
+  const std::optional<DType> dtype = dtype_of(d);
+  if (!dtype) {
+    const bool float64 = d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && d.bits == 64;
+    throw nb::type_error((std::string(what) + ": unsupported dtype " + numpy_name(d) + "; expected float32, bfloat16, float16, int32, int64 or bool" +
+                          (float64 ? " (convert it with .astype(np.float32))" : ""))
+                             .c_str());
+  }
+  return *dtype;
+}
 
 Literal literal_from_array(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& a, const char* what) {
   const auto [dtype, shape] = array_layout(a, what);
@@ -306,13 +313,15 @@ void init_tensor(nb::module_& m) {
           "The value as a numpy array (synchronises; the array owns a host copy).")
       .def(
           "__dlpack__",
-          [](const Tensor& t, nb::handle /*stream*/, nb::kwargs) {
-            // A framework-less nb::ndarray converts to a "dltensor" capsule.
-            return nb::cast(as_ndarray<>(read(t, "Tensor.__dlpack__")));
+          [](const Tensor& t, nb::handle /*stream*/, nb::kwargs kwargs) {
+            std::optional<bool> copy;
+            if (kwargs.contains("copy") && !kwargs["copy"].is_none()) copy = nb::cast<bool>(kwargs["copy"]);
+            return export_dlpack(t, copy);
           },
           "stream"_a = nb::none(), "kwargs"_a,
-          "DLPack export of the value (synchronises; the capsule owns a host copy, which a consumer such as "
-          "torch.from_dlpack shares without copying again).")
+          "DLPack export of the value (synchronises). The capsule shares the tensor's device buffer (no copy) unless "
+          "another lazytrain value shares it too, or copy=True; a consumer such as torch.from_dlpack then writes into "
+          "the tensor's value. copy=False raises BufferError where only a copy can be exported.")
       .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); }, "(kDLCPU, 0).");
   def_tensor_ops(tensor);
 
@@ -323,12 +332,15 @@ void init_tensor(nb::module_& m) {
       },
       "array"_a,
       "A tensor with a C-contiguous CPU array's values (copied onto the device once; float32, float16, int32, int64, bool).");
+  m.def("from_dlpack", &import_array, "array"_a, "copy"_a = nb::none(),
+        "A tensor from any DLPack producer on the CPU (numpy, torch). A C-contiguous array whose data is 64-byte "
+        "aligned is aliased, not copied (the producer is kept alive; later executions read its current values, and "
+        "lazytrain never writes into it); any other is copied onto the device once. copy=True always copies; "
+        "copy=False raises BufferError when the array cannot be aliased. Counted as DlpackInputAliases, or "
+        "DlpackInputCopies and DlpackInputCopyBytes.");
   m.def(
-      "from_dlpack", [](nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a) {
-        PyOp op;
-        return from_array(a, "from_dlpack");
-      },
-      "array"_a, "A tensor from any DLPack producer on the CPU (numpy, torch): its values copied onto the device once.");
+      "_data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(materialised_buffer(t, "_data_ptr()").raw()); }, "tensor"_a,
+      "The address of the device buffer holding the tensor's value (synchronises), as torch's data_ptr().");
 }
 
 }  // namespace lazytrain::python

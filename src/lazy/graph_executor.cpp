@@ -355,7 +355,9 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
     // An eager op is one instruction: nothing to gain from the disk cache or generated kernels.
     const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
-    runtime::use_execution_threads();  // oneDNN primitives are made for the threads that will run them
+    // oneDNN primitives are made for the threads that will run them; the
+    // caller's own OpenMP count is restored after the compile.
+    runtime::ScopedExecutionThreads compile_threads;
     std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : compiler->load_cached(key);
     if (trace) trace.arg("cache", executable ? "disk hit" : "miss");
     if (!executable) {  // not in the persistent compile cache either: compile
@@ -592,6 +594,21 @@ std::exception_ptr GraphExecutor::launch_spmd(const std::shared_ptr<backend::Exe
   return earlier;
 }
 
+namespace {
+
+// An execution's output as its tensor's value on `device`. Copied when the
+// executable made it elsewhere (a constant it holds, on another device) and
+// when it is external memory that an input aliases (a graph passing a
+// from_dlpack argument through, maybe reshaped): a new tensor must not change
+// when the producer later writes its own array.
+runtime::Buffer output_value(runtime::Buffer value, const runtime::Device& device) {
+  if (value.device() != device) return runtime::copy_to_device(value, device);
+  if (value.is_external()) return runtime::copy_buffer(value);
+  return value;
+}
+
+}  // namespace
+
 std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                            std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
                            const runtime::Device& device, const std::string& description,
@@ -635,8 +652,10 @@ std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executab
     std::vector<bool> overwritten;
     try {
       // A donated buffer must be held by its AsyncBuffer and this list only (its
-      // storage may have become another value's too, e.g. an output that is an input).
-      for (size_t i = 0; i < donated.size(); ++i) donated[i] = donated[i] && buffers[i].use_count() == 2;
+      // storage may have become another value's too, e.g. an output that is an
+      // input, or a DLPack export's), and owned by the runtime: external memory
+      // (a torch parameter aliased by from_dlpack) is its owner's to write.
+      for (size_t i = 0; i < donated.size(); ++i) donated[i] = donated[i] && buffers[i].use_count() == 2 && buffers[i].writable();
       arguments.clear();
       std::vector<runtime::Buffer> values;
       {
@@ -644,10 +663,7 @@ std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executab
         values = executable->execute(buffers, donated, &overwritten);
       }
       buffers.clear();
-      for (size_t i = 0; i < results.size(); ++i) {
-        // (An output the executable made elsewhere, e.g. a constant it holds, is copied here.)
-        results[i]->set(values[i].device() == device ? std::move(values[i]) : runtime::copy_to_device(values[i], device));
-      }
+      for (size_t i = 0; i < results.size(); ++i) results[i]->set(output_value(std::move(values[i]), device));
     } catch (const std::exception& e) {
       std::string message = e.what();
       if (const auto* failed = dynamic_cast<const hlo::InstructionError*>(&e); failed && locations) {

@@ -99,6 +99,20 @@ Buffer Buffer::view(int64_t offset, Shape shape, DType dtype) const {
   b.dtype_ = dtype;
   b.device_ = device_;
   b.storage_ = std::shared_ptr<void>(storage_, static_cast<uint8_t*>(storage_.get()) + offset);
+  b.external_ = external_;
+  return b;
+}
+
+Buffer Buffer::external(std::shared_ptr<void> storage, Shape shape, DType dtype, Device device) {
+  check(storage != nullptr, "Buffer", "external storage is null");
+  check(reinterpret_cast<uintptr_t>(storage.get()) % 64 == 0, "Buffer",
+        "external storage at " + std::to_string(reinterpret_cast<uintptr_t>(storage.get())) + " is not aligned to 64 bytes");
+  Buffer b;
+  b.shape_ = std::move(shape);
+  b.dtype_ = dtype;
+  b.device_ = std::move(device);
+  b.storage_ = std::move(storage);
+  b.external_ = true;
   return b;
 }
 

@@ -5,6 +5,13 @@
 // share storage (a reshape is a new Buffer over the same bytes); the storage is
 // freed when the last Buffer referring to it goes away. Above runtime/, values
 // cross the device boundary only through runtime/transfer.h.
+//
+// External storage: memory the runtime does not own (a DLPack producer's array,
+// aliased without a copy: transfer.h alias_host_memory). Its owner may read and
+// write it between executions, so the runtime only ever reads it: an external
+// Buffer, and every Buffer sharing its storage (reshaped, view), is never
+// unique() and never writable(), so no kernel writes over it and it is never
+// donated to an executable.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +36,10 @@ class Buffer {
   // slot of an arena, hlo/buffer_assignment.h): the storage lives while any
   // view does. Throws Error when they do not fit.
   Buffer view(int64_t offset, Shape shape, DType dtype) const;
+  // A Buffer over external `storage` (see above) holding `shape` x `dtype`:
+  // storage.get() must be 64-byte aligned (Error otherwise) and hold
+  // numel(shape) * itemsize(dtype) bytes; storage's deleter releases the owner.
+  static Buffer external(std::shared_ptr<void> storage, Shape shape, DType dtype, Device device);
 
   const Shape& shape() const { return shape_; }
   const Device& device() const { return device_; }
@@ -36,8 +47,13 @@ class Buffer {
   int64_t numel() const { return lazytrain::numel(shape_); }
   int64_t nbytes() const { return numel() * itemsize(dtype_); }
   bool defined() const { return storage_ != nullptr; }
-  // True when no other Buffer shares this storage (safe to overwrite in place).
-  bool unique() const { return storage_.use_count() == 1; }
+  // True when no other Buffer shares this storage and the runtime owns it
+  // (safe to overwrite in place).
+  bool unique() const { return !external_ && storage_.use_count() == 1; }
+  // False for external storage: the runtime may never write into it, even
+  // when the caller donates it (backend/compiler.h Executable::execute).
+  bool writable() const { return !external_; }
+  bool is_external() const { return external_; }
   // How many Buffers share this storage (0 when undefined).
   long use_count() const { return storage_.use_count(); }
 
@@ -50,6 +66,7 @@ class Buffer {
   DType dtype_ = DType::kFloat32;
   Device device_;
   std::shared_ptr<void> storage_;
+  bool external_ = false;
 };
 
 // Counters (runtime/metrics.h): BufferAllocations, every storage a Buffer

@@ -130,6 +130,12 @@ int threads_per_execution() {
 
 void use_execution_threads() { use_threads(threads_per_execution()); }
 
+ScopedExecutionThreads::ScopedExecutionThreads() : previous_(omp_get_max_threads()) { use_execution_threads(); }
+
+ScopedExecutionThreads::~ScopedExecutionThreads() {
+  if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+}
+
 bool threads_are_governed() { return execution_threads.load() == 0 && !environment().omp_num_threads; }
 
 }  // namespace lazytrain::runtime

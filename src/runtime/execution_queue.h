@@ -61,6 +61,20 @@ int threads_per_execution();
 // oneDNN sizes its work split at creation and asks for as many threads when
 // it runs, so creation and execution must agree.
 void use_execution_threads();
+// use_execution_threads() for a scope: the calling thread's OpenMP thread
+// count is put back on exit, so a framework in the same process that shares
+// libgomp keeps the count it set (torch's get_num_threads(), which Dynamo
+// guards on: a changed count recompiles every torch.compile'd function).
+class ScopedExecutionThreads {
+ public:
+  ScopedExecutionThreads();
+  ~ScopedExecutionThreads();
+  ScopedExecutionThreads(const ScopedExecutionThreads&) = delete;
+  ScopedExecutionThreads& operator=(const ScopedExecutionThreads&) = delete;
+
+ private:
+  int previous_;
+};
 // True when the count is lazytrain's default (no set_threads_per_execution,
 // no OMP_NUM_THREADS): each queue's ThreadGovernor may then run executions on
 // fewer threads while other work holds the CPUs (runtime/thread_governor.h).

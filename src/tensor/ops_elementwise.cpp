@@ -88,9 +88,24 @@ Tensor unary(const char* op, const Tensor& x, lazy::LowerFn lower, bool needs_fl
 
 Tensor wrap_scalar(Scalar s, const Tensor& other) { return scalar_operand(s.value, result_type(other, s), other.device()); }
 
+// b * alpha for add/sub. With an integral result, alpha multiplies as an
+// integer so integers stay integers (torch: int64 + int64 * 2 is int64), and
+// a fractional alpha is torch's error.
+namespace {
+Tensor scaled_by_alpha(const Tensor& a, const Tensor& b, double alpha, const char* op, Loc loc) {
+  if (alpha == 1.0) return b;
+  const DType t = result_type(a, b);
+  if (is_floating_point(t) || t == DType::kBool) return mul(b, alpha);
+  if (alpha != std::trunc(alpha)) {
+    throw_error(op, "For integral input tensors, argument alpha must not be a floating point number.", loc);
+  }
+  return mul(b, Scalar(static_cast<int64_t>(alpha)));
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
   OpLocationScope at(loc);
-  Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
+  Tensor bb = scaled_by_alpha(a, b, alpha, "aten::add", loc);
   Tensor out = binary("aten::add", a, bb, lower_arith<HloOpcode::kAdd, HloOpcode::kOr>, loc);
   return record(out, "AddBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, sa), sum_to(alpha == 1.0 ? g : mul(g, alpha), sb)};
@@ -100,7 +115,7 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
 Tensor sub(const Tensor& a, const Tensor& b, double alpha, Loc loc) {
   OpLocationScope at(loc);
   check_sub_operands(a.dtype(), b.dtype(), loc);
-  Tensor bb = alpha == 1.0 ? b : mul(b, alpha);
+  Tensor bb = scaled_by_alpha(a, b, alpha, "aten::sub", loc);
   Tensor out = binary("aten::sub", a, bb, lower_binary<HloOpcode::kSubtract>, loc);
   return record(out, "SubBackward0", {a, b}, [sa = a.shape(), sb = b.shape(), alpha](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, sa), sum_to(mul(g, -alpha), sb)};

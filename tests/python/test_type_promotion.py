@@ -368,3 +368,24 @@ def test_result_type_promote_types_can_cast_match_torch():
             got = lt.promote_types(getattr(lt, x), getattr(lt, y))
             assert str(got).split(".")[-1] == str(torch.promote_types(getattr(torch, x), getattr(torch, y))).split(".")[-1]
             assert lt.can_cast(getattr(lt, x), getattr(lt, y)) == torch.can_cast(getattr(torch, x), getattr(torch, y)), (x, y)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("dtypes", [("int64", "int64"), ("int32", "int64"), ("float32", "int64"), ("int64", "bfloat16")])
+def test_alpha_keeps_torchs_result_dtype(op, dtypes):
+    """add/sub(a, b, alpha=k): b * k in the result's kind (integers stay integers)."""
+    a_np, b_np = np.array([1, -2, 3]), np.array([4, 5, -6])
+    ta, tb = (torch.tensor(v, dtype=getattr(torch, d)) for v, d in zip((a_np, b_np), dtypes))
+    la, lb = (lt.tensor(v.tolist(), dtype=getattr(lt, d)) for v, d in zip((a_np, b_np), dtypes))
+    want = getattr(torch, op)(ta, tb, alpha=3)
+    got = getattr(lt, op)(la, lb, alpha=3)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_fractional_alpha_with_integers_is_torchs_error():
+    a = lt.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number"):
+        lt.add(a, a, alpha=0.5)
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number"):
+        torch.add(torch.tensor([1, 2]), torch.tensor([1, 2]), alpha=0.5)

@@ -3,6 +3,7 @@
 #include "runtime/thread_budget.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -147,6 +148,24 @@ TEST(ThreadBudget, ExecutionsUseAndReportTheDefaultUnlessTold) {
   EXPECT_DOUBLE_EQ(sum(mul(ones({4, 4}), full({4, 4}, 3.0))).item(), 48.0);
   EXPECT_EQ(counter_value("ExecutionThreads"), 1);
   EXPECT_THROW(set_threads_per_execution(-1), Error);
+  set_threads_per_execution(previous);
+}
+
+// A compile sets oneDNN's thread count on the calling thread and puts the
+// caller's back: torch shares libgomp, and Dynamo recompiles when its count changes.
+TEST(ThreadBudget, ACompileLeavesTheCallersOpenMpThreadCount) {
+  const int previous = threads_are_governed() ? 0 : threads_per_execution();
+  const int caller = omp_get_max_threads();
+  set_threads_per_execution(2);
+  omp_set_num_threads(1);
+  {
+    ScopedExecutionThreads compile_threads;
+    EXPECT_EQ(omp_get_max_threads(), 2);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  EXPECT_DOUBLE_EQ(sum(add(ones({3, 5}), full({3, 5}, 2.0))).item(), 45.0);  // a graph compiled here
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  omp_set_num_threads(caller);
   set_threads_per_execution(previous);
 }
 

@@ -528,6 +528,8 @@ class CpuExecutable : public Executable {
       // protected by sharing: the caller's reference is counted too).
       if (const auto exchange = exchange_end_.find(o); exchange != exchange_end_.end() && exchange->second > in.id) continue;
       if (!donated_argument && (producer.opcode == HloOpcode::kParameter || !values[o].unique())) continue;
+      // External memory (an aliased DLPack input) is its owner's to write, donated or not.
+      if (!values[o].writable()) continue;
       // The same value read through two operands must not be overwritten under the other.
       if (std::count(in.operands.begin(), in.operands.end(), o) != 1) continue;
       taken.push_back(static_cast<int>(k));
