@@ -9,6 +9,9 @@ Tensors cross through DLPack without copies where the layout allows.
 The backend is registered with Dynamo on import and through the
 `torch_dynamo_backends` entry point, so backend="lazytrain" works without
 importing lazytrain first. torch is needed here only (an optional dependency).
+Importing it also adds "lazytrain" to accelerate's DynamoBackend enum
+(_accelerate.py), so transformers.Trainer takes
+TrainingArguments(torch_compile=True, torch_compile_backend="lazytrain").
 """
 from ._backend import lazytrain_backend
 from ._common import UnsupportedInput
@@ -29,6 +32,9 @@ def _register():
 
     if "lazytrain" not in list_backends(exclude_tags=()):
         register_backend(lazytrain_backend, name="lazytrain")
+    from . import _accelerate
+
+    _accelerate.register()
 
 
 _register()

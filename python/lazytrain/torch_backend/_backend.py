@@ -7,9 +7,16 @@ Options (torch.compile(model, backend="lazytrain", options={...})):
   sets it) runs the ops lazytrain cannot lower in torch eager between
   lazytrain partitions, warning once per op; "error" raises LoweringError
   naming the op and the user's source line.
-- max_different_graphs: signatures per graph before a warning (default 4).
+- max_different_graphs: signatures per graph before a warning (an int >= 1,
+  default 4); the warning names the inputs that changed.
+
+Errors the user is to act on (LoweringError, UnsupportedInput naming the
+input by its Dynamo source, a bad option's ValueError) are raised when the
+compiled function is called, as themselves: raised while Dynamo compiles, they
+would reach the user wrapped in Dynamo's BackendCompilerFailed.
 """
 import os
+import re
 import warnings
 
 import torch
@@ -17,10 +24,10 @@ from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
 from .. import _C
-from ._common import count
+from ._common import count, source_line
 from ._decompositions import decomposition_table
 from ._exchange import to_lazytrain, to_torch
-from ._lower_graph import LoweredGraph, is_supported, unsupported_error
+from ._lower_graph import LoweredGraph, is_supported, prepare_graph, unsupported_error
 
 _FALLBACKS = ("partition", "error")
 _warned_ops = set()
@@ -32,7 +39,10 @@ def _options(options):
     if fallback not in _FALLBACKS:
         raise ValueError(f"torch.compile(backend='lazytrain'): options['fallback'] must be one of {_FALLBACKS}, "
                          f"got {fallback!r}")
-    max_graphs = int(options.pop("max_different_graphs", 4))
+    max_graphs = options.pop("max_different_graphs", 4)
+    if isinstance(max_graphs, bool) or not isinstance(max_graphs, int) or max_graphs < 1:
+        raise ValueError("torch.compile(backend='lazytrain'): options['max_different_graphs'] must be an int >= 1, "
+                         f"got {max_graphs!r}")
     if options:
         raise ValueError(f"torch.compile(backend='lazytrain'): unknown options {sorted(options)}; "
                          "known: fallback, max_different_graphs")
@@ -42,14 +52,25 @@ def _options(options):
 class _GraphCall:
     """Runs one lowered ATen graph on torch tensors: inputs in through DLPack,
     the lazytrain graph, outputs back as torch tensors. Inputs that come out
-    unchanged are handed back as the same torch tensors."""
+    unchanged are handed back as the same torch tensors.
 
-    def __init__(self, gm, name, max_graphs):
-        self._lowered = LoweredGraph(gm.graph, name, max_graphs)
+    `names`, when given, names the graph's inputs as the user knows them (the
+    Dynamo sources of the forward and inference graphs' inputs, e.g.
+    "self.bert.embeddings.word_embeddings.weight" or "input_ids"); otherwise
+    the ATen graph's placeholder names are used in errors and warnings."""
+
+    def __init__(self, gm, name, max_graphs, names=None, float32_inputs=()):
+        self._float32 = frozenset(float32_inputs)  # 0-d float64 inputs (Python floats), taken in float32
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        self._names = [n.name for n in placeholders]
+        if names is None or len(names) != len(placeholders):
+            names = [n.name for n in placeholders]
+        self._names = list(names)
+        self._lowered = LoweredGraph(gm.graph, name, max_graphs, input_names=self._names)
 
     def __call__(self, *args):
+        if self._float32:
+            args = [a.float() if i in self._float32 and isinstance(a, torch.Tensor) else a
+                    for i, a in enumerate(args)]
         inputs = [to_lazytrain(a, f"input {self._names[i]}") if isinstance(a, torch.Tensor) else _static(a)
                   for i, a in enumerate(args)]
         with _C._NoGradGuard():
@@ -73,32 +94,74 @@ def _output(value, by_input):
     return value
 
 
-def _compile_graph(gm, example_inputs, fallback, max_graphs, kind):
+def _compile_graph(gm, example_inputs, fallback, max_graphs, kind, names=None):
+    float32_inputs = prepare_graph(gm.graph)
+    gm.recompile()
     unsupported = [n for n in gm.graph.nodes if n.op == "call_function" and not is_supported(n)]
     if not unsupported:
-        call = _GraphCall(gm, f"dynamo:{kind}", max_graphs)
+        call = _GraphCall(gm, f"dynamo:{kind}", max_graphs, names, float32_inputs)
         return make_boxed_func(call)
     if fallback == "error":
-        raise unsupported_error(unsupported[0])
+        # Raised when the graph is first called, not here: Dynamo would wrap an
+        # error of the backend's compile step in its BackendCompilerFailed, and
+        # the user is to get the LoweringError itself (as from a backward graph,
+        # which AOTAutograd compiles at the first backward call).
+        return make_boxed_func(_raising(unsupported_error(unsupported[0])))
     from ._fallback import partitioned
 
     for node in unsupported:
         if node.target not in _warned_ops:
             _warned_ops.add(node.target)
-            warnings.warn(f"torch.compile(backend='lazytrain'): {node.target} has no lowering; it runs in torch "
-                          "eager between lazytrain graphs (options={'fallback': 'error'} raises instead)",
-                          stacklevel=2)
+            warnings.warn(f"torch.compile(backend='lazytrain'): {node.target} (from {source_line(node)}) has no "
+                          "lowering; it runs in torch eager between lazytrain graphs "
+                          "(options={'fallback': 'error'} raises instead)", stacklevel=2)
     count("DynamoFallbackNodes", len(unsupported))
     return make_boxed_func(partitioned(gm, lambda sub, i: _GraphCall(sub, f"dynamo:{kind}:part{i}", max_graphs)))
 
 
+def _raising(error):
+    """A compiled function that raises `error` when called: errors the user is
+    to see as themselves (LoweringError, a bad option's ValueError), which
+    Dynamo would wrap in BackendCompilerFailed if raised while it compiles."""
+
+    def raise_error(*args):
+        raise error
+
+    return raise_error
+
+
+def _input_names(gm):
+    """The user's names of the Dynamo graph's inputs, from their Dynamo sources
+    (L['x'] -> x, L['self']._modules['bert']._parameters['w'] -> self.bert.w),
+    or None where a placeholder has no source."""
+    names = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        if source is None:
+            return None
+        name = source.name() if callable(source.name) else source.name
+        name = re.sub(r"^[LG]\['([^']+)'\]", r"\1", name)
+        names.append(re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", name))
+    return names
+
+
 def lazytrain_backend(gm, example_inputs, mode=None, options=None):
     """torch.compile's backend "lazytrain": see the module docstring."""
-    fallback, max_graphs = _options(options)
+    try:
+        fallback, max_graphs = _options(options)
+    except ValueError as e:
+        return _raising(e)
+    # The forward and inference graphs take the Dynamo graph's inputs in order
+    # (where AOTAutograd neither dedups nor merges them: _GraphCall checks the
+    # count); the backward graph takes saved values and tangents.
+    names = _input_names(gm)
 
     def compiler(kind):
         def compile_graph(graph_module, inputs):
-            return _compile_graph(graph_module, inputs, fallback, max_graphs, kind)
+            return _compile_graph(graph_module, inputs, fallback, max_graphs, kind,
+                                  names if kind != "backward" else None)
 
         return compile_graph
 

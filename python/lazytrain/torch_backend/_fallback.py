@@ -24,9 +24,9 @@ def partitioned(gm, make_call):
         sub = getattr(fused, name)
         call = make_call(sub, i)
 
-        def forward(*args, _call=call):
+        def forward(*args, _call=call, _single=_single_output(sub)):
             out = _call(*args)
-            return out[0] if _single_output(sub) else tuple(out)
+            return out[0] if _single else tuple(out)
 
         sub.forward = forward
     return fused.forward

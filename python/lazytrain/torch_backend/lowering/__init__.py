@@ -28,4 +28,4 @@ def register(*ops):
 
 
 # The lowerings, by kind of op; each module registers its functions on import.
-from . import creation, indexing, nn, pointwise, reductions, shape  # noqa: E402,F401
+from . import convolution, creation, indexing, nn, pointwise, reductions, shape  # noqa: E402,F401

@@ -78,3 +78,9 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, pin
     if dtype is None:
         dtype = torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.float32
     return lt.arange(start, end, step, dtype=lt_dtype(dtype))
+
+
+@register(aten.new_empty_strided.default)
+def new_empty_strided(x, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    # Undefined values in torch; a functional graph never reads them before writing. Strides are layout only.
+    return new_zeros(x, size, dtype=dtype)

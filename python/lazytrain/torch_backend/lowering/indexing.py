@@ -31,8 +31,14 @@ def _index_put_accumulate(x, indices, values):
     """x with values summed in at the indexed positions, duplicates summed (as
     torch's accumulate=True): the indexed leading dims are flattened into one
     linear index and added with index_add."""
-    if any(i is None for i in indices):
-        raise NotImplementedError("index_put(accumulate=True) with a None (full-slice) index is not lowered")
+    lead = 0
+    while lead < len(indices) and indices[lead] is None:
+        lead += 1
+    if any(i is None for i in indices[lead:]):
+        raise NotImplementedError("index_put(accumulate=True) with a None (full-slice) index after an index "
+                                  "tensor is not lowered")
+    if lead:
+        return _index_put_accumulate_after_slices(x, lead, list(indices[lead:]), values)
     k = len(indices)
     lead = list(x.shape[:k])
     rest = list(x.shape[k:])
@@ -46,6 +52,21 @@ def _index_put_accumulate(x, indices, values):
     flat_values = lt.reshape(values.expand(*(list(linear.shape) + rest)), [n] + rest)
     flat = lt.reshape(x, [_prod(lead)] + rest)
     return lt.reshape(lt.index_add(flat, 0, flat_index, flat_values.to(x.dtype)), list(x.shape))
+
+
+def _index_put_accumulate_after_slices(x, lead, indices, values):
+    """x[:, ..., i, j] += values with `lead` full slices first: the indexed
+    dims moved to the front, accumulated, and moved back."""
+    n, ndim = len(indices), x.dim()
+    perm = list(range(lead, lead + n)) + list(range(lead)) + list(range(lead + n, ndim))
+    index = _broadcast(indices)
+    rank = index[0].dim()
+    shape = list(x.shape[:lead]) + list(index[0].shape) + list(x.shape[lead + n:])
+    values = values.expand(*shape) if list(values.shape) != shape else values
+    value_perm = list(range(lead, lead + rank)) + list(range(lead)) + list(range(lead + rank, len(shape)))
+    out = _index_put_accumulate(lt.permute(x, perm), index, lt.permute(values, value_perm))
+    inverse = [perm.index(d) for d in range(ndim)]
+    return lt.permute(out, inverse)
 
 
 def _broadcast(tensors):

@@ -39,17 +39,23 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 def native_layer_norm(x, normalized_shape, weight, bias, eps):
     """(output, mean, rstd): lazytrain's fused layer_norm, and the statistics
     the backward graph reads (shape of x with the normalised dims kept as 1,
-    in float32 for a reduced-precision x, as torch's CPU kernel)."""
+    computed in float32 and returned in x's dtype, as torch's meta function
+    gives them and so as AOTAutograd traced the graph that reads them)."""
     dims = list(range(x.dim() - len(normalized_shape), x.dim()))
     if weight is None:
         weight = lt.ones(list(normalized_shape), dtype=x.dtype)
     if bias is None:
         bias = lt.zeros(list(normalized_shape), dtype=x.dtype)
-    out = lt.layer_norm(x, list(normalized_shape), weight, bias, eps)
+    out = lt.layer_norm(x.float(), list(normalized_shape), weight.float(), bias.float(), eps)
+    if out.dtype != x.dtype:  # torch normalises a bf16/f16 x in float32 and rounds once
+        out = out.to(x.dtype)
     stats = x if x.dtype == lt.float32 else x.float()
     mean = lt.mean(stats, dims, True)
     var = lt.var(stats, dims, keepdim=True, correction=0)
-    return out, mean, lt.rsqrt(var + eps)
+    rstd = lt.rsqrt(var + eps)
+    if stats is not x:  # torch's meta function (what AOTAutograd traced with) gives x's dtype
+        mean, rstd = mean.to(x.dtype), rstd.to(x.dtype)
+    return out, mean, rstd
 
 
 @register(aten._softmax.default)
@@ -104,7 +110,7 @@ def sdpa_flash_cpu(q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, scal
         raise NotImplementedError("attention dropout (dropout_p > 0) is not lowered; set attention dropout to 0")
     out = lt.scaled_dot_product_attention(q, k, v, attn_mask, 0.0, is_causal, _scale(q, scale))
     lse = lt.logsumexp(_scores(q, k, attn_mask, is_causal, _scale(q, scale)), -1)
-    return out, lse
+    return out, lt.where(lse == float("-inf"), 0.0, lse)  # a fully masked row: torch's lse is 0
 
 
 @register(aten._scaled_dot_product_flash_attention_for_cpu_backward.default)

@@ -30,24 +30,38 @@ def _either_side(fn):
     return lowered
 
 
+def _integral(x):
+    return not is_tensor(x) and not isinstance(x, float) or is_tensor(x) and not x.is_floating_point()
+
+
+def _scaled(fn, a, b, alpha):
+    """fn(a, b, alpha=alpha); an integer alpha on integer operands scales b
+    first (lazytrain's alpha= turns integer operands into float32)."""
+    if alpha == 1:
+        return fn(a, b)
+    if isinstance(alpha, int) and _integral(a) and _integral(b):
+        return fn(a, lt.mul(b, alpha))
+    return fn(a, b, alpha=alpha)
+
+
 @register(aten.add.Tensor, aten.add.Scalar)
 @_either_side
 def add(a, b, alpha=1):
-    return lt.add(a, b, alpha=alpha)
+    return _scaled(lt.add, a, b, alpha)
 
 
 @register(aten.sub.Tensor, aten.sub.Scalar)
 @_either_side
 def sub(a, b, alpha=1):
-    return lt.sub(a, b, alpha=alpha)
+    return _scaled(lt.sub, a, b, alpha)
 
 
 @register(aten.rsub.Scalar, aten.rsub.Tensor)
 def rsub(a, b, alpha=1):
     # b - alpha * a, with `a` the tensor (aten's self)
     if is_tensor(b):
-        return lt.sub(b, a, alpha=alpha)
-    return _scalar_first(lambda x, y: lt.sub(x, y, alpha=alpha), b, a)
+        return _scaled(lt.sub, b, a, alpha)
+    return _scalar_first(lambda x, y: _scaled(lt.sub, x, y, alpha), b, a)
 
 
 @register(aten.mul.Tensor, aten.mul.Scalar)
@@ -64,7 +78,16 @@ def div(a, b):
 
 @register(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def div_mode(a, b, rounding_mode=None):
-    return lt.div(a, b, rounding_mode=rounding_mode)
+    out = lt.div(a, b, rounding_mode=rounding_mode)
+    if rounding_mode == "floor" and out.is_floating_point():
+        # torch: an infinite dividend floor-divided by a non-zero number is NaN
+        # (lazytrain gives +-inf); a zero divisor gives a / b in both.
+        out = lt.where(_isinf(a) & (b != 0), float("nan"), out) if is_tensor(a) else out
+    return out
+
+
+def _isinf(x):
+    return lt.abs(x) == float("inf")
 
 
 @register(aten.remainder.Tensor, aten.remainder.Scalar)
@@ -75,7 +98,11 @@ def remainder(a, b):
 
 @register(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
 def pow_(a, b):
-    return lt.pow(a, b) if is_tensor(a) else _scalar_first(lt.pow, a, b)
+    if not is_tensor(a):
+        return _scalar_first(lt.pow, a, b)
+    if a.is_floating_point() and not is_tensor(b) and b in (0.5, -0.5):
+        return lt.sqrt(a) if b == 0.5 else lt.rsqrt(a)  # torch's kernel: so pow(-inf, 0.5) is NaN
+    return lt.pow(a, b)
 
 
 @register(aten.maximum.default)
@@ -170,3 +197,124 @@ def gelu(a, approximate="none"):
 @register(aten.silu.default)
 def silu(a):
     return lt.silu(a)
+
+
+# Unary math lazytrain has no op for: exact compositions of its ops (see the
+# list of ops that deserve a native lazytrain op in docs/torch_compile.md).
+
+def _in_float32(fn):
+    """fn computed in float32 for a bf16/f16 input (one rounding, as torch's
+    CPU kernels), the input's dtype for float32; integer inputs become float32."""
+
+    def lowered(a):
+        out = fn(a.float() if a.dtype != lt.float32 else a)
+        return out.to(a.dtype) if a.is_floating_point() else out
+
+    lowered.__name__ = fn.__name__
+    return lowered
+
+
+@register(aten.reciprocal.default)
+def reciprocal(a):
+    return _scalar_first(lt.div, 1, a)
+
+
+@register(aten.isnan.default)
+def isnan(a):
+    return lt.ne(a, a)
+
+
+@register(aten.isinf.default)
+def isinf(a):
+    return _isinf(a)
+
+
+@register(aten.logical_xor.default)
+@_either_side
+def logical_xor(a, b):
+    return lt.ne(_truth(a), _truth(b))
+
+
+def _truth(x):
+    return x if is_tensor(x) and x.dtype == lt.bool else lt.ne(x, 0)
+
+
+@register(aten.sign.default)
+def sign(a):
+    if a.dtype == lt.bool:
+        return a
+    return lt.sub((a > 0).to(a.dtype), (a < 0).to(a.dtype))  # sign(NaN) is 0, as torch's CPU kernel
+
+
+def _rounding(mode):
+    """floor / trunc of a floating tensor (integers are returned as they are)."""
+
+    def lowered(a):
+        return lt.div(a, 1, rounding_mode=mode) if a.is_floating_point() else a
+
+    return lowered
+
+
+register(aten.floor.default)(_rounding("floor"))
+register(aten.trunc.default)(_rounding("trunc"))
+
+
+@register(aten.ceil.default)
+def ceil(a):
+    return lt.neg(_rounding("floor")(lt.neg(a))) if a.is_floating_point() else a
+
+
+@register(aten.round.default)
+def round_(a):
+    """Round half to even (torch.round)."""
+    return _round_half_even(a) if a.is_floating_point() else a
+
+
+@_in_float32
+def _round_half_even(a):
+    r = lt.div(a + 0.5, 1, rounding_mode="floor")
+    tie = lt.eq(r - a, 0.5)
+    r = lt.where(tie & lt.ne(lt.remainder(r, 2.0), 0), r - 1, r)
+    return lt.where(lt.abs(a) >= 2.0 ** 23, a, r)  # already integral (and a + 0.5 would round)
+
+
+@register(aten.log1p.default)
+@_in_float32
+def log1p(a):
+    """log(1 + a) without cancellation for small a: log(u) * a / (u - 1), u = 1 + a (Goldberg)."""
+    u = a + 1
+    out = lt.where(u == 1, a, lt.log(u) * (a / (u - 1)))
+    return lt.where(a == float("inf"), a, out)
+
+
+@register(aten.expm1.default)
+@_in_float32
+def expm1(a):
+    """exp(a) - 1 without cancellation for small a: (u - 1) * a / log(u), u = exp(a) (Kahan)."""
+    u = lt.exp(a)
+    out = lt.where(u == 1, a, (u - 1) * (a / lt.log(u)))
+    out = lt.where(u - 1 == -1, -1.0, out)
+    return lt.where(a == float("inf"), a, out)
+
+
+@register(aten.fmod.Tensor, aten.fmod.Scalar)
+def fmod(a, b):
+    """The remainder with the sign of the dividend: torch's remainder, less b where the signs differ."""
+    r = lt.remainder(a, b)
+    return lt.where(lt.ne(r, 0) & lt.ne(r < 0, a < 0), r - b, r)
+
+
+@register(aten.hardtanh.default)
+def hardtanh(a, min_val=-1.0, max_val=1.0):
+    return lt.clamp(a, min_val, max_val)
+
+
+@register(aten.leaky_relu.default)
+def leaky_relu(a, negative_slope=0.01):
+    return lt.where(a > 0, a, a * negative_slope)
+
+
+@register(aten.elu.default)
+def elu(a, alpha=1.0, scale=1.0, input_scale=1.0):
+    negative = expm1(a * input_scale) * (alpha * scale)
+    return lt.where(a > 0, a * scale, negative.to(a.dtype))

@@ -56,6 +56,8 @@ def argmin(x, dim=None, keepdim=False):
 
 @register(aten.cumsum.default)
 def cumsum(x, dim, dtype=None):
+    if dtype is None and x.dtype in (lt.bfloat16, lt.float16):
+        return lt.cumsum(x.float(), dim).to(x.dtype)  # torch accumulates bf16/f16 in float32
     return lt.cumsum(x, dim, dtype=None if dtype is None else to_dtype(x, dtype).dtype)
 
 
@@ -79,3 +81,42 @@ def max_(x):
 @register(aten.min.default)
 def min_(x):
     return lt.min(x)
+
+
+@register(aten.sort.default)
+def sort(x, dim=-1, descending=False):
+    r = lt.sort(x, dim=dim, descending=descending)
+    return r[0], r[1]
+
+
+@register(aten.sort.stable)
+def sort_stable(x, *, stable=None, dim=-1, descending=False):
+    return sort(x, dim, descending)  # lazytrain's sort is always stable
+
+
+@register(aten.topk.default)
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    r = lt.topk(x, k, dim, largest, sorted)
+    return r[0], r[1]
+
+
+@register(aten.var.correction)
+def var(x, dim=None, *, correction=None, keepdim=False):
+    dims = norm_dims(dim, x.dim()) if x.dim() else None
+    return lt.var(x, dims, keepdim=keepdim, correction=1 if correction is None else correction)
+
+
+@register(aten.var_mean.correction)
+def var_mean(x, dim=None, *, correction=None, keepdim=False):
+    dims = norm_dims(dim, x.dim()) if x.dim() else None
+    return var(x, dim, correction=correction, keepdim=keepdim), lt.mean(x, dims, keepdim)
+
+
+@register(aten.prod.default)
+def prod(x, *, dtype=None):
+    return lt.prod(x if dtype is None else to_dtype(x, dtype))
+
+
+@register(aten.prod.dim_int)
+def prod_dim(x, dim, keepdim=False, *, dtype=None):
+    return lt.prod(x if dtype is None else to_dtype(x, dtype), dim, keepdim)
