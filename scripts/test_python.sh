@@ -51,6 +51,18 @@ compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt 2> /
 wheel=$(ls "$dist"/lazytrain-*.whl)
 echo "test_python: built $(basename "$wheel") in $((SECONDS - start)) s"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+# The installed wheel's torch_dynamo_backends entry point: backend="lazytrain"
+# without importing lazytrain (where torch installed, from the interop peers).
+if "$venv/bin/python" -c "import torch" 2> /dev/null; then
+  (cd "$tmp" && "$venv/bin/python" - <<'PY') || fail "torch.compile(backend='lazytrain') from the installed wheel"
+import sys, torch
+f = torch.compile(lambda x: torch.sin(x) * 2 + 1, backend="lazytrain", dynamic=False)
+x = torch.arange(6.0)
+torch.testing.assert_close(f(x), torch.sin(x) * 2 + 1)
+assert "site-packages" in sys.modules["lazytrain"].__file__, sys.modules["lazytrain"].__file__
+print("test_python: torch.compile(backend='lazytrain') found the installed entry point")
+PY
+fi
 
 # The wheel alone: a fresh venv outside the repository, the repository hidden.
 "$python" -m venv "$tmp/venv"

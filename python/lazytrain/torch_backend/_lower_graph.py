@@ -16,6 +16,7 @@ import torch.fx
 
 from .. import _C
 from ._common import LazytrainError, count, lt_dtype, source_line
+from ._exchange import to_lazytrain
 from .lowering import LOWERINGS
 
 aten = torch.ops.aten
@@ -155,6 +156,7 @@ def graph_function(graph):
     (a graph with one output value gives a list of one), lowered node by node
     (for tracing by lazytrain's compile)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    constants = _tensor_constants(graph)
 
     def run(inputs):
         env = dict(zip(placeholders, inputs))
@@ -164,6 +166,8 @@ def graph_function(graph):
         for node in graph.nodes:
             if node.op == "call_function":
                 env[node] = _lower_node(node, env, bindings)
+            elif node.op == "get_attr":
+                env[node] = to_lazytrain(constants[node], f"constant {node.target} of the graph")
             elif node.op == "output":
                 # A graph returns a tuple (AOTAutograd's) or one value (a
                 # partition of _fallback's with a single output): always a list here.
@@ -174,6 +178,26 @@ def graph_function(graph):
         raise LoweringError("the graph has no output node")
 
     return run
+
+
+def _tensor_constants(graph):
+    """{get_attr node: torch tensor}: the tensor literals of the model's code
+    (torch.tensor(...), x[..., [-1], :]'s index list), which AOTAutograd keeps
+    on the graph module. Read as real tensors: the backend is called while
+    torch's FakeTensorMode is active."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    nodes = [n for n in graph.nodes if n.op == "get_attr"]
+    if not nodes:
+        return {}
+    with unset_fake_temporarily():
+        return {n: _attribute(graph.owning_module, n.target).detach().clone() for n in nodes}
+
+
+def _attribute(module, target):
+    for name in target.split("."):
+        module = getattr(module, name)
+    return module
 
 
 class LoweredGraph:
