@@ -12,8 +12,6 @@ lowering fails here instead of running in torch eager.
 """
 import copy
 import os
-import types
-from collections import Counter
 
 import pytest
 
@@ -21,31 +19,13 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the torch_b
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
 
 import lazytrain.torch_backend  # noqa: E402,F401  (registers backend "lazytrain")
-from lazytrain import _C  # noqa: E402
 from lazytrain.debug import metrics  # noqa: E402
 
 os.environ["LAZYTRAIN_DYNAMO_FALLBACK"] = "error"
 
-# The backend counts DynamoGraphs with lazytrain._C._counter_add; where this
-# build has it not yet, a Python shim counts for these tests.
-_SHIM = Counter()
-if not hasattr(_C, "_counter_add") or isinstance(_C._counter_add, types.FunctionType):
-    _previous_add = getattr(_C, "_counter_add", None)
-
-    def _shim_add(name, value=1, _previous=_previous_add):
-        _SHIM[name] += value
-        if _previous is not None:
-            _previous(name, value)
-
-    _C._counter_add = _shim_add
-    _SHIMMED = True
-else:
-    _SHIMMED = False
 
 
 def counter(name):
-    if _SHIMMED and name.startswith("Dynamo"):
-        return _SHIM[name]
     return metrics.counter_value(name)
 
 

@@ -18,15 +18,12 @@ import math
 
 import pytest
 
-import lazytrain as lt
 import lazytrain.debug.metrics as met
 
 torch = pytest.importorskip("torch", reason="needs torch (pip install -r python/requirements-interop.txt)")
 transformers = pytest.importorskip("transformers", reason="needs transformers (pip install -r python/requirements-interop.txt)")
 pytest.importorskip("accelerate", reason="transformers.Trainer needs accelerate (pip install -r python/requirements-interop.txt)")
 
-if not hasattr(lt._C, "_counter_add"):  # older builds of _C: the backend's metric counters become no-ops
-    lt._C._counter_add = lambda name, value: None
 
 import lazytrain.torch_backend  # noqa: E402  registers backend="lazytrain" with Dynamo and accelerate
 

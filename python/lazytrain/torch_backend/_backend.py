@@ -116,7 +116,17 @@ def _compile_graph(gm, example_inputs, fallback, max_graphs, kind, names=None):
                           "lowering; it runs in torch eager between lazytrain graphs "
                           "(options={'fallback': 'error'} raises instead)", stacklevel=2)
     count("DynamoFallbackNodes", len(unsupported))
-    return make_boxed_func(partitioned(gm, lambda sub, i: _GraphCall(sub, f"dynamo:{kind}:part{i}", max_graphs)))
+    run = partitioned(gm, lambda sub, i: _GraphCall(sub, f"dynamo:{kind}:part{i}", max_graphs))
+    if float32_inputs:
+        inner = run
+
+        def run(*args):
+            # As _GraphCall does for an unpartitioned graph: Python floats that
+            # Dynamo passes as 0-d float64 tensors are taken in float32.
+            return inner(*[a.float() if i in float32_inputs and isinstance(a, torch.Tensor) else a
+                           for i, a in enumerate(args)])
+
+    return make_boxed_func(run)
 
 
 def _raising(error):
@@ -147,6 +157,41 @@ def _input_names(gm):
     return names
 
 
+# Dynamo input names -> the input shapes of each graph Dynamo compiled with
+# them: with dynamic=False every new shape is a new Dynamo graph of the same code.
+_signatures_by_inputs = {}
+
+
+def _count_recompiles(names, example_inputs, max_graphs):
+    """Warns once when the same code (the same Dynamo inputs) has been
+    compiled for more than max_graphs input signatures, with the count and
+    the inputs whose shape or dtype changed since the previous one. (Dynamo
+    itself gives up after torch._dynamo.config.recompile_limit graphs, 8, and
+    runs the code in eager torch from then on.)"""
+    if not names:
+        return
+    signature = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x for x in example_inputs)
+    seen = _signatures_by_inputs.setdefault(tuple(names), [])
+    if signature in seen:
+        return
+    seen.append(signature)
+    if len(seen) == max_graphs + 1:
+        previous = seen[-2]
+        changed = [f"{name}: {_describe(a)} -> {_describe(b)}"
+                   for name, a, b in zip(names, previous, signature) if a != b]
+        warnings.warn(
+            f"torch.compile(backend='lazytrain'): the same code was compiled for {len(seen)} input signatures "
+            f"(more than max_different_graphs={max_graphs}); changed: {'; '.join(changed)}. Pad inputs to a few "
+            "fixed shapes: past torch._dynamo.config.recompile_limit graphs Dynamo runs the code in eager torch.",
+            stacklevel=3)
+
+
+def _describe(value):
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], torch.dtype):
+        return f"{list(value[0])} {str(value[1]).replace('torch.', '')}"
+    return repr(value)
+
+
 def lazytrain_backend(gm, example_inputs, mode=None, options=None):
     """torch.compile's backend "lazytrain": see the module docstring."""
     try:
@@ -157,6 +202,7 @@ def lazytrain_backend(gm, example_inputs, mode=None, options=None):
     # (where AOTAutograd neither dedups nor merges them: _GraphCall checks the
     # count); the backward graph takes saved values and tangents.
     names = _input_names(gm)
+    _count_recompiles(names, example_inputs, max_graphs)
 
     def compiler(kind):
         def compile_graph(graph_module, inputs):

@@ -17,7 +17,7 @@ import torch.fx
 from .. import _C
 from ._common import LazytrainError, count, lt_dtype, source_line
 from ._exchange import to_lazytrain
-from .lowering import LOWERINGS
+from .lowering import LOWERINGS, unsupported_reason
 
 aten = torch.ops.aten
 
@@ -34,15 +34,27 @@ class LoweringError(LazytrainError):
     result differs in shape or dtype from torch's."""
 
 
+# Python functions on sizes in graphs with symbolic shapes (dynamic=None after
+# a shape changed, dynamic=True): computed on the ints the sizes have in the
+# signature being traced.
+_SIZE_FUNCTIONS = {
+    operator.add, operator.sub, operator.mul, operator.floordiv, operator.truediv, operator.mod, operator.neg,
+    operator.pow, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
+    torch.sym_float, torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_not,
+    aten.sym_size.int, aten.sym_numel.default,
+}
+
+
 def is_supported(node):
     """Whether lazytrain lowers this call_function node."""
-    return node.target is operator.getitem or node.target in LOWERINGS or node.target in _NO_OPS
+    return (node.target is operator.getitem or node.target in _NO_OPS or node.target in _SIZE_FUNCTIONS
+            or unsupported_reason(node) is None)
 
 
 def unsupported_error(node):
     return LoweringError(
-        f"torch.compile(backend='lazytrain'): the ATen op {node.target} (node {node.name}) has no lowering in "
-        f"lazytrain, from {source_line(node)}. Use options={{'fallback': 'partition'}} to run it in torch eager "
+        f"torch.compile(backend='lazytrain'): the ATen op {node.target} (node {node.name}) "
+        f"{unsupported_reason(node)}, from {source_line(node)}. Use options={{'fallback': 'partition'}} to run it in torch eager "
         "between lazytrain graphs.")
 
 
@@ -137,6 +149,12 @@ def _lower_node(node, env, bindings):
         return args[0][args[1]]
     if node.target in _NO_OPS:
         return None
+    if node.target is aten.sym_size.int:
+        return int(args[0].shape[args[1]])
+    if node.target is aten.sym_numel.default:
+        return int(args[0].numel())
+    if node.target in _SIZE_FUNCTIONS:
+        return node.target(*args, **kwargs)
     lowering = LOWERINGS.get(node.target)
     if lowering is None:
         raise unsupported_error(node)

@@ -28,6 +28,19 @@ def _patch_geometry(x_shape, w_shape, stride, padding, dilation, transposed, gro
     return [size // k for size, k in zip(x_shape[2:], kernel)]
 
 
+def _not_a_patch_convolution(node):
+    """The reason the node's convolution is not lowered, from its FakeTensor
+    shapes and arguments (convolution and convolution_backward alike), or None."""
+    backward = node.target is aten.convolution_backward.default
+    x, weight = node.args[1:3] if backward else node.args[0:2]
+    stride, padding, dilation, transposed, _, groups = node.args[4:10] if backward else node.args[3:9]
+    try:
+        _patch_geometry(x.meta["val"].shape, weight.meta["val"].shape, stride, padding, dilation, transposed, groups)
+    except NotImplementedError as e:
+        return str(e)
+    return None
+
+
 def _patches(x, kernel, out_sizes):
     """x [N, C, *spatial] as patch rows [N * prod(out), C * prod(kernel)]."""
     n, c = x.shape[0], x.shape[1]
@@ -56,7 +69,7 @@ def _channels_last_rows(g):
     return lt.reshape(rows, [-1, g.shape[1]])
 
 
-@register(aten.convolution.default)
+@register(aten.convolution.default, unsupported=_not_a_patch_convolution)
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     out_sizes = _patch_geometry(x.shape, weight.shape, stride, padding, dilation, transposed, groups)
     kernel = list(weight.shape[2:])
@@ -68,7 +81,7 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     return _channels_first(rows, x.shape[0], out_sizes, out_channels)
 
 
-@register(aten.convolution_backward.default)
+@register(aten.convolution_backward.default, unsupported=_not_a_patch_convolution)
 def convolution_backward(grad_output, x, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
                          groups, output_mask):
     """(grad_input, grad_weight, grad_bias), None where output_mask is False."""

@@ -102,7 +102,13 @@ def _scale(q, scale):
     return 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
 
 
-@register(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _attention_dropout(node):
+    """Attention dropout is not lowered (the backward would need the mask)."""
+    dropout_p = node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0)
+    return f"attention dropout (dropout_p={dropout_p}) is not lowered" if dropout_p else None
+
+
+@register(aten._scaled_dot_product_flash_attention_for_cpu.default, unsupported=_attention_dropout)
 def sdpa_flash_cpu(q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
     """(output [..., L, Ev], logsumexp [..., L] float32): lazytrain's fused
     attention, and the row log-sum-exp of the masked scores the backward uses."""

@@ -141,3 +141,4 @@ def copy(x, src, non_blocking=False):
     """x's values replaced by src's (broadcast to x's shape, in x's dtype): the functional copy_."""
     src = src.to(x.dtype) if src.dtype != x.dtype else src
     return src.expand(*x.shape) if list(src.shape) != list(x.shape) else lt.clone(src)
+
