@@ -42,7 +42,8 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(ROOT, "tests", "python", "data", "torch_compile_parity.json")
 CENSUS_JSON = os.path.join(ROOT, "tests", "python", "data", "torch_op_census.json")
 DOCS = os.path.join(ROOT, "docs", "torch_compile_architectures.md")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+if __name__ == "__main__":  # run as a script from a source tree: its package (imported by a test, the test's)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 
 RTOL = ATOL = 1e-4
 

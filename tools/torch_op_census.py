@@ -44,7 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_OUT = os.path.join(ROOT, "tests", "python", "data", "torch_op_census.json")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+if __name__ == "__main__":  # run as a script from a source tree: its package (imported by a test, the test's)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 
 BATCH, SEQ, VOCAB = 2, 10, 99
 

@@ -25,6 +25,12 @@ os.environ["LAZYTRAIN_DYNAMO_FALLBACK"] = "error"
 
 
 
+def _compiles():
+    """Graphs lazytrain compiled or took from its compile cache: an identical
+    graph from an earlier test (xlm_roberta's is roberta's) is a cache hit."""
+    return metrics.counter_value("UncachedCompile") + metrics.counter_value("CachedCompile")
+
+
 def counter(name):
     return metrics.counter_value(name)
 
@@ -119,19 +125,19 @@ def run(request):
     r.eager_losses, r.eager_grads = train(eager, eager, batch, kwargs, STEPS)
 
     cmodel = compiled(model)
-    graphs0, uncached0 = counter("DynamoGraphs"), metrics.counter_value("UncachedCompile")
+    graphs0, uncached0 = counter("DynamoGraphs"), _compiles()
     marks = {}
 
     def after_first():
         marks["graphs"] = counter("DynamoGraphs") - graphs0
-        marks["uncached"] = metrics.counter_value("UncachedCompile")
+        marks["uncached"] = _compiles()
         return torch.compiler.set_stance("fail_on_recompile")
 
     r.losses, r.grads = train(model, cmodel, batch, kwargs, STEPS, after_first)
     r.first_step_graphs = marks["graphs"]
     r.graphs_after_warmup = counter("DynamoGraphs") - graphs0 - marks["graphs"]
     r.uncached_warmup = marks["uncached"] - uncached0
-    r.uncached_after_warmup = metrics.counter_value("UncachedCompile") - marks["uncached"]
+    r.uncached_after_warmup = _compiles() - marks["uncached"]
     r.eager_params = dict(eager.named_parameters())
     r.params = dict(model.named_parameters())
 
@@ -205,8 +211,8 @@ def test_one_forward_and_one_backward_graph_and_no_recompile(run):
     assert run.first_step_graphs == 2, "step 1 lowers one forward and one backward graph"
     # fail_on_recompile was set after step 1: a Dynamo recompile would have raised.
     assert run.graphs_after_warmup == 0
-    assert run.uncached_warmup > 0, "lazytrain compiled the graphs of step 1"
-    assert run.uncached_after_warmup == 0, "lazytrain's compile cache serves steps 2-5"
+    assert run.uncached_warmup > 0, "lazytrain compiled (or found in its cache) the graphs of step 1"
+    assert run.uncached_after_warmup == 0, "steps 2-5 replay step 1's executables: nothing compiled or looked up"
 
 
 def test_inference_logits_match_eager(run):
