@@ -30,38 +30,24 @@ def _either_side(fn):
     return lowered
 
 
-def _integral(x):
-    return not is_tensor(x) and not isinstance(x, float) or is_tensor(x) and not x.is_floating_point()
-
-
-def _scaled(fn, a, b, alpha):
-    """fn(a, b, alpha=alpha); an integer alpha on integer operands scales b
-    first (lazytrain's alpha= turns integer operands into float32)."""
-    if alpha == 1:
-        return fn(a, b)
-    if isinstance(alpha, int) and _integral(a) and _integral(b):
-        return fn(a, lt.mul(b, alpha))
-    return fn(a, b, alpha=alpha)
-
-
 @register(aten.add.Tensor, aten.add.Scalar)
 @_either_side
 def add(a, b, alpha=1):
-    return _scaled(lt.add, a, b, alpha)
+    return lt.add(a, b, alpha=alpha)
 
 
 @register(aten.sub.Tensor, aten.sub.Scalar)
 @_either_side
 def sub(a, b, alpha=1):
-    return _scaled(lt.sub, a, b, alpha)
+    return lt.sub(a, b, alpha=alpha)
 
 
 @register(aten.rsub.Scalar, aten.rsub.Tensor)
 def rsub(a, b, alpha=1):
     # b - alpha * a, with `a` the tensor (aten's self)
     if is_tensor(b):
-        return _scaled(lt.sub, b, a, alpha)
-    return _scalar_first(lambda x, y: _scaled(lt.sub, x, y, alpha), b, a)
+        return lt.sub(b, a, alpha=alpha)
+    return _scalar_first(lambda x, y: lt.sub(x, y, alpha=alpha), b, a)
 
 
 @register(aten.mul.Tensor, aten.mul.Scalar)
