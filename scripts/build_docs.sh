@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the documentation site into build/docs/html with warnings as errors.
+# Installs its pinned tools (docs/requirements.txt) into build/venv-docs; needs
+# neither the native core nor torch (the API pages read the Python sources and
+# stubs statically). Usage: bash scripts/build_docs.sh [extra sphinx-build flags]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${LAZYTRAIN_PYTHON:-python3}"
+VENV=build/venv-docs
+if [ ! -x "$VENV/bin/sphinx-build" ] || ! cmp -s docs/requirements.txt "$VENV/requirements.txt"; then
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r docs/requirements.txt
+  cp docs/requirements.txt "$VENV/requirements.txt"
+fi
+# -W: warnings are errors; -n: every cross-reference must resolve; --keep-going: list them all.
+"$VENV/bin/sphinx-build" -b html -W -n --keep-going -q docs build/docs/html "$@"
+echo "docs: build/docs/html/index.html"
