@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "apps/args_file.h"
 #include "apps/cli_errors.h"
 #include "apps/commands.h"
+#include "apps/flag_table_json.h"
 #include "core/error.h"
 #include "runtime/collectives.h"
 #include "runtime/mpi_world.h"
@@ -31,6 +33,12 @@ int main(int argc, char** argv) {
   lazytrain::apps::add_generate_command(app, generate);
   lazytrain::apps::TokenizeOptions tokenize;
   lazytrain::apps::add_tokenize_command(app, tokenize);
+  // `lazytrain --help-json`: the flag table above as JSON (docs/reference/cli.md).
+  lazytrain::apps::add_help_json_flag(app);
+  if (lazytrain::apps::is_help_json_call(argc, argv)) {
+    std::cout << lazytrain::apps::flag_table_json(app, "lazytrain");
+    return 0;
+  }
   // `lazytrain run_mlm args.json`: the flags from a JSON file (HfArgumentParser).
   std::vector<std::string> words;
   std::vector<char*> file_argv;
