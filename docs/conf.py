@@ -36,13 +36,55 @@ suppress_warnings = []
 autoapi_type = "python"
 autoapi_dirs = [os.path.join(REPO, "python", "lazytrain")]
 autoapi_root = "reference/api"
+# autoapi writes reStructuredText and names its pages with ".rst" only when
+# source_suffix has it (else with the first suffix, ".md", and MyST would parse
+# rST as Markdown: no API objects at all). Nothing else in docs/ is .rst.
+source_suffix[".rst"] = "restructuredtext"
+# _C.pyi is the native extension's stub (nanobind's stubgen, committed; a test
+# compares it with the build's): autoapi reads it so that the names lazytrain
+# re-exports from _C (Tensor, the ops) show with their signatures.
 autoapi_file_patterns = ["*.pyi", "*.py"]
-autoapi_ignore = ["*/_C*", "*/torch_backend/lowering/*", "*/__main__.py"]
-autoapi_options = ["members", "undoc-members", "show-inheritance", "show-module-summary", "imported-members"]
+autoapi_ignore = ["*/__main__.py"]
+# inherited-members: only those inherited from a private base show (the extension).
+autoapi_options = ["members", "undoc-members", "show-inheritance", "show-module-summary", "imported-members",
+                   "inherited-members"]
 autoapi_keep_files = False
-autoapi_add_toctree_entry = False
+autoapi_add_toctree_entry = False  # docs/reference/index.md links the pages
 autoapi_python_class_content = "both"
 autoapi_member_order = "groupwise"
+
+# Types from outside lazytrain in the API's signatures and Bases: lines: -n
+# cannot resolve them without intersphinx, which needs the network. Only the
+# standard library's, numpy's, torch's and transformers' names are let through;
+# a name of lazytrain's that does not resolve stays an error.
+nitpick_ignore_regex = [
+    (r"py:.*", r"(builtins|typing|collections|collections\.abc|enum|argparse)\.\w+"),
+    (r"py:.*", r"(numpy|torch|transformers)(\.\w+)+"),
+]
+
+# The modules that get a page (docs/_ext/lazytrain_autoapi.py): what users
+# import. Every other module (private ones, and implementation modules such as
+# lazytrain.nn.layers) is read for its names but gets no page: its names show
+# where users import them (lazytrain.nn.Linear, lazytrain.optim.AdamW,
+# lazytrain.Tensor), and references to where they are defined resolve there.
+extensions.append("lazytrain_autoapi")
+lazytrain_api_modules = {
+    "lazytrain",
+    "lazytrain.autograd",
+    "lazytrain.nn", "lazytrain.nn.functional", "lazytrain.nn.init", "lazytrain.nn.utils",
+    "lazytrain.optim", "lazytrain.optim.lr_scheduler",
+    "lazytrain.data",
+    "lazytrain.models",
+    "lazytrain.tokenizers",
+    "lazytrain.trainer",
+    "lazytrain.core", "lazytrain.core.xla_model",
+    "lazytrain.debug", "lazytrain.debug.metrics", "lazytrain.debug.profiler",
+    "lazytrain.distributed", "lazytrain.distributed.parallel_loader", "lazytrain.distributed.spmd",
+    "lazytrain.distributed.xla_multiprocessing",
+    "lazytrain.runtime",
+    "lazytrain.experimental", "lazytrain.experimental.spmd_fully_sharded_data_parallel",
+    "lazytrain.torch_backend",
+}
 
 html_theme = "furo"
 html_title = "lazytrain"

@@ -12,6 +12,11 @@ PyTorch/XLA for the runtime and its metrics::
     loss.backward()
     lt.sync()
     print(loss.item(), lt.debug.metrics.short_metrics_report())
+
+The classes of ``lazytrain.models``, ``lazytrain.tokenizers`` and
+``lazytrain.trainer``, and the data collators of ``lazytrain.data``, are also
+importable from ``lazytrain`` itself (``lazytrain.Trainer``); they are
+documented in their modules.
 """
 import os as _os
 

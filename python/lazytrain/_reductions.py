@@ -235,8 +235,8 @@ def _safe_sqrt(s):
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm / torch.linalg.vector_norm over dim (None: all; int or tuple): p 'fro' or 2
-    (sqrt of the sum of squares, gradient 0 at 0), 1, inf (max |x|), -inf, 0 (count of non-zeros),
-    or any other number (sum |x|^p)^(1/p). Floating inputs only (RuntimeError otherwise)."""
+    (sqrt of the sum of squares, gradient 0 at 0), 1, inf (max ``|x|``), -inf, 0 (count of non-zeros),
+    or any other number ``(sum |x|^p)^(1/p)``. Floating inputs only (RuntimeError otherwise)."""
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:

@@ -101,7 +101,7 @@ def reduce_gradients(optimizer, groups=None, pin_layout=True):
 
 
 def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None, pin_layout=True):
-    """reduce_gradients, then optimizer.step(**optimizer_args), traced into the step's
+    """reduce_gradients, then ``optimizer.step(**optimizer_args)``, traced into the step's
     graph; barrier=True also marks the step."""
     reduce_gradients(optimizer)
     loss = optimizer.step(**(optimizer_args or {}))

@@ -12,7 +12,7 @@ class TFRecordDataset(IterableDataset):
     ``input_ids`` and, where the record has it, ``attention_mask`` (the int64
     features ``make_tfrecords`` writes; other features are not read).
 
-    `filenames`: a glob pattern ("out/train-*.tfrecord", matched files sorted)
+    `filenames`: a glob pattern (``"out/train-*.tfrecord"``, matched files sorted)
     or a list of paths (in that order). A pass is tf.data's pipeline, as
     ``lazytrain run_mlm --train_tfrecords`` streams it: the files of this
     replica (file f goes to replica f % num_replicas), ``cycle_length`` of them

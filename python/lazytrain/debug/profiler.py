@@ -1,6 +1,6 @@
 """torch_xla.debug.profiler: a timeline of the run, written as a Chrome
 trace-event JSON file (the format torch.profiler exports), which Perfetto
-(https://ui.perfetto.dev) and chrome://tracing open.
+(https://ui.perfetto.dev) and chrome://tracing open::
 
     import lazytrain.debug.profiler as xp
     xp.start_trace("/tmp/profile")

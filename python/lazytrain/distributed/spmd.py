@@ -1,5 +1,5 @@
 """torch_xla.distributed.spmd (``xs``) on lazytrain (issue 34): lay tensors out
-over a mesh of the job's devices and let the compiler do the rest.
+over a mesh of the job's devices and let the compiler do the rest::
 
     import numpy as np
     import lazytrain as lt

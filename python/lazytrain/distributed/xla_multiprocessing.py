@@ -13,7 +13,7 @@ from .. import _C
 
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn", collective_timeout=300.0,
           threads_per_replica=0):
-    """Runs fn(index, *args) on `nprocs` replica threads (None or 1: one
+    """Runs ``fn(index, *args)`` on `nprocs` replica threads (None or 1: one
     replica, on this thread's device cpu:0), index 0 .. nprocs - 1, each with
     its device current (xm.xla_device() is cpu:<index>), and returns when all
     have ended and their devices are idle. When one raises, the others'

@@ -1,5 +1,5 @@
 """PyTorch/XLA's FSDPv2 on lazytrain (issue 34): fully sharded data parallelism
-as SPMD annotations.
+as SPMD annotations::
 
     import lazytrain.distributed.spmd as xs
     from lazytrain.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2

@@ -5,6 +5,10 @@ import collections
 
 
 class ModelOutput(collections.OrderedDict):
+    """transformers' ModelOutput: the fields (a subclass's ``_fields``) by
+    attribute, by key (``out["loss"]``) and by position (``out[0]``); fields that
+    are None are left out of the keys and the tuple."""
+
     _fields = ()
 
     def __init__(self, **kwargs):

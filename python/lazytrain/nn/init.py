@@ -53,7 +53,7 @@ def _fan_in_and_fan_out(tensor):
 
 
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu"):
-    """He et al. 2015, as torch.nn.init.kaiming_uniform_ (leaky_relu gain sqrt(2 / (1 + a^2)))."""
+    """He et al. 2015, as ``torch.nn.init.kaiming_uniform_`` (leaky_relu gain sqrt(2 / (1 + a^2)))."""
     fan_in, fan_out = _fan_in_and_fan_out(tensor)
     fan = fan_in if mode == "fan_in" else fan_out
     gain = math.sqrt(2.0 / (1 + a * a)) if nonlinearity == "leaky_relu" else math.sqrt(2.0)

@@ -11,8 +11,8 @@ from .optimizer import Optimizer, _check_number, _on, _run_closure, _zero_state
 
 
 class AdamW(Optimizer):
-    """torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-    weight_decay=1e-2, amsgrad=False, *, maximize=False).
+    """torch.optim.AdamW, with its arguments and defaults:
+    ``AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *, maximize=False)``.
 
     Each group has its own lr, betas, eps, weight_decay, amsgrad and maximize.
     state[p] (made at p's first update, as torch): "step" (float32 0-d),

@@ -8,11 +8,11 @@ from .optimizer import Optimizer, _check_number, _on, _run_closure, _zero_state
 
 
 class SGD(Optimizer):
-    """torch.optim.SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
-    nesterov=False, *, maximize=False). state[p]: "momentum_buffer" (p's shape
-    and dtype) once p was updated with a momentum. ValueError as torch's for a
-    negative lr, momentum or weight_decay, and for nesterov without momentum or
-    with dampening."""
+    """torch.optim.SGD, with its arguments and defaults:
+    ``SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False)``.
+    state[p]: "momentum_buffer" (p's shape and dtype) once p was updated with a
+    momentum. ValueError as torch's for a negative lr, momentum or weight_decay,
+    and for nesterov without momentum or with dampening."""
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):

@@ -19,7 +19,7 @@ from ._lower_graph import LoweringError
 
 
 def compile(model, **kwargs):
-    """torch.compile(model, backend="lazytrain", dynamic=False, **kwargs):
+    """``torch.compile(model, backend="lazytrain", dynamic=False, **kwargs)``:
     static shapes, lazytrain's documented default."""
     import torch
 

@@ -187,7 +187,7 @@ class Trainer:
         return preprocess(logits, labels)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """Hugging Face's: model(**inputs) and the loss from its outputs. Override
+        """Hugging Face's: ``model(**inputs)`` and the loss from its outputs. Override
         it in a subclass for another loss (it is traced once per batch shape)."""
         outputs = model(**inputs)
         loss = _field(outputs, "loss", 0)

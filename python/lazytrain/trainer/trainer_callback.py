@@ -52,7 +52,7 @@ class TrainerControl:
 
 
 class TrainerCallback:
-    """Override the events you need; each takes (args, state, control, **kwargs)."""
+    """Override the events you need; each takes ``(args, state, control, **kwargs)``."""
 
     def on_init_end(self, args, state, control, **kwargs):
         pass
