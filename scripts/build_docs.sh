@@ -5,6 +5,10 @@
 # stubs statically). Usage: bash scripts/build_docs.sh [extra sphinx-build flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One build at a time: autoapi writes its pages into docs/reference/api while it runs.
+mkdir -p build/docs
+exec 9> build/docs/.lock
+flock 9
 PYTHON="${LAZYTRAIN_PYTHON:-python3}"
 VENV=build/venv-docs
 if [ ! -x "$VENV/bin/sphinx-build" ] || ! cmp -s docs/requirements.txt "$VENV/requirements.txt"; then
