@@ -5,7 +5,7 @@ namespace lazytrain::apps {
 void add_training_arguments(CLI::App& c, train::TrainingArguments& t) {
   c.add_option("--output_dir", t.output_dir, "Where to write the model, checkpoints, metrics and logs")->required();
   c.add_flag("--overwrite_output_dir", t.overwrite_output_dir,
-             "Start over in a non-empty --output_dir (its checkpoints are removed) instead of resuming from its newest checkpoint");
+             "Start over in a non-empty --output_dir instead of resuming from its newest checkpoint (nothing in it is deleted; files are overwritten as training writes them)");
   c.add_flag("--do_train", t.do_train, "Run training");
   c.add_flag("--do_eval", t.do_eval, "Run evaluation on the validation set");
   c.add_option("--per_device_train_batch_size", t.per_device_train_batch_size, "Batch size for training");

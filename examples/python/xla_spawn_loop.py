@@ -11,7 +11,7 @@ Every replica draws the same permutation of the blocks; replica r of W takes
 every W-th, so with --per_device_train_batch_size B a step of W replicas sees
 the same W*B blocks as one replica with batch W*B: with dropout off (the
 default here) they train the same model, up to the order of float sums
-(tests/python/test_examples_spawn.py). The report at the end gives the
+(tests/python/test_examples_trainer.py). The report at the end gives the
 metrics (CompileTime, ExecuteTime, ...) and how long the replica threads
 waited for the GIL (GilWaitTime) against the training time.
 """

@@ -1,6 +1,7 @@
 """Every code block of README.md and docs/ that a reader may run runs here
 (markers: tests/python/docs_blocks.py). A page's Python blocks run in order in
 one namespace, from a fresh temporary directory, with LAZYTRAIN_DATA_DIR set;
+each page in a process of its own (docs_page_runner.py);
 shell blocks marked `run` run with bash from the repository root, with the
 installed `lazytrain` command on PATH. A shell block without a marker, or a
 skip without its reason, fails."""
@@ -54,23 +55,16 @@ def test_the_site_has_examples_that_run():
 
 
 @pytest.mark.parametrize("path", python_pages())
-def test_python_blocks_run(path, tmp_path, monkeypatch):
+def test_python_blocks_run(path, tmp_path):
     page = PAGES[path]
     missing = missing_requirements(page)
     if missing:
         pytest.skip(f"{path} needs {' '.join(missing)} (pip install -r python/requirements-interop.txt)")
-    if "torch" in page.requires:
-        # backend="lazytrain" without relying on the installed wheel's entry point
-        # (scripts/test_python.sh checks that one on its own).
-        import lazytrain.torch_backend  # noqa: F401
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("LAZYTRAIN_DATA_DIR", data_dir())
-    namespace = {"__name__": "__main__"}
-    for block in page.blocks:
-        if block.language in PYTHON_LANGUAGES and block.marker != "skip":
-            # Line numbers of a failure point into the page: the block starts after its fence.
-            code = "\n" * block.line + block.code
-            exec(compile(code, os.path.join(REPO, path), "exec"), namespace)  # noqa: S102 - the docs' own code
+    runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs_page_runner.py")
+    env = dict(os.environ, LAZYTRAIN_DATA_DIR=data_dir())
+    result = subprocess.run([sys.executable, runner, path], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{path}'s Python blocks failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    assert "blocks ran" in result.stdout
 
 
 @pytest.mark.parametrize("block", shell_run_blocks(), ids=[b.where for b in shell_run_blocks()])
