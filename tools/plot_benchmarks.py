@@ -92,6 +92,16 @@ def load(data_dir=DATA):
     }
 
 
+def header_problems(where, table, keys, machines):
+    """A table's own fields: each of `keys` present, a known machine, an ISO date."""
+    problems = [f"{where} has no {key}" for key in keys if not table.get(key)]
+    if table.get("machine") not in machines:
+        problems.append(f"{where}: unknown machine {table.get('machine')!r}")
+    if not re.match(r"^\d{4}-\d{2}-\d{2}$", table.get("date", "")):
+        problems.append(f"{where}: date {table.get('date')!r} is not YYYY-MM-DD")
+    return problems
+
+
 def number(text):
     return float(text) if text not in ("", None) else None
 
@@ -100,15 +110,8 @@ def check(data):
     """The problems of the data, as a list of strings (empty: consistent)."""
     problems = []
     machines, step_tables = data["machines"], data["step_tables"]
-    date = re.compile(r"^\d{4}-\d{2}-\d{2}$")
     for tid, meta in step_tables.items():
-        for key in ("title", "machine", "date", "runs"):
-            if not meta.get(key):
-                problems.append(f"training_step.json: table {tid} has no {key}")
-        if meta.get("machine") not in machines:
-            problems.append(f"training_step.json: table {tid}: unknown machine {meta.get('machine')!r}")
-        if not date.match(meta.get("date", "")):
-            problems.append(f"training_step.json: table {tid}: date {meta.get('date')!r} is not YYYY-MM-DD")
+        problems += header_problems(f"training_step.json: table {tid}", meta, ("title", "machine", "date", "runs"), machines)
         for run, spec in meta.get("runs", {}).items():
             if not spec.get("command") or not all(c.strip() for c in spec["command"]):
                 problems.append(f"training_step.json: table {tid}, run {run} has no command")
@@ -153,13 +156,7 @@ def check(data):
         if t.get("id") in ids or t.get("id") in step_tables:
             problems.append(f"{where}: the id is used twice")
         ids.add(t.get("id"))
-        for key in ("id", "title", "machine", "date", "command"):
-            if not t.get(key):
-                problems.append(f"{where} has no {key}")
-        if t.get("machine") not in machines:
-            problems.append(f"{where}: unknown machine {t.get('machine')!r}")
-        if not date.match(t.get("date", "")):
-            problems.append(f"{where}: date {t.get('date')!r} is not YYYY-MM-DD")
+        problems += header_problems(where, t, ("id", "title", "machine", "date", "command"), machines)
         if "rows" in t:
             columns = t.get("columns", [])
             if len(t.get("align", "l" * len(columns))) != len(columns):
