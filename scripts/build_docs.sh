@@ -13,9 +13,12 @@ PYTHON="${LAZYTRAIN_PYTHON:-python3}"
 VENV=build/venv-docs
 if [ ! -x "$VENV/bin/sphinx-build" ] || ! cmp -s docs/requirements.txt "$VENV/requirements.txt"; then
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r docs/requirements.txt
+  echo "build_docs: installing docs/requirements.txt into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r docs/requirements.txt > build/docs/pip.log 2>&1 ||
+    { grep -v "^WARNING: Location" build/docs/pip.log | tail -20; echo "build_docs: FAIL: pip install -r docs/requirements.txt" >&2; exit 1; }
   cp docs/requirements.txt "$VENV/requirements.txt"
 fi
-# -W: warnings are errors; -n: every cross-reference must resolve; --keep-going: list them all.
-"$VENV/bin/sphinx-build" -b html -W -n --keep-going -q docs build/docs/html "$@"
+# -W: warnings are errors; -n: every cross-reference must resolve; --keep-going: list them all;
+# -E: every page read afresh (an incremental build would not repeat an unchanged page's warnings).
+"$VENV/bin/sphinx-build" -b html -E -W -n --keep-going -q docs build/docs/html "$@"
 echo "docs: build/docs/html/index.html"
