@@ -4,7 +4,8 @@ docs"):
 
     <!-- docs-test: run -->              the line before a shell block: a test runs it
     <!-- docs-test: skip REASON -->      the line before any block: not run, and why
-    <!-- docs-test: requires torch ... -->  anywhere in a page: its blocks need these modules
+    <!-- docs-test: requires torch ... -->  the line before a block: that block needs these
+                                         modules; anywhere else in a page: all its blocks do
 
 Python blocks run unless skipped; shell blocks (sh, bash, console, shell) must
 carry `run` or `skip`; other fences (text, cpp, json, ...) are never run.
@@ -17,7 +18,7 @@ import re
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PYTHON_LANGUAGES = {"python", "py", "python3"}
-SHELL_LANGUAGES = {"sh", "bash", "console", "shell"}
+SHELL_LANGUAGES = {"sh", "bash", "console", "shell", "zsh", "shell-session", "shellsession"}
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<verb>\w+)(?P<rest>.*?)-->\s*$")
@@ -31,6 +32,7 @@ class Block:
     code: str
     marker: str | None  # "run", "skip" or None
     reason: str  # a skip's reason
+    requires: list = dataclasses.field(default_factory=list)  # modules this block alone needs
 
     @property
     def where(self):
@@ -66,7 +68,8 @@ def parse(relative_path, text=None):
         line = lines[i]
         marker = _MARKER.match(line)
         if marker and marker["verb"] == "requires":
-            requires += marker["rest"].split()
+            if not _next_is_fence(lines, i):  # before a block it is that block's alone
+                requires += marker["rest"].split()
         elif marker and marker["verb"] not in ("run", "skip"):
             bad.append((i + 1, line.strip()))
         fence = _FENCE.match(line)
@@ -84,7 +87,17 @@ def parse(relative_path, text=None):
             j += 1
         before = _MARKER.match(previous)
         verb = before["verb"] if before and before["verb"] in ("run", "skip") else None
-        blocks.append(Block(relative_path, i + 1, language, "\n".join(body) + "\n", verb, before["rest"].strip() if verb else ""))
+        needs = before["rest"].split() if before and before["verb"] == "requires" else []
+        blocks.append(Block(relative_path, i + 1, language, "\n".join(body) + "\n", verb,
+                            before["rest"].strip() if verb else "", needs))
         previous = ""
         i = j + 1
     return Page(relative_path, blocks, requires, bad)
+
+
+def _next_is_fence(lines, i):
+    """Whether the next non-blank line after line i opens a fenced block."""
+    for line in lines[i + 1:]:
+        if line.strip():
+            return bool(_FENCE.match(line))
+    return False

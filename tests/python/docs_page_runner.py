@@ -3,6 +3,7 @@
 process of its own (tests/python/test_docs_examples.py), so one page's global
 state (SPMD mode, seeds, execution modes) never reaches another. A failure's
 traceback names the page and its line."""
+import importlib.util
 import os
 import sys
 
@@ -18,6 +19,12 @@ def main(path):
     namespace = {"__name__": "__main__"}
     ran = 0
     for block in page.blocks:
+        missing = [m for m in block.requires if importlib.util.find_spec(m) is None]
+        if missing:
+            print(f"docs_page_runner: {block.where} needs {' '.join(missing)}: not run")
+            continue
+        if "torch" in block.requires:
+            import lazytrain.torch_backend  # noqa: F401  (as above)
         if block.language in PYTHON_LANGUAGES and block.marker != "skip":
             code = "\n" * block.line + block.code  # line numbers of a failure point into the page
             exec(compile(code, os.path.join(REPO, path), "exec"), namespace)  # noqa: S102 - the docs' own code

@@ -69,7 +69,7 @@ def test_python_blocks_run(path, tmp_path):
 
 @pytest.mark.parametrize("block", shell_run_blocks(), ids=[b.where for b in shell_run_blocks()])
 def test_shell_blocks_run(block):
-    missing = missing_requirements(PAGES[block.page])
+    missing = missing_requirements(PAGES[block.page]) + [m for m in block.requires if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"{block.page} needs {' '.join(missing)}")
     env = dict(os.environ, LAZYTRAIN_DATA_DIR=data_dir())
