@@ -28,6 +28,19 @@ def device(index=None):
     return _C.device(f"cpu:{index}")
 
 
+def as_device(d):
+    """A lazytrain device from what names one: a lazytrain device, 'cpu:<n>', or
+    the torch device torch.device("lazytrain", n) that xm.xla_device() hands
+    out once the lazy device for torch tensors is enabled (the same device n)."""
+    if isinstance(d, _C.device):
+        return d
+    if isinstance(d, str):
+        return _C.device(d)
+    if type(d).__name__ == "device" and getattr(d, "type", None) == "lazytrain":  # a torch.device
+        return _C.device(f"cpu:{d.index or 0}")
+    raise TypeError(f"expected a device, got {d!r}")
+
+
 def devices():
     """torch_xla.devices(): the devices this thread can use (its own; replicas
     made by spawn each see theirs)."""

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _C
 from ._C import Tensor, dtype as _dtype
+from ._runtime import as_device
 
 _INT64_MAX = 2**63 - 1
 
@@ -279,6 +280,7 @@ def _tolist(self):
 
 
 def _size(self, dim=None):
+    """torch.Tensor.size: the shape (a tuple), or the size along dim."""
     return self.shape if dim is None else self.shape[dim]
 
 
@@ -314,7 +316,7 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
     for a in args:
         if isinstance(a, _dtype):
             dtype = a
-        elif isinstance(a, (str, _C.device)):
+        elif isinstance(a, (str, _C.device)) or type(a).__name__ == "device":
             device = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -322,7 +324,7 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
             raise TypeError(f"Tensor.to(): expected a dtype, a device or a tensor, got {a!r}")
     x = self
     if device is not None:
-        device = _C.device(device) if isinstance(device, str) else device
+        device = as_device(device)
         if device != x.device:
             x = _C.Tensor._to_device(x, device)
     if dtype is not None and dtype != x.dtype:
@@ -331,6 +333,8 @@ def _to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
 
 
 def _flatten(self, start_dim=0, end_dim=-1):
+    """torch.Tensor.flatten: dims start_dim to end_dim (inclusive) merged into one;
+    a 0-d tensor becomes 1-d. A view of this tensor where its layout allows, as reshape."""
     if self.ndim == 0:
         return self.reshape(1)
     start = start_dim % self.ndim
@@ -363,17 +367,25 @@ def _install():
     T.size = _size
     T.flatten = _flatten
     T.cpu = lambda self: self
+    """torch.Tensor.cpu: this tensor itself (lazytrain's devices are the host's CPU, so nothing is copied)."""
     T.type_as = lambda self, other: self.to(other.dtype)
+    """torch.Tensor.type_as: this tensor cast to other's dtype."""
     T.element_size = lambda self: self.dtype.itemsize
+    """torch.Tensor.element_size: the bytes of one element (``dtype.itemsize``)."""
     T.is_floating_point = lambda self: self.dtype.is_floating_point
+    """torch.Tensor.is_floating_point: whether the dtype is a floating-point one."""
     # torch's new_*: self's dtype and device unless given.
     T.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
         *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    """torch.Tensor.new_zeros: ``zeros(*size)`` with this tensor's dtype and device unless given."""
     T.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
         *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    """torch.Tensor.new_ones: ``ones(*size)`` with this tensor's dtype and device unless given."""
     T.new_full = lambda self, size, v, dtype=None, device=None, requires_grad=False: full(
         size, v, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    """torch.Tensor.new_full: ``full(size, v)`` with this tensor's dtype and device unless given."""
     T.new_tensor = lambda self, data, dtype=None: tensor(data, dtype=dtype or self.dtype, device=self.device)
+    """torch.Tensor.new_tensor: ``tensor(data)`` on this tensor's device, with its dtype unless given."""
 
 
 _install()

@@ -337,6 +337,13 @@ def _amax():
             S(f(2, 3, dtype=BF16), [1]), S(i(3, 4), [0]), S(b(3, 4), [1]), S(special().reshape(2, 4), [1]), S(f(), [])]
 
 
+@samples(aten.linalg_vector_norm.default)
+def _vector_norm():
+    return [S(f(3, 4)), S(f(3, 4), 2, [1]), S(f(3, 4), 2, [-1], True), S(nc(f(4, 3)), 1, [0]), S(f(2, 3, 4), 3.0, [0, 2]),
+            S(f(3, 4), float("inf")), S(f(3, 4), float("-inf"), [1]), S(f(3, 4), 0), S(f(2, 3, dtype=BF16), 2, [1]),
+            S(f(2, 3, dtype=BF16), 2, dtype=F32), S(f()), S(f(0))]
+
+
 @samples(aten.any.dim, aten.all.dim)
 def _any_dim():
     return [S(b(3, 4), 1), S(b(3, 4), -1, True), S(f(3, 4) * b(3, 4), 0), S(i(3, 4, low=0, high=2), 1), S(b(0, 3), 0)]

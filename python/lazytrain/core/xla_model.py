@@ -3,6 +3,7 @@ data-parallel step (distributed/xla_model.h). A replica is a device: spawn runs
 one thread per local replica with its device current, and mpirun runs processes
 of them."""
 import os
+import sys
 
 from .. import _C
 from .._runtime import device as _device, sync as _sync
@@ -14,7 +15,15 @@ REDUCE_MAX = _C.ReduceType.MAX
 
 
 def xla_device(n=None, devkind=None):
-    """This thread's device (its replica's), or 'cpu:<n>'."""
+    """This thread's device (its replica's), or device n. One device serves both
+    tensor kinds: once the lazy device for torch tensors is enabled (importing
+    lazytrain.torch_backend.lazy_device), it is handed out as the torch device
+    torch.device("lazytrain", n), which torch's `.to()`, `model.to()` and
+    factories take and lazytrain's own `.to()` takes too; before that, as
+    lazytrain's device 'cpu:<n>'."""
+    lazy = sys.modules.get("lazytrain.torch_backend.lazy_device")
+    if lazy is not None and lazy.enabled():
+        return lazy.device(n)
     return _device(n)
 
 

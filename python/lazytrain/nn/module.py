@@ -243,8 +243,9 @@ class Module:
                 dtype = a
             else:
                 device = a
-        if device is not None and isinstance(device, str):
-            device = _C.device(device)
+        if device is not None:
+            from .._runtime import as_device
+            device = as_device(device)
         if dtype is not None:
             for m in self.modules():
                 if getattr(m, "_native_parameters", False):

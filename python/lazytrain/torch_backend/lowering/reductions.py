@@ -120,3 +120,29 @@ def prod(x, *, dtype=None):
 @register(aten.prod.dim_int)
 def prod_dim(x, dim, keepdim=False, *, dtype=None):
     return lt.prod(x if dtype is None else to_dtype(x, dtype), dim, keepdim)
+
+
+@register(aten.linalg_vector_norm.default)
+def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.vector_norm (clip_grad_norm_'s per-tensor norms): reduced
+    in float32 for bf16/f16 inputs, returned in the input's (or dtype's) dtype."""
+    if dtype is not None:
+        x = to_dtype(x, dtype)
+    out_dtype = x.dtype
+    if out_dtype in (lt.bfloat16, lt.float16):
+        x = x.float()
+    dims = norm_dims(dim, x.dim()) if x.dim() else None
+    a = lt.abs(x)
+    if ord == float("inf"):
+        r = lt.amax(a, dims or (), keepdim)
+    elif ord == float("-inf"):
+        r = lt.amin(a, dims or (), keepdim)
+    elif ord == 0:
+        r = lt.sum(lt.ne(x, 0).to(x.dtype), dims, keepdim)
+    elif ord == 1:
+        r = lt.sum(a, dims, keepdim)
+    elif ord == 2:
+        r = lt.sqrt(lt.sum(x * x, dims, keepdim))
+    else:
+        r = lt.pow(lt.sum(lt.pow(a, ord), dims, keepdim), 1.0 / ord)
+    return r.to(out_dtype) if r.dtype != out_dtype else r

@@ -1,0 +1,83 @@
+"""The torch device "lazytrain": PyTorch's PrivateUse1 backend renamed, set up
+from Python (torch.utils.backend_registration), with factory kernels
+registered for its dispatch key.
+
+Why not the device type "xla": torch has a DispatchKey and a device type XLA,
+but no device guard for it unless torch_xla's C++ registers one, and torch's
+autograd engine asks the device guard of every tensor it sees (a wrapper
+tensor on xla:0 aborts the process at its first backward: "PyTorch is not
+linked with support for xla devices"). PrivateUse1 is the one device type
+torch lets Python give a guard, hooks and a device module, so a tensor on it
+goes through torch's autograd like a CUDA tensor does.
+
+Renaming PrivateUse1 is once per process: this fails clearly when another
+backend (torch_npu, ...) has taken it.
+"""
+import torch
+
+NAME = "lazytrain"
+
+_devices = {}
+
+
+def torch_device(index=0):
+    """torch.device("lazytrain", index), cached."""
+    d = _devices.get(index)
+    if d is None:
+        d = _devices[index] = torch.device(NAME, index)
+    return d
+
+
+class _DeviceModule:
+    """torch.lazytrain: what torch asks a backend's device module."""
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def is_initialized():
+        return True
+
+    @staticmethod
+    def _is_in_bad_fork():
+        return False
+
+    @staticmethod
+    def device_count():
+        from ... import _C
+        return max(1, len(_C._local_devices()))
+
+    @staticmethod
+    def current_device():
+        from ... import _C
+        return _C.current_device().index
+
+    @staticmethod
+    def manual_seed_all(seed):
+        import lazytrain
+        lazytrain.manual_seed(seed)
+
+    @staticmethod
+    def manual_seed(seed):
+        import lazytrain
+        lazytrain.manual_seed(seed)
+
+    @staticmethod
+    def synchronize(device=None):
+        from ... import _C
+        _C.wait_device_ops()
+
+
+def register():
+    """Renames PrivateUse1 to "lazytrain" with a device guard, hooks and the
+    device module torch.lazytrain (idempotent)."""
+    current = torch._C._get_privateuse1_backend_name()
+    if current == NAME:
+        return
+    if current != "privateuseone":
+        raise RuntimeError(f"lazytrain's torch device needs PyTorch's PrivateUse1 backend, which {current!r} already "
+                           "uses in this process")
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    _setup_privateuseone_for_python_backend(NAME, backend_module=_DeviceModule())

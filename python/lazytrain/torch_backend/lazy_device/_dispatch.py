@@ -1,0 +1,404 @@
+"""__torch_dispatch__ of LazyTensor: each ATen op, after torch's autograd,
+recorded as lazytrain ops.
+
+An op is resolved once to a handler (cached per OpOverload), in this order:
+1. the ops that move data or answer on the host: `_to_copy` (to and from the
+   CPU, dtype casts), `copy_` (also from a CPU tensor), `_local_scalar_dense`
+   (`.item()`), the random fills (`normal_`, `uniform_`, `bernoulli_`);
+2. view ops (_views.py): lazytrain views, torch's strides; any other op whose
+   schema says it returns a view raises, naming it;
+3. `_foreach_*` ops: the per-tensor op on each element;
+4. in-place ops (schema: self is written): the functional op (`add_` ->
+   `add`) on a clone of self, written back with lazytrain's
+   `_inplace_update` (writes reach views and bases, the version bumps);
+   `out=` overloads the same way into `out`;
+5. part 1's table, lazytrain.torch_backend.lowering.LOWERINGS (one table for
+   torch.compile and the lazy device), on the unwrapped lazytrain tensors;
+6. part 1's decomposition table (core ATen), then the op's
+   CompositeImplicitAutograd kernel: run on the LazyTensors, so each op they
+   call comes back here;
+7. anything else raises LoweringError naming the op and the user's line.
+
+A torch tensor of another device among the arguments raises torch's
+"Expected all tensors to be on the same device" error; a 0-d CPU tensor is a
+scalar, as torch allows.
+"""
+import os
+import sys
+
+import torch
+
+from ... import _C
+from .._common import LazytrainError, lt_dtype
+from .._decompositions import decomposition_table
+from .._lower_graph import LoweringError
+from ..lowering import LOWERINGS
+from ._tensor import LazyTensor, wrap
+from ._transfer import to_cpu, to_lazytrain
+from ._views import VIEWS, meta_of
+
+aten = torch.ops.aten
+_LtTensor = _C.Tensor
+_handlers = {}
+
+
+def dispatch(func, args, kwargs):
+    handler = _handlers.get(func)
+    if handler is None:
+        handler = _handlers[func] = _resolve(func)
+    return handler(func, args, kwargs)
+
+
+# ---- where the user's code is -------------------------------------------------------------------------------
+_SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules["lazytrain"]))
+
+
+def user_line():
+    """'file:line' of the innermost frame outside torch and lazytrain."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_SKIP_DIRS) and not name.startswith("<frozen"):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "(no user frame)"
+
+
+def _device_error(func, arg_name, other):
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, lazytrain:0 and "
+        f"{other.device}! (when checking argument for argument {arg_name} in method {func}), at {user_line()}")
+
+
+# ---- arguments ----------------------------------------------------------------------------------------------
+def _unwrap(x, func, name):
+    if isinstance(x, torch.Tensor):
+        if isinstance(x, LazyTensor):
+            return x._lt
+        if x.dim() == 0 and x.device.type == "cpu":
+            return x.item()
+        raise _device_error(func, name, x)
+    if type(x) in (list, tuple):
+        return [_unwrap(v, func, name) for v in x]
+    return x
+
+
+def _arg_names(func):
+    return [a.name for a in func._schema.arguments]
+
+
+def unwrap_args(func, args, kwargs):
+    names = None
+    out = []
+    for i, a in enumerate(args):
+        if type(a) is LazyTensor:
+            out.append(a._lt)
+        elif isinstance(a, (torch.Tensor, list, tuple)):
+            names = names or _arg_names(func)
+            out.append(_unwrap(a, func, names[i] if i < len(names) else f"#{i}"))
+        else:
+            out.append(a)
+    if kwargs:
+        kwargs = {k: _unwrap(v, func, k) for k, v in kwargs.items()}
+    return out, kwargs
+
+
+def wrap_out(out):
+    if isinstance(out, _LtTensor):
+        return LazyTensor(out)
+    if isinstance(out, (tuple, list)):
+        return type(out)(wrap_out(o) for o in out)
+    return out
+
+
+def _named_error(func, e):
+    if isinstance(e, LoweringError):
+        return e
+    msg = f"lazytrain device: {func} failed at {user_line()}: {e}"
+    try:
+        return type(e)(msg)
+    except Exception:  # noqa: BLE001 - an exception type that takes other arguments
+        return LoweringError(msg)
+
+
+# ---- handlers -----------------------------------------------------------------------------------------------
+def _lowered(lowering):
+    def run(func, args, kwargs):
+        a, k = unwrap_args(func, args, kwargs)
+        try:
+            out = lowering(*a, **k)
+        except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
+            raise _named_error(func, e) from e
+        return wrap_out(out)
+
+    return run
+
+
+def _lt_function(func):
+    """fn(lazytrain args) -> lazytrain result for a functional op, or None
+    when the op is only decomposed (then it runs on LazyTensors)."""
+    return LOWERINGS.get(func)
+
+
+def _compute_functional(functional, self_lt, args, kwargs):
+    """The functional op's lazytrain result with self replaced by `self_lt`."""
+    lowering = _lt_function(functional)
+    if lowering is not None:
+        a, k = unwrap_args(functional, args[1:], kwargs)
+        try:
+            return lowering(self_lt, *a, **k)
+        except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
+            raise _named_error(functional, e) from e
+    out = functional(wrap(self_lt), *args[1:], **kwargs)
+    return out._lt
+
+
+def _inplace(functional, any_cast):
+    name = str(functional).split(".")[1] + "_"
+
+    def run(func, args, kwargs):
+        self_ = args[0]
+        if not isinstance(self_, LazyTensor):
+            raise _device_error(func, "self", self_)
+        value = _compute_functional(functional, _C.clone(self_._lt), args, kwargs)
+        _C._inplace_update(self_._lt, value, name, any_cast)
+        return self_
+
+    return run
+
+
+def _out(functional):
+    def run(func, args, kwargs):
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out")
+        result = functional(*args, **kwargs)
+        if not isinstance(out, LazyTensor):
+            raise _device_error(func, "out", out)
+        if tuple(out.shape) != tuple(result.shape):
+            raise LoweringError(f"lazytrain device: {func} with out= of shape {list(out.shape)} for a result of "
+                                f"{list(result.shape)}: resizing out= is not supported, at {user_line()}")
+        _C._inplace_update(out._lt, result._lt, "copy_", True)
+        return out
+
+    return run
+
+
+def _view(fn):
+    def run(func, args, kwargs):
+        x = args[0]
+        if not isinstance(x, LazyTensor):
+            raise _device_error(func, "self", x)
+        a, k = unwrap_args(func, args[1:], kwargs)
+        try:
+            out = fn(x._lt, *a, **k)
+        except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
+            raise _named_error(func, e) from e
+        meta = func(meta_of(x), *args[1:], **kwargs)
+        offset = x.storage_offset()
+        if isinstance(out, _LtTensor):
+            return LazyTensor(out, meta.stride(), offset + meta.storage_offset())
+        return type(out)(LazyTensor(o, m.stride(), offset + m.storage_offset()) for o, m in zip(out, meta))
+
+    return run
+
+
+def _decomposed(decomposition):
+    def run(func, args, kwargs):
+        return decomposition(*args, **kwargs)
+
+    return run
+
+
+def _unsupported(reason):
+    def run(func, args, kwargs):
+        raise LoweringError(f"lazytrain device: the ATen op {func} {reason}, at {user_line()}")
+
+    return run
+
+
+def _foreach(func):
+    schema = func._schema
+    base = schema.name.split("::")[1][len("_foreach_"):]
+    if base.rstrip("_") == "norm":
+        per = aten.linalg_vector_norm
+    else:
+        per = getattr(aten, base)
+    lists = [isinstance(a.type, torch.ListType) for a in schema.arguments]
+    names = [a.name for a in schema.arguments]
+    inplace = base.endswith("_")
+    value_kwarg = base.rstrip("_") in ("addcmul", "addcdiv")
+
+    def run(func, args, kwargs):
+        args = list(args)
+        for i, (is_list, name) in enumerate(zip(lists, names)):
+            if i < len(args) and name == "scalars" and isinstance(args[i], torch.Tensor):
+                args[i], lists[i] = args[i].tolist(), True
+        n = len(args[0])
+        results = []
+        for j in range(n):
+            elem = [a[j] if i < len(lists) and lists[i] else a for i, a in enumerate(args)]
+            k = kwargs
+            if value_kwarg and len(elem) > 3:  # addcmul/addcdiv: value is keyword-only outside foreach
+                elem, k = elem[:3], dict(kwargs, value=elem[3])
+            results.append(per(*elem, **k))
+        return None if inplace else results
+
+    return run
+
+
+# ---- special ops --------------------------------------------------------------------------------------------
+def _to_copy(func, args, kwargs):
+    x = args[0]
+    dtype, device = kwargs.get("dtype"), kwargs.get("device")
+    if device is not None and torch.device(device).type == "cpu":
+        cpu = to_cpu(x._lt)
+        return cpu.to(dtype) if dtype is not None and dtype != cpu.dtype else cpu
+    value = x._lt
+    if dtype is not None and lt_dtype(dtype) != value.dtype:
+        value = _C.to_dtype(value, lt_dtype(dtype))
+    else:
+        value = _C.clone(value)
+    if device is not None:
+        index = torch.device(device).index
+        if index is not None and index != value.device.index:
+            value = value.to(_C.device(f"cpu:{index}"))
+    return wrap(value)
+
+
+def _copy_(func, args, kwargs):
+    dst, src = args[0], args[1]
+    if not isinstance(dst, LazyTensor):
+        dst.copy_(to_cpu(src._lt))  # a CPU tensor written from the device
+        return dst
+    if isinstance(src, LazyTensor):
+        value = src._lt
+    elif isinstance(src, torch.Tensor):
+        value = to_lazytrain(src, "copy_() source")
+    else:
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    value = LOWERINGS[aten.copy.default](_C.clone(dst._lt), value)
+    _C._inplace_update(dst._lt, value, "copy_", True)
+    return dst
+
+
+def _item(func, args, kwargs):
+    return args[0]._lt.item()
+
+
+def _random_fill(make):
+    def run(func, args, kwargs):
+        self_ = args[0]
+        a, k = unwrap_args(func, args[1:], kwargs)
+        k.pop("generator", None)
+        x = self_._lt
+        value = make(list(x.shape), x.dtype, *a, **k)
+        _C._inplace_update(x, value, str(func).split(".")[1], True)
+        return self_
+
+    return run
+
+
+def _normal(shape, dtype, mean=0.0, std=1.0):
+    import lazytrain as lt
+    v = lt.randn(*shape)
+    return (v * std + mean).to(dtype) if (mean, std) != (0.0, 1.0) else v.to(dtype)
+
+
+def _uniform(shape, dtype, low=0.0, high=1.0):
+    import lazytrain as lt
+    return (lt.rand(*shape) * (high - low) + low).to(dtype)
+
+
+def _bernoulli(shape, dtype, p=0.5):
+    import lazytrain as lt
+    return (lt.rand(*shape) < p).to(dtype)
+
+
+def _as_strided(func, args, kwargs):
+    x, size, stride = args[0], list(args[1]), list(args[2])
+    offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+    if size == list(x.shape) and stride == list(x.stride()) and offset in (None, x.storage_offset()):
+        return _view(VIEWS[aten.alias.default])(aten.alias.default, (x,), {})
+    return _view(VIEWS[aten.as_strided.default])(func, args, kwargs)
+
+
+def _clone(func, args, kwargs):
+    return wrap(_C.clone(args[0]._lt))
+
+
+_SPECIAL = {
+    aten._to_copy.default: _to_copy,
+    aten.copy_.default: _copy_,
+    aten._local_scalar_dense.default: _item,
+    aten.clone.default: _clone,
+    aten.lift_fresh.default: lambda func, args, kwargs: args[0],
+    aten.as_strided.default: _as_strided,
+    aten.normal_.default: _random_fill(_normal),
+    aten.uniform_.default: _random_fill(_uniform),
+    aten.bernoulli_.float: _random_fill(_bernoulli),
+}
+_ANY_CAST = {"copy_", "fill_", "zero_"}
+
+
+def _is_view_op(schema):
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
+def _functional_of(func):
+    """The functional overload of an in-place or out= overload, or None."""
+    schema = func._schema
+    name = schema.name.split("::")[1]
+    overload = func._overloadname
+    if name.endswith("_"):
+        name = name[:-1]
+    packet = getattr(aten, name, None)
+    if packet is None:
+        return None
+    if overload in ("out", "default") or overload.endswith("_out"):
+        candidates = [overload[:-4]] if overload.endswith("_out") else []
+        candidates += ["default", "Tensor"]
+    else:
+        candidates = [overload]
+    for c in candidates:
+        op = getattr(packet, c, None) if c in packet.overloads() else None
+        if op is not None:
+            return op
+    return None
+
+
+def _has_cia(func):
+    return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+
+
+def _resolve(func):
+    if func in _SPECIAL:
+        return _SPECIAL[func]
+    if func in VIEWS:
+        return _view(VIEWS[func])
+    schema = func._schema
+    if schema.name.startswith("aten::_foreach_"):
+        return _foreach(func)
+    if _is_view_op(schema):
+        if _has_cia(func):  # to.dtype, reshape, ...: torch's own composite of ops handled here
+            return _decomposed(func.decompose)
+        return _unsupported("returns a view lazytrain has no counterpart for (writes through it would be lost)")
+    writes_self = schema.arguments and schema.arguments[0].alias_info is not None and \
+        schema.arguments[0].alias_info.is_write and not schema.arguments[0].kwarg_only
+    writes_out = any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    if writes_self or writes_out:
+        functional = _functional_of(func)
+        if functional is None:
+            return _unsupported("writes in place and has no functional form lazytrain lowers")
+        if writes_out:
+            return _out(functional)
+        return _inplace(functional, schema.name.split("::")[1] in _ANY_CAST)
+    if func in LOWERINGS:
+        return _lowered(LOWERINGS[func])
+    table = decomposition_table()
+    if func in table:
+        return _decomposed(table[func])
+    if _has_cia(func):
+        return _decomposed(func.decompose)
+    return _unsupported("has no lowering in lazytrain and no decomposition")
+
+

@@ -1,0 +1,90 @@
+"""LazyTensor: a torch.Tensor on the device "lazytrain" that holds a
+lazytrain.Tensor (`_lt`). torch sees a tensor with sizes, strides, dtype and
+device but no storage (torch.Tensor._make_wrapper_subclass); every ATen op on
+it reaches __torch_dispatch__ (_dispatch.py) below torch's autograd, which
+records the backward as it does for any device.
+
+Strides are torch's: a view reports the strides torch would give it (so
+`is_contiguous()`, `reshape` and `.view` decide as torch does; lazytrain's own
+view model follows the same rules), any other result is contiguous.
+"""
+import torch
+
+from ... import _C
+from .._common import torch_dtype
+from ._device import torch_device
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for s in reversed(shape):
+        strides.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class LazyTensor(torch.Tensor):
+    """A torch tensor on the lazytrain device; `._lt` is its lazytrain.Tensor."""
+
+    _lt: _C.Tensor
+
+    @staticmethod
+    def __new__(cls, value, strides=None, storage_offset=0):
+        shape = tuple(value.shape)
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, shape, strides=strides if strides is not None else contiguous_strides(shape),
+            storage_offset=storage_offset, dtype=torch_dtype(value.dtype),
+            device=torch_device(value.device.index), requires_grad=False)
+        r._lt = value
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from ._dispatch import dispatch
+        return dispatch(func, args, kwargs or {})
+
+    def __repr__(self, *, tensor_contents=None):
+        from torch._tensor_str import _str, _tensor_str
+
+        cpu = self.detach().cpu()
+        contents = _tensor_str(cpu, len("tensor(")) if cpu.numel() else "[]"
+        text = _str(self, tensor_contents=contents)
+        prefix = type(self).__name__ + "("
+        return "tensor(" + text[len(prefix):] if text.startswith(prefix) else text
+
+    # A "traceable wrapper subclass" to torch: nn.Module._apply (model.to(device))
+    # then swaps each Parameter's contents in place (torch.utils.swap_tensors)
+    # instead of making new Parameters, so the module's Parameter objects, and
+    # the weights tied between modules, stay one object each, as a move to
+    # CUDA keeps them. The holder has no inner torch tensors.
+    def __tensor_flatten__(self):
+        return [], self._lt
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, value, outer_size, outer_stride):
+        return LazyTensor(value, outer_stride)
+
+    def tolist(self):
+        """The values as (nested) Python numbers (synchronises)."""
+        return self.detach().cpu().tolist()
+
+    def __reduce_ex__(self, protocol):
+        # pickle / copy.deepcopy: through the CPU, back onto this device.
+        return (_from_cpu, (self.detach().cpu(), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        out = _from_cpu(self.detach().cpu().clone(), self.requires_grad)
+        memo[id(self)] = out
+        return out
+
+
+def _from_cpu(cpu, requires_grad):
+    from ._transfer import to_device
+    out = to_device(cpu)
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def wrap(value, strides=None, storage_offset=0):
+    return LazyTensor(value, strides, storage_offset)
