@@ -192,4 +192,6 @@ def install():
     T.index_copy = index_copy
     if not hasattr(T, "scatter_add"):
         T.scatter_add = lambda self, dim, index, src: _C.scatter_add(self, dim, index, src)
+        """torch.Tensor.scatter_add: this tensor with src's values added at the positions index names
+        along dim (self[index[i][j]][j] += src[i][j] for dim 0)."""
     T.__setitem__ = setitem

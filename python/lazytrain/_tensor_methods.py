@@ -21,7 +21,7 @@ def _format(self, format_spec):
 
 
 def _repeat(self, *sizes):
-    """torch.Tensor.repeat(*sizes): the tensor tiled sizes[i] times along dim i
+    """``torch.Tensor.repeat(*sizes)``: the tensor tiled sizes[i] times along dim i
     (leading new dims when len(sizes) > ndim). RuntimeError for fewer sizes than
     dims or a negative size. Built of reshape and expand, so gradients flow."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):

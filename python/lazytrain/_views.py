@@ -140,7 +140,7 @@ def _inplace(name, compute, any_cast=False):
         return self
 
     method.__name__ = name
-    method.__doc__ = f"torch.Tensor.{name}: the in-place form (writes reach views and bases; autograd records it)."
+    method.__doc__ = f"``torch.Tensor.{name}``: the in-place form (writes reach views and bases; autograd records it)."
     return method
 
 
@@ -194,6 +194,8 @@ def _masked_fill(x, mask, value):
 def _shape_inplace(name, method_name):
     """unsqueeze_, squeeze_, t_, transpose_: the object takes the new shape."""
     def method(self, *args):
+        """The in-place form of unsqueeze, squeeze, t or transpose (torch's): this
+        tensor takes the result's shape and is returned."""
         _C._rebind(self, getattr(self, method_name)(*args))
         return self
 
@@ -239,7 +241,10 @@ def install():
                       "The value without autograd history (writes to it reach this tensor); assigning replaces the value.")
     T.clone = lambda self, memory_format=None: _C.clone(self)
     T.is_contiguous = lambda self, memory_format=None: _C._is_contiguous(self)
+    """torch.Tensor.is_contiguous: whether this tensor's elements lie in row-major order without gaps
+    (a transposed or expanded view's do not)."""
     T.contiguous = lambda self, memory_format=None: self if _C._is_contiguous(self) else _C.clone(self)
+    """torch.Tensor.contiguous: this tensor if it is contiguous, else a contiguous copy."""
 
     T.add_ = _inplace("add_", _add)
     T.sub_ = _inplace("sub_", _sub)

@@ -176,7 +176,10 @@ def _install():
     T.register_hook = _register_hook
     T.retain_grad = _retain_grad
     T.retains_grad = property(lambda self: _C._retains_grad(self))
+    """torch.Tensor.retains_grad: whether retain_grad() made this non-leaf keep its gradient."""
     T.grad_fn = property(lambda self: _C._grad_fn(self))
+    """torch.Tensor.grad_fn: the autograd node of the op that made this tensor (``name()``,
+    ``next_functions``); None for a leaf and for a tensor made without gradient."""
     _C._GradFn.next_functions = property(_next_functions)
     _C._GradFn.__repr__ = lambda self: f"<{self.name()} object at {id(self):#x}>"
     T.backward = _tensor_backward
