@@ -37,7 +37,7 @@ Importing this module registers the device (once per process) and makes
 """
 import torch
 
-from . import _device, _factories
+from . import _device, _dispatch, _factories  # noqa: F401 (_dispatch installs LazyTensor.__torch_dispatch__)
 from ._device import torch_device
 from ._tensor import LazyTensor
 

@@ -65,8 +65,9 @@ def user_line():
 
 
 def _device_error(func, arg_name, other):
+    from ._device import NAME
     return RuntimeError(
-        f"Expected all tensors to be on the same device, but found at least two devices, lazytrain:0 and "
+        f"Expected all tensors to be on the same device, but found at least two devices, {NAME} and "
         f"{other.device}! (when checking argument for argument {arg_name} in method {func}), at {user_line()}")
 
 
@@ -402,3 +403,11 @@ def _resolve(func):
     return _unsupported("has no lowering in lazytrain and no decomposition")
 
 
+def _torch_dispatch(cls, func, types, args=(), kwargs=None):
+    handler = _handlers.get(func)
+    if handler is None:
+        handler = _handlers[func] = _resolve(func)
+    return handler(func, args, kwargs or {})
+
+
+LazyTensor.__torch_dispatch__ = classmethod(_torch_dispatch)

@@ -15,12 +15,21 @@ from .._common import torch_dtype
 from ._device import torch_device
 
 
+_strides = {}
+
+
 def contiguous_strides(shape):
-    strides, step = [], 1
-    for s in reversed(shape):
-        strides.append(step)
-        step *= max(s, 1)
-    return tuple(reversed(strides))
+    """torch's strides of a contiguous tensor of `shape` (a tuple), cached."""
+    out = _strides.get(shape)
+    if out is None:
+        strides, step = [], 1
+        for s in reversed(shape):
+            strides.append(step)
+            step *= max(s, 1)
+        out = tuple(reversed(strides))
+        if len(_strides) < 4096:
+            _strides[shape] = out
+    return out
 
 
 class LazyTensor(torch.Tensor):
@@ -42,6 +51,7 @@ class LazyTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # Replaced by _dispatch.py's on import (no import per op).
         from ._dispatch import dispatch
         return dispatch(func, args, kwargs or {})
 
@@ -65,6 +75,22 @@ class LazyTensor(torch.Tensor):
     @staticmethod
     def __tensor_unflatten__(inner_tensors, value, outer_size, outer_stride):
         return LazyTensor(value, outer_stride)
+
+    @property
+    def data(self):
+        """torch's .data: the same values without autograd history (an alias)."""
+        return torch._C.TensorBase.data.__get__(self)
+
+    @data.setter
+    def data(self, new):
+        # torch's set_data copies the tensor's metadata, not this holder's
+        # lazytrain tensor: without taking it too, `p.data = x` would keep p's
+        # old values silently. Afterwards p and x share their values, as in torch.
+        if not isinstance(new, LazyTensor):
+            raise RuntimeError(f"lazytrain device: .data of a tensor on {self.device} assigned a tensor on "
+                               f"{new.device}; move it with .to({str(self.device)!r}) first")
+        torch._C.TensorBase.data.__set__(self, new)
+        self._lt = _C._detach_alias(new._lt)
 
     def tolist(self):
         """The values as (nested) Python numbers (synchronises)."""
