@@ -81,6 +81,12 @@ def test_factories_transfers_and_reads():
     c.add_(1)  # nor do writes into .cpu()'s result
     assert d.cpu()[0, 0].item() == 0.0
     close(d.to(torch.int64), torch.arange(6).reshape(2, 3))
+    r = torch.randint(3, 7, (2000,), device=DEV).cpu()
+    assert r.dtype == torch.int64 and r.min().item() == 3 and r.max().item() == 6
+    kept = torch.nn.functional.dropout(torch.ones(4000, device=DEV), 0.5).cpu()
+    assert set(kept.unique().tolist()) == {0.0, 2.0} and 0.45 < (kept == 0).float().mean().item() < 0.55
+    import lazytrain.torch_backend as tb
+    assert tb.device() == DEV
 
 
 def test_views_and_inplace_follow_torch():
@@ -288,3 +294,33 @@ def test_bert_mlm_trains_as_eager_with_one_graph_per_step(foreach, capfd):
     for line in steps:  # clip_grad_norm_, AdamW and the schedule read nothing on the host
         reads = line.split("host transfer")[1]
         assert "0 host transfers" in line or reads.count(" at ") == reads.count("test_torch_lazy_device.py"), line
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_causal_lm_loss_and_gradients_match_eager(arch):
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
+    torch.manual_seed(0)
+    if arch == "gpt2":
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            vocab_size=99, n_embd=32, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
+            attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
+        model.loss_type = "ForCausalLM"  # transformers 5.23 leaves it None for GPT-2 (docs/torch_compile.md)
+    else:
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            intermediate_size=64, max_position_embeddings=64))
+    ref = copy.deepcopy(model)
+    ids = torch.randint(0, 99, (2, 10))
+    results = []
+    for m, d in ((ref, "cpu"), (model.to(DEV), DEV)):
+        m.train()
+        loss = m(input_ids=ids.to(d), labels=ids.to(d)).loss
+        loss.backward()
+        xm.mark_step()
+        results.append((loss, [p.grad for p in m.parameters()]))
+    torch.testing.assert_close(results[1][0].cpu(), results[0][0], rtol=1e-4, atol=1e-4)
+    for got, want in zip(results[1][1], results[0][1]):
+        assert (got is None) == (want is None)
+        if want is not None:
+            close(got, want, tol=1e-4)
+

@@ -27,6 +27,16 @@ def compile(model, **kwargs):
     return torch.compile(model, backend="lazytrain", **kwargs)
 
 
+def device(index=None):
+    """The lazy device for torch tensors, torch.device("lazytrain", index)
+    (lazy_device/; the current replica's device by default). Calling it turns
+    the lazy device on: lazytrain.core.xla_model.xla_device() hands out this
+    torch device from then on."""
+    from . import lazy_device
+
+    return lazy_device.device(index)
+
+
 def _register():
     from torch._dynamo import list_backends, register_backend
 
@@ -39,4 +49,4 @@ def _register():
 
 _register()
 
-__all__ = ["LoweringError", "UnsupportedInput", "compile", "lazytrain_backend"]
+__all__ = ["LoweringError", "UnsupportedInput", "compile", "device", "lazytrain_backend"]

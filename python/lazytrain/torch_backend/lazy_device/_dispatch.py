@@ -315,6 +315,15 @@ def _bernoulli(shape, dtype, p=0.5):
     return (lt.rand(*shape) < p).to(dtype)
 
 
+def _integers(shape, dtype, low=0, high=None):
+    """random_(from, to): integers uniform in [low, high) (drawn in float32 and
+    floored: exact while high - low <= 2**24)."""
+    import lazytrain as lt
+    if high is None:
+        raise LoweringError(f"lazytrain device: random_() without an upper bound is not supported, at {user_line()}")
+    return lt.div(lt.rand(*shape) * (high - low) + low, 1, rounding_mode="floor").to(dtype)
+
+
 def _as_strided(func, args, kwargs):
     x, size, stride = args[0], list(args[1]), list(args[2])
     offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
@@ -337,6 +346,8 @@ _SPECIAL = {
     aten.normal_.default: _random_fill(_normal),
     aten.uniform_.default: _random_fill(_uniform),
     aten.bernoulli_.float: _random_fill(_bernoulli),
+    getattr(aten.random_, "from"): _random_fill(_integers),
+    aten.random_.to: _random_fill(lambda shape, dtype, high, **k: _integers(shape, dtype, 0, high)),
 }
 _ANY_CAST = {"copy_", "fill_", "zero_"}
 
