@@ -117,6 +117,25 @@ def test_views_and_inplace_follow_torch():
     close(s.sum(0), (torch.arange(6.0) * 2) * 2)
 
 
+def test_views_report_torchs_strides_and_offsets():
+    base = torch.arange(120.0).reshape(2, 3, 4, 5)
+    views = [
+        lambda t: t.view(6, 20), lambda t: t.view(-1), lambda t: t.permute(3, 1, 0, 2), lambda t: t.transpose(1, -1),
+        lambda t: t[1], lambda t: t[:, 1:3], lambda t: t[..., ::2], lambda t: t[:, -1, 1:, :-1],
+        lambda t: t.select(2, -1), lambda t: t.unsqueeze(2), lambda t: t.unsqueeze(-1), lambda t: t[0, 0].t(),
+        lambda t: t[:, :1].expand(2, 4, 4, 5), lambda t: t[0, 0, 0].expand(3, 5), lambda t: t.squeeze(),
+        lambda t: t[:, :1].squeeze(1), lambda t: t.permute(1, 0, 2, 3).reshape(3, 2, 20),
+        lambda t: t.transpose(0, 1)[1:].view(2, 2, 20), lambda t: t.detach()[1:], lambda t: t.split(2, 3)[2],
+        lambda t: t.unbind(1)[2], lambda t: t.narrow(3, 1, 2), lambda t: t.transpose(2, 3).unsqueeze(0)[0, :, 1],
+    ]
+    lazy = base.to(DEV)
+    for i, view in enumerate(views):
+        want, got = view(base), view(lazy)
+        assert (got.shape, got.stride(), got.storage_offset(), got.is_contiguous()) == \
+            (want.shape, want.stride(), want.storage_offset(), want.is_contiguous()), i
+        close(got, want)
+
+
 def test_inplace_writes_under_autograd_and_data_assignment():
     grads = []
     for d in ("cpu", DEV):

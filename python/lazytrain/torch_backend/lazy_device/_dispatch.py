@@ -35,7 +35,7 @@ from .._lower_graph import LoweringError
 from ..lowering import LOWERINGS
 from ._tensor import LazyTensor, wrap
 from ._transfer import to_cpu, to_lazytrain
-from ._views import VIEWS, meta_of
+from ._views import STRIDES, VIEWS, meta_of
 
 aten = torch.ops.aten
 _LtTensor = _C.Tensor
@@ -184,7 +184,7 @@ def _out(functional):
     return run
 
 
-def _view(fn):
+def _view(fn, strides=None):
     def run(func, args, kwargs):
         x = args[0]
         if not isinstance(x, LazyTensor):
@@ -194,6 +194,10 @@ def _view(fn):
             out = fn(x._lt, *a, **k)
         except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
             raise _named_error(func, e) from e
+        if strides is not None:
+            known = strides(x.shape, x.stride(), x.storage_offset(), tuple(out.shape), *a, **k)
+            if known is not None:
+                return LazyTensor(out, known[0], known[1])
         meta = func(meta_of(x), *args[1:], **kwargs)
         offset = x.storage_offset()
         if isinstance(out, _LtTensor):
@@ -386,7 +390,7 @@ def _resolve(func):
     if func in _SPECIAL:
         return _SPECIAL[func]
     if func in VIEWS:
-        return _view(VIEWS[func])
+        return _view(VIEWS[func], STRIDES.get(func))
     schema = func._schema
     if schema.name.startswith("aten::_foreach_"):
         return _foreach(func)

@@ -73,6 +73,89 @@ VIEWS = {
 }
 
 
+# ---- torch's strides of a view, computed in Python for the common view ops ------------------------------------
+# f(sizes, strides, offset, out_shape, *args) -> (strides, offset); None: ask a meta tensor.
+def _contiguous(sizes, strides):
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _view_strides(sizes, strides, offset, shape, *args):
+    if not _contiguous(sizes, strides):
+        return None
+    from ._tensor import contiguous_strides
+    return contiguous_strides(tuple(shape)), offset
+
+
+def _t_strides(sizes, strides, offset, shape):
+    return (strides[::-1] if len(strides) == 2 else strides), offset
+
+
+def _transpose_strides(sizes, strides, offset, shape, d0, d1):
+    out = list(strides)
+    if out:
+        d0, d1 = d0 % len(out), d1 % len(out)
+        out[d0], out[d1] = out[d1], out[d0]
+    return tuple(out), offset
+
+
+def _permute_strides(sizes, strides, offset, shape, dims):
+    n = len(strides)
+    return tuple(strides[d % n] for d in dims), offset
+
+
+def _expand_strides(sizes, strides, offset, shape, size, implicit=False):
+    lead = len(shape) - len(sizes)
+    out = [0] * lead
+    for size_in, stride, size_out in zip(sizes, strides, shape[lead:]):
+        out.append(stride if size_in == size_out else 0)
+    return tuple(out), offset
+
+
+def _unsqueeze_strides(sizes, strides, offset, shape, dim):
+    n = len(sizes)
+    dim = dim % (n + 1)
+    stride = sizes[dim] * strides[dim] if dim < n else 1
+    return tuple(strides[:dim]) + (stride,) + tuple(strides[dim:]), offset
+
+
+def _select_strides(sizes, strides, offset, shape, dim, index):
+    dim = dim % len(sizes)
+    index = index + sizes[dim] if index < 0 else index
+    return tuple(strides[:dim]) + tuple(strides[dim + 1:]), offset + index * strides[dim]
+
+
+def _slice_strides(sizes, strides, offset, shape, dim=0, start=None, end=None, step=1):
+    dim = dim % max(len(sizes), 1)
+    start = _clip(0 if start is None else start, sizes[dim])
+    out = list(strides)
+    out[dim] *= step
+    return tuple(out), offset + start * strides[dim]
+
+
+def _same_strides(sizes, strides, offset, shape, *args):
+    return tuple(strides), offset
+
+
+STRIDES = {
+    aten.view.default: _view_strides,
+    aten._reshape_alias.default: _view_strides,
+    aten.t.default: _t_strides,
+    aten.transpose.int: _transpose_strides,
+    aten.permute.default: _permute_strides,
+    aten.expand.default: _expand_strides,
+    aten.unsqueeze.default: _unsqueeze_strides,
+    aten.select.int: _select_strides,
+    aten.slice.Tensor: _slice_strides,
+    aten.alias.default: _same_strides,
+    aten.detach.default: _same_strides,
+}
+
+
 def meta_of(t):
     """A storage-less tensor with `t`'s sizes, strides and dtype."""
     return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
