@@ -272,6 +272,42 @@ def _where():
             S(b(3), 1.0, 0.0), S(b(3), b(3), b(3)), S(b(0, 2), f(2), f(0, 2))]
 
 
+@samples(aten.lerp.Scalar)
+def _lerp_scalar():
+    return [S(f(3, 4), f(3, 4), 0.1), S(f(3, 4), f(4), 0.9), S(nc(f(4, 3)), f(4, 3), 0.5), S(f(3), f(3), 0.0),
+            S(f(3), f(3), 1.0), S(f(3, dtype=BF16), f(3, dtype=BF16), 0.3), S(special(), f(8), 0.25), S(f(0), f(0), 0.5)]
+
+
+@samples(aten.lerp.Tensor)
+def _lerp_tensor():
+    return [S(f(3, 4), f(3, 4), torch.rand(3, 4, generator=_gen)), S(f(3, 4), f(4), f(3, 1)),
+            S(f(3), f(3), torch.tensor([0.0, 0.5, 1.0])), S(f(2, 3, dtype=BF16), f(2, 3, dtype=BF16), f(dtype=BF16))]
+
+
+@samples(aten.addcmul.default)
+def _addcmul():
+    return [S(f(3, 4), f(3, 4), f(3, 4)), S(f(3, 4), f(4), f(3, 1), value=0.5), S(nc(f(4, 3)), f(4, 3), f(4, 3), value=-2),
+            S(f(3, dtype=BF16), f(3, dtype=BF16), f(3, dtype=BF16), value=0.1), S(i(3), i(3), i(3), value=2),
+            S(f(3), i(3), f(3))]
+
+
+@samples(aten.addcdiv.default)
+def _addcdiv():
+    return [S(f(3, 4), f(3, 4), pos(3, 4)), S(f(3, 4), f(4), pos(3, 1), value=-0.01), S(nc(f(4, 3)), f(4, 3), pos(4, 3)),
+            S(f(3, dtype=BF16), f(3, dtype=BF16), pos(3, dtype=BF16), value=0.5), S(f(3), f(3), f(3) * 0, value=2.0)]
+
+
+@samples(aten.fill.Scalar)
+def _fill():
+    return [S(f(3, 4), 2.5), S(i(3), 7), S(b(2), True), S(f(2, 3, dtype=BF16), -1.0), S(f(), 3.0), S(f(0, 2), 1.0),
+            S(i(3), 2)]
+
+
+@samples(aten.fill.Tensor)
+def _fill_t():
+    return [S(f(3, 4), f()), S(i(3), f()), S(f(2, dtype=BF16), f()), S(f(), i())]
+
+
 @samples(aten.clamp.default)
 def _clamp():
     return [S(f(3, 4), -0.5, 0.5), S(f(3, 4), None, 0.0), S(f(3), 0.0), S(f(3, dtype=BF16), -0.5, 0.5),

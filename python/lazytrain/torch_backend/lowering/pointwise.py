@@ -304,3 +304,64 @@ def leaky_relu(a, negative_slope=0.01):
 def elu(a, alpha=1.0, scale=1.0, input_scale=1.0):
     negative = expm1(a * input_scale) * (alpha * scale)
     return lt.where(a > 0, a * scale, negative.to(a.dtype))
+
+
+# Ops torch's optimizers use in place (lerp_, addcmul_, addcdiv_, fill_): the core
+# decompositions turn them into a dozen ops each, which the lazy device would dispatch
+# one by one on every step; here each is the arithmetic of torch's CPU kernel.
+
+def _opmath(fn):
+    """fn computed in float32 where the result is bf16/f16 (torch's CPU kernels
+    compute these ops in float and round once)."""
+
+    def lowered(a, *tensors, **kwargs):
+        out = a.dtype
+        if out not in (lt.bfloat16, lt.float16) or any(is_tensor(t) and t.dtype != out for t in tensors):
+            return fn(a, *tensors, **kwargs)  # mixed dtypes: each op promotes as torch's does
+        up = [t.float() if is_tensor(t) else t for t in (a, *tensors)]
+        return fn(*up, **kwargs).to(out)
+
+    lowered.__name__ = fn.__name__
+    return lowered
+
+
+@register(aten.lerp.Scalar, aten.lerp.Tensor)
+@_opmath
+def lerp(a, end, weight):
+    """a + weight * (end - a) for |weight| < 0.5, else end - (end - a) * (1 - weight)
+    (torch's kernel: exact at both ends)."""
+    diff = lt.sub(end, a)
+    if not is_tensor(weight):
+        return lt.add(a, diff * weight) if abs(weight) < 0.5 else lt.sub(end, diff * (1 - weight))
+    return lt.where(lt.abs(weight) < 0.5, lt.add(a, weight * diff), lt.sub(end, diff * (1 - weight)))
+
+
+@register(aten.addcmul.default)
+@_opmath
+def addcmul(a, t1, t2, value=1):
+    """a + value * t1 * t2."""
+    prod = lt.mul(t1, t2) if value == 1 else lt.mul(lt.mul(t1, value), t2)
+    return lt.add(a, prod)
+
+
+@register(aten.addcdiv.default)
+@_opmath
+def addcdiv(a, t1, t2, value=1):
+    """a + value * (t1 / t2); torch refuses integer t1 and t2."""
+    if not t1.is_floating_point() and not t2.is_floating_point():
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.")
+    quot = lt.div(t1, t2)
+    return lt.add(a, quot if value == 1 else lt.mul(quot, value))
+
+
+@register(aten.fill.Scalar, aten.fill.Tensor)
+def fill(a, value):
+    """a's shape and dtype, every element `value` (a number or a 0-d tensor)."""
+    if is_tensor(value):
+        return value.to(a.dtype).expand(*a.shape) if a.dim() else value.to(a.dtype)
+    return lt.full(list(a.shape), value, dtype=a.dtype)
