@@ -57,6 +57,7 @@ def enable(on=True):
 
 
 def enabled():
+    """Whether xm.xla_device() hands out the torch device (see enable)."""
     return _enabled
 
 
