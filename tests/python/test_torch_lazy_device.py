@@ -246,7 +246,8 @@ def test_xla_device_serves_both_tensor_kinds():
 
 def test_mixing_devices_raises_torchs_error_naming_the_line():
     x = torch.ones(3, device=DEV)
-    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device.*test_torch_lazy_device\.py"):
+    mismatch = r"Expected all tensors to be on the same device.*test_torch_lazy_device\.py"
+    with pytest.raises(RuntimeError, match=mismatch):
         x + torch.ones(3)
     close(x + torch.tensor(2.0), torch.full((3,), 3.0))  # a 0-d CPU tensor is a scalar, as in torch
 

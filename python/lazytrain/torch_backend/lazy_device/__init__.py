@@ -35,8 +35,6 @@ Importing this module registers the device (once per process) and makes
 `lazytrain.core.xla_model.xla_device()` return the torch device (see
 `enable`).
 """
-import torch
-
 from . import _device, _dispatch, _factories  # noqa: F401 (_dispatch installs LazyTensor.__torch_dispatch__)
 from ._device import torch_device
 from ._tensor import LazyTensor
