@@ -13,6 +13,65 @@ REDUCE_MUL = _C.ReduceType.MUL
 REDUCE_MIN = _C.ReduceType.MIN
 REDUCE_MAX = _C.ReduceType.MAX
 
+# torch_xla names its reduce types by strings ('sum', ...): both are taken.
+_REDUCE_NAMES = {"sum": REDUCE_SUM, "mul": REDUCE_MUL, "min": REDUCE_MIN, "max": REDUCE_MAX}
+
+
+def _reduce_type(reduce_type):
+    if isinstance(reduce_type, str):
+        try:
+            return _REDUCE_NAMES[reduce_type]
+        except KeyError:
+            raise ValueError(f"all_reduce: reduce type {reduce_type!r}: expected one of "
+                             f"{sorted(_REDUCE_NAMES)}") from None
+    return reduce_type
+
+
+def _lazy_tensor_type():
+    """LazyTensor (torch tensors on the lazy device) when that device is loaded, else None:
+    lazytrain never imports torch itself."""
+    lazy = sys.modules.get("lazytrain.torch_backend.lazy_device")
+    return lazy.LazyTensor if lazy is not None else None
+
+
+def _has_torch_tensor(data):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    if isinstance(data, torch.Tensor):
+        return True
+    if isinstance(data, dict):
+        return any(_has_torch_tensor(v) for v in data.values())
+    if isinstance(data, (list, tuple)):
+        return any(_has_torch_tensor(v) for v in data)
+    return False
+
+
+def _to_cpu(data):
+    """torch_xla's _maybe_convert_to_cpu: every torch tensor of `data` (nested in
+    dicts, lists, tuples) on the CPU (a device tensor read: synchronises)."""
+    import torch
+    if isinstance(data, torch.Tensor):
+        if data.device.type == "cpu":
+            return data
+        cpu = data.detach().cpu()
+        return torch.nn.Parameter(cpu, data.requires_grad) if isinstance(data, torch.nn.Parameter) else cpu
+    if isinstance(data, dict):
+        items = [(k, _to_cpu(v)) for k, v in data.items()]
+        try:
+            out = type(data)(items)
+        except TypeError:
+            return dict(items)
+        if hasattr(data, "_metadata"):  # a state_dict's OrderedDict carries its modules' versions
+            out._metadata = data._metadata
+        return out
+    if isinstance(data, list):
+        return [_to_cpu(v) for v in data]
+    if isinstance(data, tuple):
+        values = [_to_cpu(v) for v in data]
+        return type(data)(*values) if hasattr(data, "_fields") else type(data)(values)
+    return data
+
 
 def xla_device(n=None, devkind=None):
     """This thread's device (its replica's), or device n. One device serves both
@@ -65,7 +124,11 @@ def master_print(*args, sep=" ", end="\n", flush=True):
 
 def rendezvous(tag, payload=b"", replicas=()):
     """Waits until every replica reached rendezvous(tag) (the GIL released).
-    Payloads are not exchanged here: returns []."""
+    Payloads are not exchanged here: returns [] (with one replica and a payload,
+    [payload], as torch_xla)."""
+    if payload and not replicas and xrt_world_size() == 1:
+        _C._rendezvous(str(tag))
+        return [payload]
     if payload or replicas:
         raise NotImplementedError("rendezvous: payloads and replica subsets are not supported")
     _C._rendezvous(str(tag))
@@ -73,19 +136,49 @@ def rendezvous(tag, payload=b"", replicas=()):
 
 
 def mesh_reduce(tag, data, reduce_fn):
-    """reduce_fn over every replica's `data` (a number) in ordinal order, on the host."""
+    """reduce_fn over every replica's `data` in ordinal order, on the host. A
+    number is gathered from every replica; torch tensors (nested in dicts,
+    lists, tuples) are read to the CPU first, as torch_xla does: with one
+    replica, reduce_fn([data on the CPU]); across replicas only numbers."""
+    if _has_torch_tensor(data):
+        if xrt_world_size() > 1:
+            raise NotImplementedError("mesh_reduce: torch tensors across replicas are not supported yet "
+                                      "(pass a number, e.g. loss.item())")
+        _C._rendezvous(str(tag))
+        return reduce_fn([_to_cpu(data)])
     values = _C._mesh_gather(str(tag), float(data))
     return reduce_fn(values)
 
 
 def all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     """inputs (a tensor or a list of them) reduced over the replicas, times scale:
-    traced into the graph as HLO all-reduce."""
+    traced into the graph as HLO all-reduce. reduce_type is REDUCE_SUM etc. or
+    torch_xla's string ('sum', 'mul', 'min', 'max'). Torch tensors on the lazy
+    device are taken too: one gives a new tensor, a list is reduced in place
+    and returned, as torch_xla does."""
     if groups:
         raise NotImplementedError("all_reduce: replica groups are not supported from Python yet")
+    reduce_type = _reduce_type(reduce_type)
+    lazy_tensor = _lazy_tensor_type()
+    if lazy_tensor is not None:
+        if isinstance(inputs, lazy_tensor):
+            return lazy_tensor(_C.all_reduce(reduce_type, inputs._lt, float(scale)))
+        if not isinstance(inputs, _C.Tensor) and any(isinstance(t, lazy_tensor) for t in inputs):
+            return _all_reduce_torch_list(lazy_tensor, reduce_type, inputs, float(scale))
     if isinstance(inputs, _C.Tensor):
         return _C.all_reduce(reduce_type, inputs, float(scale))
     return _C._all_reduce_list(reduce_type, list(inputs), float(scale))
+
+
+def _all_reduce_torch_list(lazy_tensor, reduce_type, inputs, scale):
+    import torch
+    for t in inputs:
+        if not isinstance(t, lazy_tensor):
+            raise TypeError(f"all_reduce: a list of tensors on the lazytrain device, got one on {t.device}")
+    with torch.no_grad():
+        for t in inputs:
+            t.copy_(lazy_tensor(_C.all_reduce(reduce_type, t._lt, scale)))
+    return inputs
 
 
 def all_gather(value, dim=0, groups=None, pin_layout=True):
@@ -120,10 +213,18 @@ def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None, p
 
 
 def save(data, file_or_path, master_only=True, global_master=False):
-    """Saves a state dict (name -> tensor) as safetensors, on the master ordinal
-    only (every replica meets first, so the values are final)."""
-    from .._serialization import save as _save
+    """Saves `data` on the master ordinal only (every replica meets first, so
+    the values are final). A state dict of lazytrain Tensors (name -> tensor)
+    is written as safetensors; data holding torch tensors (a state_dict of a
+    model on the lazy device, nested dicts, lists) as torch_xla does: every
+    tensor moved to the CPU, then torch.save, so plain torch.load reads it."""
     if xrt_world_size() > 1:
         rendezvous("xm.save")
-    if not master_only or is_master_ordinal(local=not global_master):
-        _save(data, os.fspath(file_or_path))
+    if master_only and not is_master_ordinal(local=not global_master):
+        return
+    if _has_torch_tensor(data):
+        import torch
+        torch.save(_to_cpu(data), file_or_path)
+        return
+    from .._serialization import save as _save
+    _save(data, os.fspath(file_or_path))

@@ -11,6 +11,7 @@ PyTorch/XLA's does, so batch n+1 is read and copied while step n runs.
 """
 import atexit
 import collections
+import sys
 import threading
 import weakref
 from collections.abc import Mapping
@@ -35,10 +36,11 @@ def _close_all():
 
 # ---- a batch as leaves (arrays, tensors) and the structure around them ----
 class _Slot:
-    __slots__ = ("index",)
+    __slots__ = ("index", "torch")
 
-    def __init__(self, index):
+    def __init__(self, index, torch=False):
         self.index = index
+        self.torch = torch  # a torch tensor: handed out as a torch tensor on the lazy device
 
 
 class _Node:
@@ -65,10 +67,35 @@ def _host_array(array):
     return np.ascontiguousarray(array)
 
 
+def _torch_leaf(value):
+    """A torch tensor's leaf for the C++ loader: a CPU tensor's values as a numpy
+    array (copied into the loader's buffers, as numpy batches are) where numpy has
+    its dtype, else a lazytrain tensor (bfloat16; an unsupported dtype raises as
+    `.to(device)` would); a tensor already on the lazy device, its lazytrain tensor."""
+    lazy = sys.modules.get("lazytrain.torch_backend.lazy_device")
+    if lazy is None:
+        raise RuntimeError("MpDeviceLoader: a batch holds torch tensors; import lazytrain.torch_backend.lazy_device "
+                           "(the lazy device for torch tensors) first")
+    if isinstance(value, lazy.LazyTensor):
+        return value._lt
+    import torch
+    if value.device.type != "cpu":
+        raise RuntimeError(f"MpDeviceLoader: a batch tensor is on {value.device}: expected the CPU")
+    value = value.detach()
+    if value.dtype in (torch.float32, torch.float16, torch.int32, torch.int64, torch.bool):
+        return np.ascontiguousarray(value.resolve_conj().resolve_neg().numpy())
+    from ..torch_backend.lazy_device._transfer import to_lazytrain
+    return to_lazytrain(value, "MpDeviceLoader batch tensor")
+
+
 def _flatten(value, leaves):
     if isinstance(value, _C.Tensor):
         leaves.append(value)
         return _Slot(len(leaves) - 1)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        leaves.append(_torch_leaf(value))
+        return _Slot(len(leaves) - 1, torch=True)
     if isinstance(value, np.ndarray):
         leaves.append(_host_array(value))
         return _Slot(len(leaves) - 1)
@@ -82,6 +109,9 @@ def _flatten(value, leaves):
 
 def _rebuild(skeleton, tensors):
     if isinstance(skeleton, _Slot):
+        if skeleton.torch:
+            from ..torch_backend.lazy_device import LazyTensor
+            return LazyTensor(tensors[skeleton.index])
         return tensors[skeleton.index]
     if not isinstance(skeleton, _Node):
         return skeleton
@@ -170,16 +200,22 @@ def _as_device(device):
         return _C.device(device)
     if isinstance(device, _C.device):
         return device
-    raise TypeError(f"expected a lazytrain device or 'cpu:N', got {device!r}")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(device, torch.device) and device.type == "lazytrain":
+        # the lazy device for torch tensors (xm.xla_device() once it is imported): the same device
+        return _C.device(f"cpu:{device.index}") if device.index is not None else _C.current_device()
+    raise TypeError(f"expected a lazytrain device, 'cpu:N' or torch.device('lazytrain', N), got {device!r}")
 
 
 class PerDeviceLoader:
     """The batches of one device, as device tensors (nested as the loader's
     batches were: dicts, lists, tuples; numpy arrays become tensors, float64
     as float32 and narrow ints as int64; lazytrain Tensors are moved to the
-    device; other values pass unchanged). Each ``next()`` first calls
-    ``mark_step()`` (the step traced since the previous batch runs while the
-    next is prepared), also the one that ends the pass. An exception raised by
+    device; torch tensors (a torch.utils.data.DataLoader's batches) become
+    torch tensors on the lazy device, same dtype; other values pass
+    unchanged). Each ``next()`` first calls ``mark_step()`` (the step traced
+    since the previous batch runs while the next is prepared), also the one
+    that ends the pass. An exception raised by
     the loader is raised here at that batch's turn. ``close()`` (or dropping
     the iterator, e.g. ``break``) stops the threads."""
 
@@ -281,7 +317,9 @@ class ParallelLoader:
 class MpDeviceLoader:
     """torch_xla's MpDeviceLoader: ``for batch in MpDeviceLoader(loader, device)``
     iterates `loader` (any iterable of batches: dicts of numpy arrays, lists,
-    lazytrain Tensors, nested; a ``lazytrain.data.DataLoader``) with its
+    lazytrain Tensors, nested; a ``lazytrain.data.DataLoader``; a
+    ``torch.utils.data.DataLoader``, its torch tensors handed out on the lazy
+    device for torch tensors, `device` then ``xm.xla_device()``) with its
     batches on `device` as tensors, prepared on background threads (see
     ``PerDeviceLoader``). Every iteration starts a new pass of `loader`;
     ``len()`` is ``len(loader)``. Keyword arguments go to ``ParallelLoader``

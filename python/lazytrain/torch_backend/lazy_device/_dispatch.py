@@ -194,15 +194,23 @@ def _view(fn, strides=None):
             out = fn(x._lt, *a, **k)
         except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
             raise _named_error(func, e) from e
+        root = x._root if x._root is not None else x._lt  # the storage a view shares (untyped_storage())
         if strides is not None:
             known = strides(x.shape, x.stride(), x.storage_offset(), tuple(out.shape), *a, **k)
             if known is not None:
-                return LazyTensor(out, known[0], known[1])
+                r = LazyTensor(out, known[0], known[1])
+                r._root = root
+                return r
         meta = func(meta_of(x), *args[1:], **kwargs)
         offset = x.storage_offset()
         if isinstance(out, _LtTensor):
-            return LazyTensor(out, meta.stride(), offset + meta.storage_offset())
-        return type(out)(LazyTensor(o, m.stride(), offset + m.storage_offset()) for o, m in zip(out, meta))
+            r = LazyTensor(out, meta.stride(), offset + meta.storage_offset())
+            r._root = root
+            return r
+        views = type(out)(LazyTensor(o, m.stride(), offset + m.storage_offset()) for o, m in zip(out, meta))
+        for r in views:
+            r._root = root
+        return views
 
     return run
 

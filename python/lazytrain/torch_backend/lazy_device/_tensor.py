@@ -36,6 +36,9 @@ class LazyTensor(torch.Tensor):
     """A torch tensor on the lazytrain device; `._lt` is its lazytrain.Tensor."""
 
     _lt: _C.Tensor
+    # A view's base's lazytrain tensor (views of views: the first base), set by
+    # the view ops: views and their base answer one untyped_storage().data_ptr().
+    _root = None
 
     @staticmethod
     def __new__(cls, value, strides=None, storage_offset=0):
@@ -91,6 +94,18 @@ class LazyTensor(torch.Tensor):
                                f"{new.device}; move it with .to({str(self.device)!r}) first")
         torch._C.TensorBase.data.__set__(self, new)
         self._lt = _C._detach_alias(new._lt)
+        self._root = new._root if new._root is not None else new._lt
+
+    def untyped_storage(self):
+        """A stand-in for torch's storage: the tensor's values live on the
+        lazytrain device, not in host memory, so there is no torch storage.
+        It answers what safetensors and transformers' save_pretrained ask to
+        tell tensors apart and find tied weights (data_ptr(), a key of the
+        lazytrain tensor the view shares, the same for a tensor and its views
+        such as a state_dict's detach(); never an address; nbytes()); they
+        then read the values with .to("cpu"). Anything else raises, naming
+        the way: .cpu()."""
+        return _NoHostStorage(self)
 
     def tolist(self):
         """The values as (nested) Python numbers (synchronises)."""
@@ -104,6 +119,34 @@ class LazyTensor(torch.Tensor):
         out = _from_cpu(self.detach().cpu().clone(), self.requires_grad)
         memo[id(self)] = out
         return out
+
+
+class _NoHostStorage:
+    """LazyTensor.untyped_storage(): a key and a size, no bytes (see there)."""
+
+    __slots__ = ("_key", "_nbytes", "device")
+
+    def __init__(self, tensor):
+        # The lazytrain tensor is kept alive with the key, so the key stays unique.
+        self._key = tensor._root if tensor._root is not None else tensor._lt
+        self._nbytes = self._key.numel() * self._key.element_size()
+        self.device = tensor.device
+
+    def data_ptr(self):
+        return id(self._key)
+
+    def nbytes(self):
+        return self._nbytes
+
+    def size(self):
+        return self._nbytes
+
+    def __len__(self):
+        return self._nbytes
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"lazytrain device: a tensor on {self.device} has no storage in host memory "
+                           f"(untyped_storage().{name}); read its values with .cpu()")
 
 
 def _from_cpu(cpu, requires_grad):
