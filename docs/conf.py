@@ -84,6 +84,7 @@ lazytrain_api_modules = {
     "lazytrain.runtime",
     "lazytrain.experimental", "lazytrain.experimental.spmd_fully_sharded_data_parallel",
     "lazytrain.torch_backend",
+    "lazytrain.torch_xla",
 }
 
 html_theme = "furo"
