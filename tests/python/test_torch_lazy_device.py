@@ -344,3 +344,14 @@ def test_causal_lm_loss_and_gradients_match_eager(arch):
         if want is not None:
             close(got, want, tol=1e-4)
 
+
+
+def test_the_device_leaves_accelerate_on_the_cpu():
+    """transformers' Trainer frees memory through accelerate, which asks
+    torch.accelerator; the lazy device must not pass for an accelerator there
+    (torch would assert that it has no caching allocator)."""
+    accelerate_memory = pytest.importorskip("accelerate.utils.memory")
+    x = torch.ones(3, device=DEV) * 2
+    assert not torch.accelerator.is_available()
+    accelerate_memory.clear_device_cache(garbage_collection=True)
+    assert x.cpu().tolist() == [2.0, 2.0, 2.0]

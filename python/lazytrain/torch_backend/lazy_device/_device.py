@@ -36,7 +36,11 @@ class _DeviceModule:
 
     @staticmethod
     def is_available():
-        return True
+        # Not an accelerator to torch.accelerator, which is_available() this
+        # answers for: accelerate (transformers' Trainer) would then ask it for
+        # a caching allocator it does not have, and torch asserts. Tensors on the
+        # device do not depend on this answer.
+        return False
 
     @staticmethod
     def is_initialized():
