@@ -20,21 +20,7 @@ from lazytrain.torch_backend import lazy_device  # noqa: E402
 from lazytrain.torch_backend.lazy_device import LazyTensor  # noqa: E402
 
 
-# Importing lazy_device makes xm.xla_device() hand out the torch device, process-wide;
-# pytest imports every test module before running any, so this module turns that off
-# again for the native tests (test_runtime.py checks xla_device() is 'cpu:0') and on
-# around each of its own tests.
-lazy_device.enable(False)
-
-
-@pytest.fixture(autouse=True)
-def torch_device_handed_out():
-    previous = lazy_device.enable(True)
-    yield
-    lazy_device.enable(previous)
-
-
-DEV = lazy_device.device()
+from lazy_device_support import DEV, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
 
 
 def close(actual, expected, tol=1e-5):

@@ -18,21 +18,9 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the torch_b
 import lazytrain.core.xla_model as xm  # noqa: E402
 from lazytrain.debug import metrics  # noqa: E402
 from lazytrain.distributed.parallel_loader import MpDeviceLoader  # noqa: E402
-from lazytrain.torch_backend import lazy_device  # noqa: E402
 from lazytrain.torch_backend.lazy_device import LazyTensor  # noqa: E402
 
-# As test_torch_lazy_device.py: the torch device is handed out around these tests only.
-lazy_device.enable(False)
-
-
-@pytest.fixture(autouse=True)
-def torch_device_handed_out():
-    previous = lazy_device.enable(True)
-    yield
-    lazy_device.enable(previous)
-
-
-DEV = lazy_device.device()
+from lazy_device_support import DEV, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
 
 
 def _mlp():
