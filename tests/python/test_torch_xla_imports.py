@@ -19,6 +19,11 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the torch_b
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "python", "torch_xla_loop.py")
 ORIGINAL = os.path.join(ROOT, "examples", "python", "torch_xla_loop.orig.py.txt")
+# Where the lazytrain this test imports lives (the installed wheel in CI, python/ in a
+# source checkout): the subprocesses import that one, never the source tree over a wheel.
+import lazytrain  # noqa: E402
+
+PACKAGE_PATH = os.path.dirname(os.path.dirname(os.path.abspath(lazytrain.__file__)))
 STEP = re.compile(r"^step (\d+) loss (\S+) compiles (\d+)$")
 
 # torch_xla as eager PyTorch on the CPU: the reference the example is compared with.
@@ -76,7 +81,7 @@ def test_the_example_differs_from_the_torch_xla_original_only_in_its_imports():
 
 
 def test_the_example_trains_as_eager_pytorch_and_compiles_once_after_warmup(tmp_path):
-    lazy, out = _run(EXAMPLE, os.path.join(ROOT, "python"))
+    lazy, out = _run(EXAMPLE, PACKAGE_PATH)
     assert "replicas 1 ordinal 0 device lazytrain:0" in out
     assert "Metric: CompileTime" in out and "Counter: CachedCompile" in out, out  # the metrics report
     compiles = [c for _, c in lazy]
@@ -118,7 +123,7 @@ def test_lazytrain_torch_xla_modules_are_lazytrains_own():
             "else:\n"
             "    raise AssertionError('imported a module that does not exist')\n"
             "print('ok')\n")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PATH)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
@@ -129,6 +134,6 @@ def test_a_native_script_keeps_lazytrains_device():
             "import lazytrain.core.xla_model as xm\n"
             "assert not isinstance(xm.xla_device(), torch.device), xm.xla_device()\n"
             "print((lt.ones(2).to(xm.xla_device()) * 2).tolist())\n")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PATH)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "[2.0, 2.0]", r.stdout + r.stderr
