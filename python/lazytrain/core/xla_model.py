@@ -194,12 +194,46 @@ def reduce_gradients(optimizer, groups=None, pin_layout=True):
     some replicas only counts as zeros where it has none, and every replica
     gets the mean (torch DDP's find_unused_parameters); one with a gradient on
     no replica keeps None. The replicas meet on the host to agree on which
-    have one, so every replica must call this with the same parameters."""
+    have one, so every replica must call this with the same parameters.
+    Parameters are lazytrain Tensors or torch tensors on the lazy device (a
+    torch optimizer's); a torch parameter's reduced gradient is written into
+    its .grad in place (torch_xla's all-reduce of the gradients is in place)."""
     from ..runtime import is_spmd
     n = xrt_world_size()
     if n == 1 or is_spmd():
         return
-    _C._reduce_gradients([p for g in optimizer.param_groups for p in g["params"]])
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    lazy_tensor = _lazy_tensor_type()
+    if lazy_tensor is not None and any(isinstance(p, lazy_tensor) for p in params):
+        _reduce_torch_gradients(lazy_tensor, params)
+        return
+    _C._reduce_gradients(params)
+
+
+def _reduce_torch_gradients(lazy_tensor, params):
+    """reduce_gradients for torch parameters on the lazy device: lazytrain's
+    reduction runs on stand-ins (detached aliases of the parameters holding
+    their gradients' values), whose results go back into the torch grads."""
+    import torch
+    holders = []
+    for p in params:
+        if not isinstance(p, lazy_tensor):
+            raise TypeError(f"reduce_gradients: a parameter on {p.device} among parameters on the lazytrain device; "
+                            "move the model with model.to(xm.xla_device()) before making its optimizer")
+        holder = _C._detach_alias(p._lt)
+        if p.grad is not None:
+            holder.grad = p.grad._lt
+        holders.append(holder)
+    _C._reduce_gradients(holders)
+    with torch.no_grad():
+        for p, holder in zip(params, holders):
+            reduced = holder.grad
+            if reduced is None:
+                continue  # a gradient on no replica stays None
+            if p.grad is None:
+                p.grad = lazy_tensor(reduced)  # unused here, used elsewhere: the mean counts zeros here
+            else:
+                p.grad.copy_(lazy_tensor(reduced))
 
 
 def optimizer_step(optimizer, barrier=False, optimizer_args=None, groups=None, pin_layout=True):

@@ -7,7 +7,17 @@ spawn(fn, nprocs=N) and across hosts under mpirun.
 
 Replica threads run Python under the GIL: they trace in turn and execute side
 by side (every wait on the device, a read or a collective, releases the GIL).
-bench/python_spawn_bench.py measures how much of a step is spent waiting for it."""
+bench/python_spawn_bench.py measures how much of a step is spent waiting for it.
+
+Torch tensors on the lazy device (torch.device("lazytrain", index)): torch's
+autograd engine runs a device's backward on a thread of its own, which for
+this device lacks the replica's current lazytrain device, and it has such a
+thread for device index 0 only (a Python device guard reports one device to
+torch 2.13). Each replica therefore runs its backward on its own thread
+(torch.autograd.set_multithreading_enabled(False) on the replica thread),
+where its device is already current, as lazytrain's native backward does."""
+import sys
+
 from .. import _C
 
 
@@ -27,4 +37,13 @@ def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method="spawn
     n = 1 if nprocs is None else int(nprocs)
     if n < 1:
         raise ValueError(f"spawn: nprocs must be at least 1, got {nprocs}")
-    _C._spawn(lambda index: fn(index, *args), n, float(collective_timeout), int(threads_per_replica))
+    _C._spawn(lambda index: _run_replica(fn, index, args), n, float(collective_timeout), int(threads_per_replica))
+
+
+def _run_replica(fn, index, args):
+    torch = sys.modules.get("torch")  # lazytrain never imports torch itself
+    if torch is None:
+        return fn(index, *args)
+    # A backward on this thread, where the replica's device is current (see above).
+    with torch.autograd.set_multithreading_enabled(False):
+        return fn(index, *args)

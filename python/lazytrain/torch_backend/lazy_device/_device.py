@@ -12,6 +12,14 @@ goes through torch's autograd like a CUDA tensor does.
 
 Renaming PrivateUse1 is once per process: this fails clearly when another
 backend (torch_npu, ...) has taken it.
+
+Replicas: torch 2.13 asks a Python device guard only its type_()
+(getDevice, setDevice, exchangeDevice and deviceCount are fixed in C++:
+device 0, one device), so no guard of ours can make a thread's lazytrain
+device follow torch's. torch's autograd engine therefore has one device thread
+(index 0), and a backward on lazytrain:1 there would fail; xmp.spawn runs
+each replica's backward on the replica's own thread instead, where its
+lazytrain device is current (distributed/xla_multiprocessing.py).
 """
 import atexit
 import time
