@@ -244,77 +244,36 @@ def test_an_unlowerable_op_raises_naming_it():
         x.unfold(0, 2, 1)
 
 
-def _bert_steps(model, device, foreach, steps=5):
-    transformers = pytest.importorskip("transformers")
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, foreach=foreach)
-    sched = transformers.get_linear_schedule_with_warmup(opt, 2, 10)
-    g = torch.Generator().manual_seed(1)
-    losses, compiles = [], []
-    for _ in range(steps):
-        ids = torch.randint(0, 99, (2, 10), generator=g)
-        labels = torch.where(torch.rand(2, 10, generator=g) < 0.3, ids, -100)
-        ids, labels = ids.to(device), labels.to(device)
-        opt.zero_grad(set_to_none=True)
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        if device.type == "lazytrain":
-            xm.optimizer_step(opt)
-            sched.step()
-            xm.mark_step()
-        else:
-            opt.step()
-            sched.step()
-        losses.append(loss.item())
-        compiles.append(metrics.counter_value("UncachedCompile"))
-    return losses, [p.detach().cpu() for p in model.parameters()], compiles
-
-
 @pytest.mark.parametrize("foreach", [False, True])
 def test_bert_mlm_trains_as_eager_with_one_graph_per_step(foreach, capfd):
-    transformers = pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
-    cfg = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                                  attention_probs_dropout_prob=0.0)
+    pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
+    from lazy_device_loops import assert_trains_as_eager, tiny_bert
+
     torch.manual_seed(0)
-    model = transformers.BertForMaskedLM(cfg)
-    ref = copy.deepcopy(model)
-    eager_losses, eager_params, _ = _bert_steps(ref, torch.device("cpu"), foreach)
-    tied = model.bert.embeddings.word_embeddings.weight
-    model.to(xm.xla_device())
-    assert model.cls.predictions.decoder.weight is tied and model.bert.embeddings.word_embeddings.weight is tied
+    tied = tiny_bert().to(xm.xla_device())
+    assert tied.cls.predictions.decoder.weight is tied.bert.embeddings.word_embeddings.weight
     lt.debug.set_step_analysis(True)
     try:
-        losses, params, compiles = _bert_steps(model, DEV, foreach)
+        assert_trains_as_eager("bert", lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01,
+                                                                        foreach=foreach))
     finally:
         lt.debug.set_step_analysis(False)
-    np.testing.assert_allclose(losses, eager_losses, rtol=1e-4, atol=1e-4)
-    for p, e in zip(params, eager_params):
-        torch.testing.assert_close(p, e, rtol=1e-4, atol=1e-4)
-    assert compiles[1] == compiles[-1], compiles
     # The step reads nothing on the host before mark_step: the only transfers are
     # the test's own loss.item() after it.
     steps = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("[mark_step")]
     assert len(steps) == 5, steps
     for line in steps:  # clip_grad_norm_, AdamW and the schedule read nothing on the host
         reads = line.split("host transfer")[1]
-        assert "0 host transfers" in line or reads.count(" at ") == reads.count("test_torch_lazy_device.py"), line
+        assert "0 host transfers" in line or reads.count(" at ") == reads.count("lazy_device_loops.py"), line
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_causal_lm_loss_and_gradients_match_eager(arch):
-    transformers = pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
+    pytest.importorskip("transformers", reason="transformers is not installed (pinned at 5.23.0)")
+    from lazy_device_loops import MODELS
+
     torch.manual_seed(0)
-    if arch == "gpt2":
-        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            vocab_size=99, n_embd=32, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0,
-            attn_pdrop=0.0, bos_token_id=0, eos_token_id=0))
-        model.loss_type = "ForCausalLM"  # transformers 5.23 leaves it None for GPT-2 (docs/torch_compile.md)
-    else:
-        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-            vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=64))
+    model = MODELS[arch]()
     ref = copy.deepcopy(model)
     ids = torch.randint(0, 99, (2, 10))
     results = []

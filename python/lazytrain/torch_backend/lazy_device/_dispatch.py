@@ -33,6 +33,7 @@ from .._common import LazytrainError, lt_dtype
 from .._decompositions import decomposition_table
 from .._lower_graph import LoweringError
 from ..lowering import LOWERINGS
+from ._fused_optim import FUSED_OPTIMIZERS
 from ._tensor import LazyTensor, wrap
 from ._transfer import to_cpu, to_lazytrain
 from ._views import STRIDES, VIEWS, meta_of
@@ -246,7 +247,7 @@ def _foreach(func):
         for i, (is_list, name) in enumerate(zip(lists, names)):
             if i < len(args) and name == "scalars" and isinstance(args[i], torch.Tensor):
                 args[i], lists[i] = args[i].tolist(), True
-        n = len(args[0])
+        n = len(next(a for i, a in enumerate(args) if lists[i]))  # pow.ScalarAndTensor: the list is not first
         results = []
         for j in range(n):
             elem = [a[j] if i < len(lists) and lists[i] else a for i, a in enumerate(args)]
@@ -361,6 +362,7 @@ _SPECIAL = {
     getattr(aten.random_, "from"): _random_fill(_integers),
     aten.random_.to: _random_fill(lambda shape, dtype, high, **k: _integers(shape, dtype, 0, high)),
 }
+_SPECIAL.update(FUSED_OPTIMIZERS)  # fused=True in torch.optim: the CPU kernel's update in torch ops
 _ANY_CAST = {"copy_", "fill_", "zero_"}
 
 
