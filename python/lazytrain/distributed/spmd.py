@@ -12,6 +12,11 @@ over a mesh of the job's devices and let the compiler do the rest::
     xs.mark_sharding(batch, mesh, ("data", None))   # the batch split by rows
     xs.mark_sharding(w, mesh, (None, "model"))      # w's columns over "model"
 
+The same functions take torch tensors on the lazy device (issue 56: a
+parameter or activation of a torch model moved to ``xm.xla_device()``); they
+lay out the lazytrain tensor the torch tensor holds, so a torch model's step
+is partitioned by the same compiler.
+
 Every other value of the step gets its layout from sharding propagation; the
 SPMD partitioner compiles one program that every device runs on its tiles,
 with the collectives the layouts need (``lt._C._last_compiled_hlo()`` shows
@@ -103,31 +108,51 @@ class Mesh:
         return axes
 
 
+def _native(t, caller):
+    """The lazytrain tensor `t` is or holds: itself, or a torch tensor's on
+    the lazy device (its ``._lt``). torch is not imported here (lazytrain
+    works without it)."""
+    if isinstance(t, _C.Tensor):
+        return t
+    value = getattr(t, "_lt", None)
+    if isinstance(value, _C.Tensor):
+        return value
+    device = getattr(t, "device", None)
+    if device is not None and type(t).__module__.startswith("torch"):
+        raise TypeError(f"{caller}: t is a torch tensor on {device}: lay out a tensor on the lazy device "
+                        f"(move it there first: t.to(xm.xla_device())); lazytrain does not lay out {device} tensors")
+    raise TypeError(f"{caller}: t must be a lazytrain tensor or a torch tensor on the lazy device, got {type(t).__name__}")
+
+
 def mark_sharding(t, mesh, partition_spec):
     """xs.mark_sharding: lays `t` out over `mesh` as `partition_spec` says and
-    returns it (the same tensor). Data is cut into the tiles of this process's
-    devices now; a pending value is annotated in the graph."""
-    if not isinstance(t, _C.Tensor):
-        raise TypeError(f"mark_sharding: t must be a lazytrain tensor, got {type(t).__name__}")
+    returns it (the same tensor). `t` is a lazytrain tensor or a torch tensor
+    on the lazy device (a parameter, an input, an activation: its lazytrain
+    tensor is laid out; torch's autograd sees an identity). Data is cut into
+    the tiles of this process's devices now; a pending value is annotated in
+    the graph. TypeError for a tensor elsewhere (a CPU torch tensor)."""
+    value = _native(t, "mark_sharding")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"mark_sharding: mesh must be a lazytrain.distributed.spmd.Mesh, got {type(mesh).__name__}")
     if not isinstance(partition_spec, (tuple, list)):
         raise TypeError(f"mark_sharding: partition_spec must be a tuple of one entry per dimension (None, a mesh axis "
                         f"or a tuple of axes), got {partition_spec!r}")
-    _C._mark_sharding(t, mesh._native, mesh._axes(partition_spec))
+    _C._mark_sharding(value, mesh._native, mesh._axes(partition_spec))
     return t
 
 
 def clear_sharding(t):
-    """xs.clear_sharding: `t` whole again (its tiles assembled, or its annotation removed)."""
-    _C._clear_sharding(t)
+    """xs.clear_sharding: `t` (lazytrain's or a torch tensor on the lazy
+    device) whole again (its tiles assembled, or its annotation removed)."""
+    _C._clear_sharding(_native(t, "clear_sharding"))
     return t
 
 
 def get_sharding_spec(t):
     """The HLO text of `t`'s layout; '' when it is whole on every device
-    (torch_xla's ``torch_xla._XLAC._get_xla_sharding_spec``)."""
-    return _C._get_xla_sharding_spec(t)
+    (torch_xla's ``torch_xla._XLAC._get_xla_sharding_spec``). `t`: a
+    lazytrain tensor or a torch tensor on the lazy device."""
+    return _C._get_xla_sharding_spec(_native(t, "get_sharding_spec"))
 
 
 class ShardingSpec:
@@ -191,9 +216,10 @@ def megatron_plan(vocab_parallel=False):
 
 def parallelize_module(module, mesh, parallelize_plan, axis="model"):
     """torch.distributed.tensor.parallel.parallelize_module over `mesh`'s
-    `axis`: `parallelize_plan` maps a module path suffix ("attention.self.query")
-    to ColwiseParallel() or RowwiseParallel(); every matching module's weight
-    and bias are laid out so (a dimension the axis size does not divide stays
+    `axis`: `module` is a lazytrain or a torch nn.Module (a torch one on the
+    lazy device: ``model.to(xm.xla_device())`` first); `parallelize_plan`
+    maps a module path suffix ("attention.self.query") to ColwiseParallel()
+    or RowwiseParallel(); every matching module's weight and bias are laid out so (a dimension the axis size does not divide stays
     whole). Returns `module`. ValueError when no module matches any entry."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"parallelize_module: mesh must be a lazytrain.distributed.spmd.Mesh, got {type(mesh).__name__}")
