@@ -47,8 +47,8 @@ def make_batches(name, steps, global_batch, seed=1):
     """`steps` global batches on the CPU (dicts of tensors, batch first)."""
     g = torch.Generator().manual_seed(seed)
     if name == "mlp":
-        return [{"x": torch.randn(global_batch, 16, generator=g), "y": torch.randint(0, 4, (global_batch,), generator=g)}
-                for _ in range(steps)]
+        return [{"x": torch.randn(global_batch, 16, generator=g),
+                 "y": torch.randint(0, 4, (global_batch,), generator=g)} for _ in range(steps)]
     # Runs of consecutive token ids from random starts: a next token to learn.
     return [{"input_ids": (torch.randint(0, 99, (global_batch, 1), generator=g) + torch.arange(12)) % 99}
             for _ in range(steps)]

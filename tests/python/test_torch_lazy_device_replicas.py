@@ -73,11 +73,12 @@ def test_spawned_replicas_train_the_one_replica_model(loop, name, steps):
         model = copy.deepcopy(cpu_model).to(device)
         losses, compiles = loop.train(model, batches, device, xr.global_ordinal(), xr.world_size())
         results[index] = dict(
-            device=device, ordinal=(xm.get_ordinal(), xr.global_ordinal()), world=(xm.xrt_world_size(), xr.world_size()),
-            losses=loop.mean_losses(losses), compiles=compiles, lazy=all(isinstance(p, LazyTensor) for p in model.parameters()),
+            device=device, ordinal=(xm.get_ordinal(), xr.global_ordinal()),
+            world=(xm.xrt_world_size(), xr.world_size()), losses=loop.mean_losses(losses), compiles=compiles,
+            lazy=all(isinstance(p, LazyTensor) for p in model.parameters()),
             state={k: v.cpu() for k, v in model.state_dict().items()})
 
-    xmp.spawn(replica, nprocs=2)
+    xmp.spawn(replica, nprocs=2, collective_timeout=60)  # a failing replica fails the test within a minute
     after = metrics.counter_value("UncachedCompile")
     assert sorted(results) == [0, 1]
     for index, r in results.items():
@@ -91,11 +92,12 @@ def test_spawned_replicas_train_the_one_replica_model(loop, name, steps):
     assert xr.world_size() == 1 and xm.get_ordinal() == 0  # outside spawn: one replica again
 
 
-def test_reduce_gradients_averages_torch_grads_in_place():
+def test_reduce_gradients_and_all_reduce_on_torch_tensors_across_replicas():
     """xm.reduce_gradients on torch parameters: each .grad becomes the mean over
     the replicas, in place (the same tensor object); a gradient one replica
-    lacks counts as zeros there, and one no replica has stays None."""
-    grads = {}
+    lacks counts as zeros there, and one no replica has stays None. xm.all_reduce
+    reduces torch tensors across the replicas (a list in place)."""
+    grads, reduced = {}, {}
 
     def replica(index):
         device = xm.xla_device()
@@ -106,12 +108,17 @@ def test_reduce_gradients_averages_torch_grads_in_place():
         held = params[0].grad
         optimizer = torch.optim.SGD(params, lr=0.1)
         xm.reduce_gradients(optimizer)
+        total = xm.all_reduce("sum", torch.full((2,), index + 1.0, device=device), scale=0.5)
+        most = [torch.arange(3.0, device=device) * (index + 1)]
+        assert xm.all_reduce(xm.REDUCE_MAX, most) is most
         xm.mark_step()
         assert params[0].grad is held
         grads[index] = [None if p.grad is None else p.grad.cpu().tolist() for p in params]
+        reduced[index] = (total.cpu().tolist(), most[0].cpu().tolist())
 
-    xmp.spawn(replica, nprocs=2)
+    xmp.spawn(replica, nprocs=2, collective_timeout=60)  # a failing replica fails the test within a minute
     assert grads[0] == grads[1] == [[1.5, 3.0, 4.5], [2.0, 2.0, 2.0], None]
+    assert reduced[0] == reduced[1] == ([1.5, 1.5], [0.0, 2.0, 4.0])
 
 
 def test_mpirun_processes_train_the_one_replica_model(loop, tmp_path):
@@ -126,8 +133,8 @@ def test_mpirun_processes_train_the_one_replica_model(loop, tmp_path):
     launcher = [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_include", "lo", "-np", "2"]
     env = dict(os.environ, PYTHONPATH=PACKAGE_PATH, OMP_NUM_THREADS="1")
-    r = subprocess.run(launcher + [sys.executable, EXAMPLE, "--model", "gpt2", "--num_cores", "1", "--steps", str(steps),
-                                   "--global_batch", str(GLOBAL_BATCH), "--output", str(out)],
+    r = subprocess.run(launcher + [sys.executable, EXAMPLE, "--model", "gpt2", "--num_cores", "1",
+                                   "--steps", str(steps), "--global_batch", str(GLOBAL_BATCH), "--output", str(out)],
                        capture_output=True, text=True, timeout=600, env=env, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     lines = r.stdout.splitlines()
