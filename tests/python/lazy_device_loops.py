@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import transformers
 
+import lazytrain as lt
 import lazytrain.core.xla_model as xm
 from lazytrain.debug import metrics
 
@@ -100,9 +101,10 @@ def assert_trains_as_eager(arch, make_optimizer, *, eager_optimizer=None, tol=1e
     """Train a tiny `arch` model ("bert", "gpt2", "llama") from one seed in
     eager PyTorch on the CPU and on the lazy device; the losses and every
     parameter agree within `tol` and UncachedCompile stops moving after the
-    first two steps (the first makes the optimizer's state). Returns the lazy
-    device's Run. eager_optimizer: the CPU's optimizer when it differs (torch
-    allows capturable=True on accelerators only)."""
+    first two steps (the first makes the optimizer's state); no step reads a
+    value on the host before its mark_step. Returns the lazy device's Run.
+    eager_optimizer: the CPU's optimizer when it differs (torch allows
+    capturable=True on accelerators only)."""
     torch.manual_seed(0)
     model = MODELS[arch]()
     reference = copy.deepcopy(model)
@@ -115,4 +117,9 @@ def assert_trains_as_eager(arch, make_optimizer, *, eager_optimizer=None, tol=1e
         torch.testing.assert_close(got, want, rtol=tol, atol=tol)
     assert lazy.lrs == eager.lrs
     assert lazy.compiles[1] == lazy.compiles[-1], f"UncachedCompile after each step: {lazy.compiles}"
+    # Clipping, the optimizer and the schedule read nothing on the host: each
+    # step's only reads are the loop's loss.item() calls after the step before.
+    for line in lt.debug.recent_steps()[-len(lazy.losses):]:
+        reads = line.split("host transfer")[1]
+        assert reads.count(" at ") == reads.count(" at lazy_device_loops.py:"), line
     return lazy
