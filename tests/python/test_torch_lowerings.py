@@ -702,6 +702,15 @@ def _native_dropout():
     return [S(f(3, 4), 0.5, False), S(f(3, 4), 0.0, True), S(f(2, 3, dtype=BF16), 0.1, False), S(nc(f(4, 3)), 0.0, True)]
 
 
+@samples(aten.multinomial.default)
+def _multinomial():
+    # One category with weight per row: the draw is certain; the random case is
+    # test_torch_lazy_device_generate.py's frequency test.
+    one_hot = torch.tensor([[0.0, 0.0, 2.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+    return [S(one_hot, 1), S(one_hot, 3, True), S(one_hot[0], 1), S(one_hot.to(BF16), 1),
+            S(f(3, 5).abs() + 0.1, 2, values=False)]
+
+
 def _sdpa_inputs(b_, h, hk, l_, s, e, dtype=F32):
     return f(b_, h, l_, e, dtype=dtype), f(b_, hk, s, e, dtype=dtype), f(b_, hk, s, e, dtype=dtype)
 

@@ -146,3 +146,22 @@ def linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     else:
         r = lt.pow(lt.sum(lt.pow(a, ord), dims, keepdim), 1.0 / ord)
     return r.to(out_dtype) if r.dtype != out_dtype else r
+
+
+@register(aten.multinomial.default)
+def multinomial(w, num_samples, replacement=False, generator=None):
+    """torch.multinomial: int64 [..., num_samples] indices drawn from the
+    rows of non-negative weights `w` ([n] or [rows, n], not necessarily
+    normalised), by Gumbel-max (argmax of log w + Gumbel noise is a draw with
+    probability w / sum w; the top k without replacement are draws without
+    replacement). lazytrain's generator, not torch's stream, draws."""
+    x = w.float() if w.dtype != lt.float32 else w
+    shape = list(x.shape)
+    if replacement and num_samples > 1:
+        shape = shape[:-1] + [num_samples, shape[-1]]
+        x = lt.unsqueeze(x, -2)
+    u = lt.rand(shape)
+    scores = lt.log(x) - lt.log(-lt.log(u))  # log w + Gumbel(0, 1); w = 0 is -inf, never drawn
+    if replacement and num_samples > 1:
+        return lt.argmax(scores, -1)
+    return lt.topk(scores, num_samples, -1)[1]
