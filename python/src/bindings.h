@@ -21,6 +21,8 @@ namespace nb = nanobind;
 OpLocation caller_location();
 // Tells caller_location which files are lazytrain's own (the package folder).
 void set_package_dir(const std::string& dir);
+// Files under `dir` are skipped too (torch's folder, for torch tensors).
+void add_internal_dir(const std::string& dir);
 
 // The GIL given up for a wait and taken back after it, and taken by a C++
 // thread that calls Python (replicas, the Trainer's loss and collate

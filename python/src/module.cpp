@@ -45,4 +45,6 @@ NB_MODULE(_C, m) {
   py::init_tokenizers(m);
   m.def("_set_package_dir", &py::set_package_dir, "dir"_a,
         "Files under `dir` are lazytrain's own: op locations name the first frame outside them.");
+  m.def("_add_internal_dir", &py::add_internal_dir, "dir"_a,
+        "Op locations skip the frames of files under `dir` too (torch's, for torch tensors on the lazy device).");
 }

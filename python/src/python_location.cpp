@@ -2,7 +2,9 @@
 // OpLocation (core/op_location.h). Frames of files under the lazytrain package
 // are skipped (nn.Linear.forward calling F.linear names the user's line that
 // called the module), and so are frames of Python's own modules that only
-// forward (contextlib, functools).
+// forward (contextlib, functools) and of the folders add_internal_dir names
+// (torch's, for torch tensors on the lazy device: torch.nn.Linear's forward is
+// not the user's line).
 //
 // File and function names are interned for the process: an OpLocation points
 // at them from IR nodes that may outlive any Python object.
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "bindings.h"
 
@@ -28,25 +31,37 @@ std::string& package_dir() {
   return dir;
 }
 
+std::vector<std::string>& other_dirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
 bool is_internal(const std::string& path) {
   const std::string& dir = package_dir();
   if (!dir.empty() && path.compare(0, dir.size(), dir) == 0) return true;
+  for (const std::string& other : other_dirs()) {
+    if (path.compare(0, other.size(), other) == 0) return true;
+  }
   return path.ends_with("/contextlib.py") || path.ends_with("/functools.py");
+}
+
+std::unordered_map<PyObject*, std::unique_ptr<FileEntry>>& files() {
+  static auto* map = new std::unordered_map<PyObject*, std::unique_ptr<FileEntry>>();
+  return *map;
 }
 
 // Keyed by the str object, kept alive by a reference the map holds, so a
 // pointer is never reused for another name. Used with the GIL held.
 const FileEntry& file_entry(PyObject* filename) {
-  static auto* files = new std::unordered_map<PyObject*, std::unique_ptr<FileEntry>>();
-  auto it = files->find(filename);
-  if (it != files->end()) return *it->second;
+  auto it = files().find(filename);
+  if (it != files().end()) return *it->second;
   auto entry = std::make_unique<FileEntry>();
   const char* text = PyUnicode_AsUTF8(filename);
   if (text == nullptr) PyErr_Clear();
   entry->path = text ? text : "";
   entry->internal = is_internal(entry->path);
   Py_INCREF(filename);
-  return *files->emplace(filename, std::move(entry)).first->second;
+  return *files().emplace(filename, std::move(entry)).first->second;
 }
 
 const char* function_name(PyObject* name) {
@@ -62,6 +77,15 @@ const char* function_name(PyObject* name) {
 }  // namespace
 
 void set_package_dir(const std::string& dir) { package_dir() = dir.ends_with("/") ? dir : dir + "/"; }
+
+void add_internal_dir(const std::string& dir) {
+  const std::string folder = dir.ends_with("/") ? dir : dir + "/";
+  for (const std::string& other : other_dirs()) {
+    if (other == folder) return;
+  }
+  other_dirs().push_back(folder);
+  for (auto& [name, entry] : files()) entry->internal = is_internal(entry->path);  // files seen before
+}
 
 OpLocation caller_location() {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed

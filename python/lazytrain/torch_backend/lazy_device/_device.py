@@ -95,7 +95,11 @@ def register():
                            "uses in this process")
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    _setup_privateuseone_for_python_backend(NAME, backend_module=_DeviceModule())
+    from . import _errors
+    # A guard that lets an error raised inside a backward reach the caller
+    # instead of aborting the process (_errors.py).
+    _setup_privateuseone_for_python_backend(NAME, backend_module=_DeviceModule(), device_guard=_errors.DeviceGuard())
+    _errors.install()
     atexit.register(_let_autograd_threads_settle)
 
 

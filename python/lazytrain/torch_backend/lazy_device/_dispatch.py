@@ -29,11 +29,13 @@ import sys
 import torch
 
 from ... import _C
+from ...debug import metrics as _metrics
 from .._common import LazytrainError, lt_dtype
 from .._decompositions import decomposition_table
 from .._lower_graph import LoweringError
 from ..lowering import LOWERINGS
 from ._fused_optim import FUSED_OPTIMIZERS
+from . import _errors
 from ._tensor import LazyTensor, wrap
 from ._transfer import to_cpu, to_lazytrain
 from ._views import STRIDES, VIEWS, meta_of
@@ -41,6 +43,7 @@ from ._views import STRIDES, VIEWS, meta_of
 aten = torch.ops.aten
 _LtTensor = _C.Tensor
 _handlers = {}
+op_counts = {}  # OpOverload -> [calls]: the metrics' xla::<op> counters (_resolve counts, _op_counters names)
 
 
 def dispatch(func, args, kwargs):
@@ -52,16 +55,22 @@ def dispatch(func, args, kwargs):
 
 # ---- where the user's code is -------------------------------------------------------------------------------
 _SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules["lazytrain"]))
+_C._add_internal_dir(_SKIP_DIRS[0])  # the IR's op locations (recompile reasons, step analysis) skip torch too
 
 
 def user_line():
-    """'file:line' of the innermost frame outside torch and lazytrain."""
+    """'file:line' of the innermost frame outside torch and lazytrain; inside a
+    backward (torch's autograd thread, no Python frames), the line that called
+    backward()."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_SKIP_DIRS) and not name.startswith("<frozen"):
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
+    node = torch._C._current_autograd_node()
+    if node is not None and _errors.backward_line is not None:
+        return f"{_errors.backward_line} (in the backward, {node.name()})"
     return "(no user frame)"
 
 
@@ -155,6 +164,47 @@ def _compute_functional(functional, self_lt, args, kwargs):
     return out._lt
 
 
+# ---- torch's overlap checks of a write (at::assert_no_partial_overlap) -------------------------------------------
+def _storage_key(t):
+    return t._root if t._root is not None else t._lt
+
+
+def _dense(t):
+    """Whether t's elements fill a range of its storage, each once (torch's
+    is_non_overlapping_and_dense)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _partially_overlap(a, b):
+    if not a.numel() or not b.numel() or not _dense(a) or not _dense(b):
+        return False  # torch's "too hard": not checked
+    a0, b0 = a.storage_offset(), b.storage_offset()
+    a1, b1 = a0 + a.numel(), b0 + b.numel()
+    if (a0, a1) == (b0, b1):
+        return a.stride() != b.stride()
+    return a0 < b1 and b0 < a1
+
+
+def _check_overlap(written, args, kwargs):
+    """torch's error when an input shares some, not all, of the elements
+    written (x.mul_(x.t()), x[1:].add_(x[:-1]), x.copy_(x[1])): the CPU's
+    result would depend on the order elements are written in."""
+    key = None
+    for a in (*args, *kwargs.values()):
+        if type(a) is LazyTensor and a is not written:
+            if key is None:
+                key = _storage_key(written)
+            if _storage_key(a) is key and _partially_overlap(written, a):
+                raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to "
+                                   "tensor refer to a single memory location. Please clone() the tensor before "
+                                   f"performing the operation. (lazytrain device, at {user_line()})")
+
+
 def _inplace(functional, any_cast):
     name = str(functional).split(".")[1] + "_"
 
@@ -162,6 +212,7 @@ def _inplace(functional, any_cast):
         self_ = args[0]
         if not isinstance(self_, LazyTensor):
             raise _device_error(func, "self", self_)
+        _check_overlap(self_, args[1:], kwargs)
         value = _compute_functional(functional, _C.clone(self_._lt), args, kwargs)
         _C._inplace_update(self_._lt, value, name, any_cast)
         return self_
@@ -173,9 +224,12 @@ def _out(functional):
     def run(func, args, kwargs):
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
-        result = functional(*args, **kwargs)
         if not isinstance(out, LazyTensor):
             raise _device_error(func, "out", out)
+        result = functional(*args, **kwargs)
+        if not isinstance(result, LazyTensor):  # every input on another device: torch names the first
+            raise _device_error(func, _arg_names(func)[0], next(a for a in args if isinstance(a, torch.Tensor)))
+        _check_overlap(out, args, kwargs)
         if tuple(out.shape) != tuple(result.shape):
             raise LoweringError(f"lazytrain device: {func} with out= of shape {list(out.shape)} for a result of "
                                 f"{list(result.shape)}: resizing out= is not supported, at {user_line()}")
@@ -183,6 +237,14 @@ def _out(functional):
         return out
 
     return run
+
+
+def _resize_(func, args, kwargs):
+    self_, size = args[0], list(args[1])
+    if list(self_.shape) != size:
+        raise LoweringError(f"lazytrain device: resize_ from {list(self_.shape)} to {size}: a tensor on the device "
+                            f"keeps its shape (torch resizes its storage; make a new tensor instead), at {user_line()}")
+    return self_
 
 
 def _view(fn, strides=None):
@@ -285,6 +347,7 @@ def _copy_(func, args, kwargs):
         dst.copy_(to_cpu(src._lt))  # a CPU tensor written from the device
         return dst
     if isinstance(src, LazyTensor):
+        _check_overlap(dst, (src,), {})
         value = src._lt
     elif isinstance(src, torch.Tensor):
         value = to_lazytrain(src, "copy_() source")
@@ -356,6 +419,7 @@ _SPECIAL = {
     aten.clone.default: _clone,
     aten.lift_fresh.default: lambda func, args, kwargs: args[0],
     aten.as_strided.default: _as_strided,
+    aten.resize_.default: _resize_,
     aten.normal_.default: _random_fill(_normal),
     aten.uniform_.default: _random_fill(_uniform),
     aten.bernoulli_.float: _random_fill(_bernoulli),
@@ -370,8 +434,17 @@ def _is_view_op(schema):
     return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
 
 
+def _signature(schema, drop_out=False):
+    """(name, type) of each argument, the out= arguments dropped if asked;
+    Tensor(a!) reads as Tensor."""
+    return [(a.name, str(a.type)) for a in schema.arguments
+            if not (drop_out and a.kwarg_only and a.alias_info is not None and a.alias_info.is_write)]
+
+
 def _functional_of(func):
-    """The functional overload of an in-place or out= overload, or None."""
+    """The functional overload of an in-place or out= overload (the one taking
+    the same arguments: add.out -> add.Tensor, floor_divide_.Tensor ->
+    floor_divide.default), or None."""
     schema = func._schema
     name = schema.name.split("::")[1]
     overload = func._overloadname
@@ -384,11 +457,15 @@ def _functional_of(func):
         candidates = [overload[:-4]] if overload.endswith("_out") else []
         candidates += ["default", "Tensor"]
     else:
-        candidates = [overload]
+        candidates = [overload, "default"]
+    overloads = packet.overloads()
+    want = _signature(schema, drop_out=True)
+    for c in candidates + overloads:
+        if c in overloads and _signature(getattr(packet, c)._schema) == want:
+            return getattr(packet, c)
     for c in candidates:
-        op = getattr(packet, c, None) if c in packet.overloads() else None
-        if op is not None:
-            return op
+        if c in overloads:
+            return getattr(packet, c)
     return None
 
 
@@ -397,6 +474,19 @@ def _has_cia(func):
 
 
 def _resolve(func):
+    """func's handler, counting its calls in op_counts (a cell the closure
+    holds: no dict lookup per call, OpOverload's hash is Python code)."""
+    handler = _resolve_handler(func)
+    calls = op_counts.setdefault(func, [0])
+
+    def counted(func, args, kwargs):
+        calls[0] += 1
+        return handler(func, args, kwargs)
+
+    return counted
+
+
+def _resolve_handler(func):
     if func in _SPECIAL:
         return _SPECIAL[func]
     if func in VIEWS:
@@ -432,7 +522,29 @@ def _torch_dispatch(cls, func, types, args=(), kwargs=None):
     handler = _handlers.get(func)
     if handler is None:
         handler = _handlers[func] = _resolve(func)
-    return handler(func, args, kwargs or {})
+    try:
+        return handler(func, args, kwargs or {})
+    except Exception as e:
+        if _errors.in_backward():  # raised on torch's autograd thread: see _errors.py
+            raise _errors.raising_in_backward(e)
+        raise
 
 
 LazyTensor.__torch_dispatch__ = classmethod(_torch_dispatch)
+
+
+def _op_counters():
+    """op_counts as PyTorch/XLA's counters: xla::<op name>, overloads summed."""
+    out = {}
+    for func, calls in list(op_counts.items()):
+        name = "xla::" + func._schema.name.split("::")[1]
+        out[name] = out.get(name, 0) + calls[0]
+    return out
+
+
+def _clear_op_counters():
+    for calls in op_counts.values():
+        calls[0] = 0
+
+
+_metrics.register_counters(_op_counters, _clear_op_counters)

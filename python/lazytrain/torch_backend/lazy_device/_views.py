@@ -51,6 +51,25 @@ def _as_strided(x, size, stride, storage_offset=None):
                          "expands; an arbitrary as_strided view has no lazytrain counterpart")
 
 
+def _diagonal(x, offset=0, dim1=0, dim2=1):
+    """torch.diagonal as a lazytrain view: over the last two dims, in order,
+    of a tensor whose last two dims merge (row-major), the diagonal is a
+    strided slice of the merged dim. Other layouts raise (a copy would lose
+    the writes made through the view)."""
+    n = x.dim()
+    d1, d2 = dim1 % max(n, 1), dim2 % max(n, 1)
+    if n < 2 or (d1, d2) != (n - 2, n - 1):
+        raise LazytrainError(f"aten.diagonal(dim1={dim1}, dim2={dim2}) of a {n}-d tensor: lazytrain makes the view "
+                             "over the last two dims only; move them there first (x.movedim)")
+    rows, cols = x.shape[-2], x.shape[-1]
+    start = offset if offset >= 0 else -offset * cols
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    flat = x.view(*x.shape[:-2], rows * cols)
+    if length == 0:
+        return flat._slice(n - 2, 0, 0, 1)
+    return flat._slice(n - 2, start, start + (length - 1) * (cols + 1) + 1, cols + 1)
+
+
 VIEWS = {
     aten.view.default: lambda x, size: x.view(*size) if len(size) else x.view(()),
     aten._reshape_alias.default: lambda x, size, stride: x.view(*size) if len(size) else x.view(()),
@@ -70,6 +89,7 @@ VIEWS = {
     aten.split_with_sizes.default: lambda x, sizes, dim=0: x.split(list(sizes), dim),
     aten.unbind.int: lambda x, dim=0: x.unbind(dim),
     aten.as_strided.default: _as_strided,
+    aten.diagonal.default: _diagonal,
 }
 
 

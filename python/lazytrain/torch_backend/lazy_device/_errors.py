@@ -1,0 +1,83 @@
+"""Errors raised inside torch's backward on the lazy device, and the line
+they name.
+
+torch's autograd engine runs a backward on this device on its own thread,
+which has no Python frames: an op failing there names the line that called
+`backward()` (or `torch.autograd.grad`), recorded by the wrapper below.
+
+An exception raised there would abort the process: after the failing node,
+torch's engine restores the device's stream through the device guard, a Python
+object for a device set up from Python (torch.acc.PythonDeviceGuard), while
+the Python error is still set; that call fails in a noexcept destructor and
+std::terminate ends the process ("terminate called without an active
+exception"). So the dispatch notes the error here before raising it
+(`raising_in_backward`), the guard clears the Python error indicator at its
+next call, and the wrapper around torch's backward raises the noted error on
+the thread that called backward() (torch itself would raise a SystemError
+"returned NULL without setting an exception" there).
+"""
+import ctypes
+
+import torch
+import torch.autograd
+from torch.utils.backend_registration import _DummyDeviceGuard
+
+_PyErr_Clear = ctypes.pythonapi.PyErr_Clear
+_PyErr_Clear.restype = None
+_PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+_clear_pending = False  # the dispatch raised on the autograd thread: the guard clears the indicator
+_raised = None          # that exception, raised again by backward() on its caller's thread
+backward_line = None    # "file:line" of the last backward() / autograd.grad() call
+
+
+class DeviceGuard(_DummyDeviceGuard):
+    """The device guard given to torch (_device.register): torch calls its
+    type_() for every guard operation of the device, stream exchanges
+    included."""
+
+    def type_(self):
+        global _clear_pending
+        if _clear_pending:  # no C call before the clear: a pending error would turn it into a SystemError
+            _PyErr_Clear()
+            _clear_pending = False
+        return _PRIVATE_USE1
+
+
+def in_backward():
+    """Whether torch's autograd engine is running a backward node on this thread."""
+    return torch._C._current_autograd_node() is not None
+
+
+def raising_in_backward(error):
+    """Notes `error`, about to be raised by the dispatch inside a backward
+    node (see the module's docstring); returns it."""
+    global _clear_pending, _raised
+    _raised = error
+    _clear_pending = True
+    return error
+
+
+def _wrap_engine(run_backward):
+    def _engine_run_backward(*args, **kwargs):
+        global backward_line, _raised
+        from ._dispatch import user_line
+        backward_line = user_line()
+        try:
+            return run_backward(*args, **kwargs)
+        except BaseException:
+            error, _raised = _raised, None
+            if error is None:
+                raise
+            raise error from None
+
+    _engine_run_backward.__wrapped__ = run_backward
+    return _engine_run_backward
+
+
+def install():
+    """Wraps torch.autograd's entry into the engine, which Tensor.backward(),
+    torch.autograd.backward() and torch.autograd.grad() call (idempotent)."""
+    current = torch.autograd._engine_run_backward
+    if getattr(current, "__wrapped__", None) is None:
+        torch.autograd._engine_run_backward = _wrap_engine(current)
