@@ -23,6 +23,10 @@ OpLocation caller_location();
 void set_package_dir(const std::string& dir);
 // Files under `dir` are skipped too (torch's folder, for torch tensors).
 void add_internal_dir(const std::string& dir);
+// The location caller_location gives when no frame is outside the skipped
+// files (torch's autograd thread running a backward: the backward() call's
+// line); an empty `file` clears it.
+void set_fallback_location(const std::string& file, const std::string& function, uint32_t line);
 
 // The GIL given up for a wait and taken back after it, and taken by a C++
 // thread that calls Python (replicas, the Trainer's loss and collate

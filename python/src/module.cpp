@@ -47,4 +47,7 @@ NB_MODULE(_C, m) {
         "Files under `dir` are lazytrain's own: op locations name the first frame outside them.");
   m.def("_add_internal_dir", &py::add_internal_dir, "dir"_a,
         "Op locations skip the frames of files under `dir` too (torch's, for torch tensors on the lazy device).");
+  m.def("_set_fallback_location", &py::set_fallback_location, "file"_a, "function"_a, "line"_a,
+        "The op location of ops called with no frame outside lazytrain and torch (a backward on torch's autograd "
+        "thread: the line that called backward()); an empty file clears it.");
 }

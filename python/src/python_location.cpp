@@ -74,7 +74,28 @@ const char* function_name(PyObject* name) {
   return names->emplace(name, std::make_unique<std::string>(text ? text : "")).first->second->c_str();
 }
 
+// Where ops without a user frame are said to come from (set_fallback_location).
+OpLocation& fallback() {
+  static OpLocation where;
+  return where;
+}
+
 }  // namespace
+
+void set_fallback_location(const std::string& file, const std::string& function, uint32_t line) {
+  if (file.empty()) {
+    fallback() = OpLocation{};
+    return;
+  }
+  // Interned for the process, as file_entry's names: IR nodes keep the pointers.
+  static auto* names = new std::unordered_map<std::string, std::unique_ptr<std::string>>();
+  auto intern = [](const std::string& text) -> const char* {
+    auto it = names->find(text);
+    if (it == names->end()) it = names->emplace(text, std::make_unique<std::string>(text)).first;
+    return it->second->c_str();
+  };
+  fallback() = OpLocation(intern(file), intern(function), line);
+}
 
 void set_package_dir(const std::string& dir) { package_dir() = dir.ends_with("/") ? dir : dir + "/"; }
 
@@ -89,7 +110,7 @@ void add_internal_dir(const std::string& dir) {
 
 OpLocation caller_location() {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  if (frame == nullptr) return {};
+  if (frame == nullptr) return fallback();
   Py_INCREF(frame);
   OpLocation found;
   for (int depth = 0; frame != nullptr && depth < 64; ++depth) {
@@ -106,7 +127,7 @@ OpLocation caller_location() {
     frame = back;
   }
   Py_XDECREF(frame);
-  return found;
+  return found.known() ? found : fallback();
 }
 
 }  // namespace lazytrain::python

@@ -114,6 +114,20 @@ def test_recompile_reason_names_the_change_and_the_users_line():
     assert "linear.py" not in reason and "_dispatch.py" not in reason
 
 
+def test_the_backwards_ops_are_recorded_at_the_backward_line():
+    # torch runs the backward on its own thread, with no Python frame of the test's
+    debug.clear_recompile_reasons()
+    for grad_of_x in (False, False, True):  # the third step's backward has one more mul
+        w = torch.ones(3, device=DEV, requires_grad=True)
+        x = torch.full((3,), 2.0, device=DEV, requires_grad=grad_of_x)
+        loss = (w * x).sum()
+        line = next_line()
+        loss.backward()
+        xm.mark_step()
+    reason = debug.recompile_reasons()[-1]
+    assert f"here aten::mul f32[3] at {line}" in reason
+
+
 def test_step_analysis_names_the_line_that_read_a_value(capfd):
     model = _mlp().to(DEV)
     x = torch.randn(3, 4).to(DEV)

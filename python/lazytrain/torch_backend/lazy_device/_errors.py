@@ -2,8 +2,11 @@
 they name.
 
 torch's autograd engine runs a backward on this device on its own thread,
-which has no Python frames: an op failing there names the line that called
-`backward()` (or `torch.autograd.grad`), recorded by the wrapper below.
+which has no Python frames: the backward's ops are recorded at the line that
+called `backward()` (or `torch.autograd.grad`), as lazytrain's own backward
+records them; the wrapper below notes that line (for the IR's op locations:
+recompile reasons, step analysis, execution errors; and for this package's
+errors).
 
 An exception raised there would abort the process: after the failing node,
 torch's engine restores the device's stream through the device guard, a Python
@@ -17,10 +20,13 @@ the thread that called backward() (torch itself would raise a SystemError
 "returned NULL without setting an exception" there).
 """
 import ctypes
+import sys
 
 import torch
 import torch.autograd
 from torch.utils.backend_registration import _DummyDeviceGuard
+
+from ... import _C
 
 _PyErr_Clear = ctypes.pythonapi.PyErr_Clear
 _PyErr_Clear.restype = None
@@ -58,11 +64,24 @@ def raising_in_backward(error):
     return error
 
 
+def _user_frame():
+    from ._dispatch import _SKIP_DIRS
+    frame = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename.startswith(_SKIP_DIRS) or
+                                 frame.f_code.co_filename.startswith("<frozen")):
+        frame = frame.f_back
+    return frame
+
+
 def _wrap_engine(run_backward):
     def _engine_run_backward(*args, **kwargs):
         global backward_line, _raised
-        from ._dispatch import user_line
-        backward_line = user_line()
+        frame = _user_frame()
+        if frame is not None:
+            # The backward's ops run where no Python frame is the user's: they
+            # are recorded at this line (recompile reasons, step analysis, errors).
+            backward_line = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            _C._set_fallback_location(frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno)
         try:
             return run_backward(*args, **kwargs)
         except BaseException:
@@ -70,6 +89,9 @@ def _wrap_engine(run_backward):
             if error is None:
                 raise
             raise error from None
+        finally:
+            if frame is not None:
+                _C._set_fallback_location("", "", 0)
 
     _engine_run_backward.__wrapped__ = run_backward
     return _engine_run_backward
