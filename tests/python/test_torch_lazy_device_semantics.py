@@ -27,9 +27,11 @@ MIXED = {
     "add": lambda d, c: d + c,
     "matmul": lambda d, c: d @ c,
     "cat": lambda d, c: torch.cat([d, c]),
-    "index with a device index into a CPU tensor": lambda d, c: c.to(DEV)[torch.tensor([0, 1])] + c,
+    "a CPU tensor indexed by a device index": lambda d, c: c[torch.tensor([0, 1], device=DEV)],
+    "index_select with a CPU index": lambda d, c: d.index_select(0, torch.tensor([1])),
     "in-place": lambda d, c: d.add_(c),
     "in-place on a view": lambda d, c: d[0].mul_(c[0]),
+    "index_put_ of CPU values": lambda d, c: d.index_put_((torch.tensor([0], device=DEV),), c[0:1]),
     "where": lambda d, c: torch.where(d > 0, d, c),
     "out=": lambda d, c: torch.add(c, 1, out=d),
 }
@@ -43,6 +45,25 @@ def test_mixing_a_cpu_tensor_into_a_device_op_raises_torchs_error_naming_the_lin
     message = str(raised.value)
     assert "Expected all tensors to be on the same device" in message and "lazytrain" in message and "cpu" in message
     assert f"{HERE}:{inspect.getsourcelines(MIXED[name])[1]}" in message  # the line of the op, in MIXED
+
+
+def test_an_in_place_op_names_the_cpu_argument():
+    with pytest.raises(RuntimeError, match="for argument other in method aten.add"):
+        torch.ones(2, device=DEV).add_(torch.ones(2))
+
+
+def test_cpu_index_tensors_index_a_device_tensor_as_in_torch():
+    # torch lets CPU indices index a tensor of another device (they are copied there)
+    c = torch.arange(12.0).view(3, 4)
+    d = c.to(DEV)
+    rows, mask = torch.tensor([2, 0]), torch.tensor([True, False, True])
+    assert torch.equal(d[rows].cpu(), c[rows]) and torch.equal(d[mask].cpu(), c[mask])
+    assert torch.equal(d[rows, torch.tensor([1, 3])].cpu(), c[rows, torch.tensor([1, 3])])
+    c[rows] = -1.0
+    d[rows] = -1.0
+    c[:, torch.tensor([0])] += 5
+    d[:, torch.tensor([0])] += 5
+    assert torch.equal(d.cpu(), c)
 
 
 def test_a_zero_dim_cpu_tensor_is_a_scalar_as_in_torch():

@@ -155,9 +155,9 @@ def _compute_functional(functional, self_lt, args, kwargs):
     """The functional op's lazytrain result with self replaced by `self_lt`."""
     lowering = _lt_function(functional)
     if lowering is not None:
-        a, k = unwrap_args(functional, args[1:], kwargs)
+        a, k = unwrap_args(functional, args, kwargs)  # all of args: an error names the argument by position
         try:
-            return lowering(self_lt, *a, **k)
+            return lowering(self_lt, *a[1:], **k)
         except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
             raise _named_error(functional, e) from e
     out = functional(wrap(self_lt), *args[1:], **kwargs)
@@ -473,10 +473,32 @@ def _has_cia(func):
     return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
 
 
+_CPU_INDICES_ALLOWED = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
+                        aten._index_put_impl_.default}
+
+
+def _cpu_indices_to_device(handler):
+    """torch lets a device tensor be indexed by CPU index tensors (x[idx],
+    x[idx] = v; its own device check says "indices should be either on cpu or
+    on the same device"): they are copied to the device, as torch copies them
+    to a CUDA tensor's."""
+    def run(func, args, kwargs):
+        if type(args[0]) is LazyTensor and len(args) > 1 and any(
+                type(i) is torch.Tensor and i.device.type == "cpu" for i in args[1]):
+            indices = [wrap(to_lazytrain(i, "an index")) if type(i) is torch.Tensor and i.device.type == "cpu" else i
+                       for i in args[1]]
+            args = (args[0], indices, *args[2:])
+        return handler(func, args, kwargs)
+
+    return run
+
+
 def _resolve(func):
     """func's handler, counting its calls in op_counts (a cell the closure
     holds: no dict lookup per call, OpOverload's hash is Python code)."""
     handler = _resolve_handler(func)
+    if func in _CPU_INDICES_ALLOWED:
+        handler = _cpu_indices_to_device(handler)
     calls = op_counts.setdefault(func, [0])
 
     def counted(func, args, kwargs):
