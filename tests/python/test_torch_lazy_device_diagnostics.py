@@ -207,6 +207,15 @@ def test_an_error_inside_backward_raises_naming_the_backward_line():
         line = next_line()
         torch.autograd.grad(y, [w])
     assert f"{line} (in the backward" in str(raised.value)
+    # a tensor hook that raises inside the backward: its own error, at the caller
+    h = torch.ones(3, device=DEV, requires_grad=True)
+
+    def failing_hook(grad):
+        raise IndexError("the hook's own error")
+
+    h.register_hook(failing_hook)
+    with pytest.raises(IndexError, match="the hook's own error"):
+        (h * 2).sum().backward()
     # the process lives on and the device still works, backward included
     v = torch.ones(3, device=DEV, requires_grad=True)
     (v * 2).sum().backward()

@@ -17,9 +17,12 @@ exception"). So the dispatch notes the error here before raising it
 (`raising_in_backward`), the guard clears the Python error indicator at its
 next call, and the wrapper around torch's backward raises the noted error on
 the thread that called backward() (torch itself would raise a SystemError
-"returned NULL without setting an exception" there).
+"returned NULL without setting an exception" there). Tensor hooks of device
+tensors are wrapped to do the same; an exception from another Python callback
+inside a backward (a hook on a grad_fn node) still meets torch's abort.
 """
 import ctypes
+import functools
 import sys
 
 import torch
@@ -97,9 +100,28 @@ def _wrap_engine(run_backward):
     return _engine_run_backward
 
 
+def _register_hook(self, hook):
+    """Tensor.register_hook for tensors on the device: a hook that raises
+    inside the backward is noted as the dispatch's errors are (torch leaves
+    its error set too)."""
+    @functools.wraps(hook)
+    def checked(grad):
+        try:
+            return hook(grad)
+        except Exception as e:
+            if in_backward():
+                raise raising_in_backward(e)
+            raise
+
+    return torch.Tensor.register_hook(self, checked)
+
+
 def install():
     """Wraps torch.autograd's entry into the engine, which Tensor.backward(),
-    torch.autograd.backward() and torch.autograd.grad() call (idempotent)."""
+    torch.autograd.backward() and torch.autograd.grad() call, and the device's
+    tensor hooks (idempotent)."""
+    from ._tensor import LazyTensor
     current = torch.autograd._engine_run_backward
     if getattr(current, "__wrapped__", None) is None:
         torch.autograd._engine_run_backward = _wrap_engine(current)
+    LazyTensor.register_hook = _register_hook
