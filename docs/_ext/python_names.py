@@ -39,7 +39,7 @@ class PackageIndex:
     # -- files --------------------------------------------------------------
     def _files(self, dotted):
         """(file, is_package) of a dotted module of the package, or (None, False)."""
-        parts = dotted.split(".")
+        parts = self.resolve_alias(dotted).split(".")
         if parts[0] != self.package:
             return None, False
         base = os.path.join(self.root, *parts[1:])
@@ -49,13 +49,24 @@ class PackageIndex:
                 return path, is_package
         return None, False
 
+    def resolve_alias(self, dotted):
+        """lazytrain.torch_xla.<m> is lazytrain.<m> (python/lazytrain/torch_xla's import alias)."""
+        alias = f"{self.package}.torch_xla."
+        if dotted.startswith(alias) and not self._is_file_under_alias(dotted):
+            return f"{self.package}." + dotted[len(alias):]
+        return dotted
+
+    def _is_file_under_alias(self, dotted):
+        base = os.path.join(self.root, *dotted.split(".")[1:])
+        return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
+
     def is_module(self, dotted):
         if dotted == f"{self.package}._C":
             return True  # the native extension (built, not in the sources)
         return self._files(dotted)[0] is not None
 
     def _submodules(self, dotted):
-        base = os.path.join(self.root, *dotted.split(".")[1:])
+        base = os.path.join(self.root, *self.resolve_alias(dotted).split(".")[1:])
         out = set()
         if not os.path.isdir(base):
             return out

@@ -87,6 +87,18 @@ def test_python_names(context):
     assert "lazytrain.optim has no name 'AdamWRenamed'" in found[0][1]
 
 
+def test_torch_xla_alias_names(context):
+    """lazytrain.torch_xla.<m> is lazytrain.<m> (the import alias of PyTorch/XLA scripts)."""
+    page = ("```python\nimport lazytrain.torch_xla.runtime as xr\n"
+            "import lazytrain.torch_xla.distributed.spmd as xs\n"
+            "from lazytrain.torch_xla.experimental.spmd_fully_sharded_data_parallel import "
+            "SpmdFullyShardedDataParallel\nxs.mark_sharding\nxr.use_spmd\n"
+            "import lazytrain.torch_xla.distributed.spmdz\nxs.mark_shardingz\n```\n")
+    found = messages(page, context)
+    assert [line for line, _ in found] == [7, 8], found
+    assert "lazytrain.torch_xla.distributed.spmd has no name 'mark_shardingz'" in found[1][1]
+
+
 def test_renamed_function_fails(tmp_path):
     """A page written against old_name fails once the package calls it new_name."""
     pkg = tmp_path / "python" / "lazytrain"
