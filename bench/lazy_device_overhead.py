@@ -2,11 +2,15 @@
 per op recorded from Python, against lazytrain's native tensors and torch
 eager on the CPU, and the time to trace one training step of a tiny
 transformers BERT MLM (forward, backward, clip_grad_norm_, torch AdamW) with
-the number of ATen ops it dispatches. A measurement, not a test:
+the number of ATen ops it dispatches. A measurement, not a test. Every figure is
+given as wall time and as the process's CPU time (time.process_time: on a
+loaded machine the wall time includes waiting for a core, the CPU time hardly
+moves), each the best of many short repeats:
 
     PYTHONPATH=python build/venv-test/bin/python bench/lazy_device_overhead.py
 """
 import argparse
+import os
 import time
 
 import torch
@@ -17,14 +21,26 @@ from lazytrain.torch_backend import lazy_device
 from lazytrain.torch_backend.lazy_device import LazyTensor
 
 
-def per_op(make, n):
+OPS = {  # a lowered op, an in-place op, a view; each on the same x (no chain of views)
+    "x + 1": lambda x: x + 1,
+    "x.mul_(1.0)": lambda x: x.mul_(1.0),
+    "x.t()": lambda x: x.t(),
+}
+
+
+def per_op(make, op, n, chunk=50):
+    """(wall us, CPU us) per op: the best chunk of `chunk` ops among n ops (a chunk that no other process
+    interrupted), synchronised after each chunk outside the timing (an in-place op's graph would grow)."""
     x = make()
-    y = x
-    start = time.perf_counter()
-    for _ in range(n):
-        y = y + 1
-    elapsed = time.perf_counter() - start
-    return elapsed / n * 1e6, y
+    wall = cpu = float("inf")
+    for _ in range(max(1, n // chunk)):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(chunk):
+            op(x)
+        cpu = min(cpu, time.process_time() - c0)
+        wall = min(wall, time.perf_counter() - w0)
+        lt.sync(wait=True)
+    return wall / chunk * 1e6, cpu / chunk * 1e6
 
 
 def counting_dispatch():
@@ -57,7 +73,7 @@ def bert_step_times(steps, layers, hidden):
     try:
         for _ in range(steps):
             counts["ops"] = 0
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             x = ids.to(xm.xla_device())
             opt.zero_grad(set_to_none=True)
             loss = model(input_ids=x, labels=x).loss
@@ -65,9 +81,9 @@ def bert_step_times(steps, layers, hidden):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             xm.optimizer_step(opt)
             sched.step()
-            traces.append(time.perf_counter() - start)
+            traces.append((time.perf_counter() - start, time.process_time() - cpu))
             xm.mark_step()
-            loss.item()
+            loss.item()  # the step runs before the next is traced: the CPU time is the tracing's
     finally:
         restore()
     return traces, counts["ops"]
@@ -75,24 +91,30 @@ def bert_step_times(steps, layers, hidden):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--ops", type=int, default=5000, help="ops per measurement, timed in chunks of 50")
+    parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=128)
     args = parser.parse_args()
     dev = lazy_device.device()
-    for name, make in (("torch eager (CPU)", lambda: torch.ones(16)),
-                       ("lazytrain native", lambda: lt.ones(16)),
-                       ("lazy device (torch)", lambda: torch.ones(16, device=dev))):
-        per_op(make, 50)  # warm
-        us, y = per_op(make, args.ops)
-        lt.sync(wait=True)
-        print(f"{name:22s} x = x + 1: {us:7.1f} us/op")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; us per op, wall / CPU, the best "
+          f"chunk of 50 ops among {args.ops}")
+    for label, op in OPS.items():
+        for name, make in (("torch eager (CPU)", lambda: torch.ones(4, 4)),
+                           ("lazytrain native", lambda: lt.ones(4, 4)),
+                           ("lazy device (torch)", lambda: torch.ones(4, 4, device=dev))):
+            per_op(make, op, 100)  # warm
+            wall, cpu = per_op(make, op, args.ops)
+            print(f"{label:12s} {name:22s} {wall:7.2f} / {cpu:7.2f} us/op")
+    if not args.steps:
+        return
     traces, ops = bert_step_times(args.steps, args.layers, args.hidden)
-    steady = sorted(traces[2:])[len(traces[2:]) // 2] if len(traces) > 2 else traces[-1]
-    print(f"BERT MLM ({args.layers} layers, hidden {args.hidden}, batch 8x128): {ops} ATen ops per step, "
-          f"tracing {steady * 1e3:.1f} ms per step (median after warm-up; {steady / ops * 1e6:.1f} us/op); "
-          f"all steps {[round(t * 1e3, 1) for t in traces]} ms")
+    steady = traces[2:] or traces[-1:]
+    wall, cpu = min(t[0] for t in steady), min(t[1] for t in steady)
+    print(f"BERT MLM ({args.layers} layers, hidden {args.hidden}, batch 8x128): {ops} ATen ops per step, tracing "
+          f"{wall * 1e3:.1f} ms wall / {cpu * 1e3:.1f} ms CPU per step (best after warm-up; {wall / ops * 1e6:.1f} / "
+          f"{cpu / ops * 1e6:.1f} us/op); all steps' wall {[round(t[0] * 1e3, 1) for t in traces]} ms")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

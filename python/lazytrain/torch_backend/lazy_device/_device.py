@@ -59,6 +59,11 @@ class _DeviceModule:
         return False
 
     @staticmethod
+    def get_amp_supported_dtype():
+        # torch.autocast("lazytrain") asks this; the kernels are _autocast.py's.
+        return [torch.bfloat16, torch.float16]
+
+    @staticmethod
     def device_count():
         from ... import _C
         return max(1, len(_C._local_devices()))

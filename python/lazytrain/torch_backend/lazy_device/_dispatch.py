@@ -36,7 +36,7 @@ from .._lower_graph import LoweringError
 from ..lowering import LOWERINGS
 from ._fused_optim import FUSED_OPTIMIZERS
 from . import _errors
-from ._tensor import LazyTensor, wrap
+from ._tensor import LazyTensor, _new, wrap, wrap_view
 from ._transfer import to_cpu, to_lazytrain
 from ._views import STRIDES, VIEWS, meta_of
 
@@ -83,15 +83,24 @@ def _device_error(func, arg_name, other):
 
 # ---- arguments ----------------------------------------------------------------------------------------------
 def _unwrap(x, func, name):
+    """`name`: the argument's name, or its position (named from the schema only for an error: asking
+    the schema costs about 1 us, as much as the rest of an op's unwrapping)."""
     if isinstance(x, torch.Tensor):
         if isinstance(x, LazyTensor):
             return x._lt
         if x.dim() == 0 and x.device.type == "cpu":
             return x.item()
+        if isinstance(name, int):
+            names = _arg_names(func)
+            name = names[name] if name < len(names) else f"#{name}"
         raise _device_error(func, name, x)
     if type(x) in (list, tuple):
-        return [_unwrap(v, func, name) for v in x]
+        return [v._lt if type(v) is LazyTensor else _unwrap(v, func, name) if isinstance(v, _NESTED) else v
+                for v in x]
     return x
+
+
+_NESTED = (torch.Tensor, list, tuple)
 
 
 def _arg_names(func):
@@ -99,16 +108,18 @@ def _arg_names(func):
 
 
 def unwrap_args(func, args, kwargs):
-    names = None
+    # The hot path of every lowered op: a LazyTensor or a plain Python value per argument (a loop:
+    # a comprehension is a call of its own in Python 3.11, dearer for an op's 1-3 arguments).
     out = []
-    for i, a in enumerate(args):
+    i = 0
+    for a in args:
         if type(a) is LazyTensor:
             out.append(a._lt)
-        elif isinstance(a, (torch.Tensor, list, tuple)):
-            names = names or _arg_names(func)
-            out.append(_unwrap(a, func, names[i] if i < len(names) else f"#{i}"))
+        elif isinstance(a, _NESTED):
+            out.append(_unwrap(a, func, i))
         else:
             out.append(a)
+        i += 1
     if kwargs:
         kwargs = {k: _unwrap(v, func, k) for k, v in kwargs.items()}
     return out, kwargs
@@ -116,7 +127,7 @@ def unwrap_args(func, args, kwargs):
 
 def wrap_out(out):
     if isinstance(out, _LtTensor):
-        return LazyTensor(out)
+        return wrap(out)
     if isinstance(out, (tuple, list)):
         return type(out)(wrap_out(o) for o in out)
     return out
@@ -140,6 +151,8 @@ def _lowered(lowering):
             out = lowering(*a, **k)
         except (TypeError, ValueError, IndexError, LazytrainError, RuntimeError) as e:
             raise _named_error(func, e) from e
+        if type(out) is _LtTensor:  # most ops: one tensor, wrapped without wrap_out's walk
+            return _new(LazyTensor, out)
         return wrap_out(out)
 
     return run
@@ -261,9 +274,7 @@ def _view(fn, strides=None):
         if strides is not None:
             known = strides(x.shape, x.stride(), x.storage_offset(), tuple(out.shape), *a, **k)
             if known is not None:
-                r = LazyTensor(out, known[0], known[1])
-                r._root = root
-                return r
+                return wrap_view(out, known[0], known[1], root)
         meta = func(meta_of(x), *args[1:], **kwargs)
         offset = x.storage_offset()
         if isinstance(out, _LtTensor):

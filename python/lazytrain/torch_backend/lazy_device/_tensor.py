@@ -11,8 +11,10 @@ view model follows the same rules), any other result is contiguous.
 import torch
 
 from ... import _C
-from .._common import torch_dtype
-from ._device import torch_device
+from .._common import _TORCH_DTYPES, torch_dtype
+from ._device import _devices, torch_device
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
 
 
 _strides = {}
@@ -42,6 +44,8 @@ class LazyTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, value, strides=None, storage_offset=0):
+        if strides is None and not storage_offset:
+            return _new(cls, value)
         shape = tuple(value.shape)
         r = torch.Tensor._make_wrapper_subclass(
             cls, shape, strides=strides if strides is not None else contiguous_strides(shape),
@@ -155,5 +159,27 @@ def _from_cpu(cpu, requires_grad):
     return out.requires_grad_(requires_grad) if requires_grad else out
 
 
+def _new(cls, value):
+    """A contiguous LazyTensor holding `value`: the hot path of every op's result (about half the
+    cost of LazyTensor(value): no strides computed in Python, no type call)."""
+    index = value.device.index
+    r = _make_wrapper(cls, value.shape, dtype=_TORCH_DTYPES[value.dtype],
+                      device=_devices.get(index) or torch_device(index))
+    r._lt = value
+    return r
+
+
+def wrap_view(value, strides, storage_offset, root):
+    """A LazyTensor view of `root` (the base's lazytrain tensor) with torch's strides and offset."""
+    index = value.device.index
+    r = _make_wrapper(LazyTensor, value.shape, strides=strides, storage_offset=storage_offset,
+                      dtype=_TORCH_DTYPES[value.dtype], device=_devices.get(index) or torch_device(index))
+    r._lt = value
+    r._root = root
+    return r
+
+
 def wrap(value, strides=None, storage_offset=0):
+    if strides is None and not storage_offset:
+        return _new(LazyTensor, value)
     return LazyTensor(value, strides, storage_offset)
