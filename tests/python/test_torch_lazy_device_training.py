@@ -16,7 +16,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pinne
 
 import lazytrain as lt  # noqa: E402
 
-from lazy_device_loops import assert_trains_as_eager  # noqa: E402
+from lazy_device_loops import assert_trains_as_eager, causal_batch, mlm_batch  # noqa: E402
 from lazy_device_support import DEV, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
 
 
@@ -104,3 +104,23 @@ def test_fused_optimizers_train_as_eager(make_optimizer):
     GPT-2's key biases have a zero gradient up to rounding, which Adam's
     L2 weight decay would turn into updates of rounding's sign.)"""
     assert_trains_as_eager("llama", make_optimizer)
+
+
+def _padded(batch):
+    """`batch` with an attention mask whose second row ends in 3 pad positions."""
+    def with_mask(g):
+        inputs = batch(g)
+        mask = torch.ones_like(inputs["input_ids"])
+        mask[1, -3:] = 0
+        inputs["attention_mask"] = mask
+        return inputs
+    return with_mask
+
+
+@pytest.mark.parametrize("arch", ["bert", "llama"])
+def test_a_padded_batch_trains_as_eager_without_a_host_read(arch):
+    """transformers reads padding_mask.all() on the host to skip an all-ones
+    mask unless the mask is being traced; on the lazy device it is
+    (lazy_device/_masking.py), so the step reads nothing before mark_step and
+    tracing the next step overlaps executing this one."""
+    assert_trains_as_eager(arch, adamw(), batch=_padded(mlm_batch if arch == "bert" else causal_batch))

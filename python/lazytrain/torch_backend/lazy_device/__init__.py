@@ -35,7 +35,7 @@ Importing this module registers the device (once per process) and makes
 `lazytrain.core.xla_model.xla_device()` return the torch device (see
 `enable`).
 """
-from . import _autocast, _device, _dispatch, _factories, _generation  # noqa: F401 (_dispatch installs LazyTensor.__torch_dispatch__)
+from . import _autocast, _device, _dispatch, _factories, _generation, _masking  # noqa: F401 (_dispatch installs LazyTensor.__torch_dispatch__)
 from ._device import torch_device
 from ._tensor import LazyTensor
 
@@ -43,6 +43,7 @@ _device.register()
 _factories.register()
 _autocast.register(_device.NAME)  # torch.autocast("lazytrain", dtype=torch.bfloat16): CPU autocast's casts
 _generation.install()  # transformers' generate(): static shapes on this device (_generation.py)
+_masking.install()  # transformers' masks: no padding_mask.all() read per step (_masking.py)
 
 _enabled = False
 

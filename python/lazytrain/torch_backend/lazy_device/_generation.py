@@ -22,7 +22,7 @@ processors or stopping criteria that read the growing `input_ids`, models
 without a static cache) runs transformers' own loop unchanged: the same
 tokens, a graph per token.
 """
-import sys
+from ._on_import import patch_on_import
 
 _ORIGINAL = "_lazytrain_original_sample"
 # Logits processors that ignore `input_ids` (only the scores matter), so the
@@ -150,41 +150,9 @@ def _patch(utils_module):
     mixin._sample = static_sample
 
 
-class _PatchOnImport:
-    """A meta-path finder that patches transformers.generation.utils when it
-    is imported (transformers imports it lazily, often after lazytrain)."""
-
-    name = "transformers.generation.utils"
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            _patch(module)
-
-        loader.exec_module = exec_and_patch
-        return spec
-
-
 def install():
     """transformers' generate() takes the static loop for inputs on the lazy
     device (GenerationMixin._sample, which keeps its behaviour everywhere
     else): at once when transformers' generation module is loaded, else when
     it is. Idempotent."""
-    module = sys.modules.get(_PatchOnImport.name)
-    if module is not None:
-        _patch(module)
-    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport())
+    patch_on_import("transformers.generation.utils", _patch)
