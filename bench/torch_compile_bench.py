@@ -299,9 +299,10 @@ def child_lazy_device(c):
     model.train()
     opt = adamw(model, no_decay)
     if not c.get("mask_read"):
-        # transformers skips an all-ones attention_mask after reading attention_mask.all() on the host: on a
-        # lazy device that read waits for the step in flight, so tracing cannot overlap it. These masks are
-        # all ones: without them the computation is the same and nothing is read (--mask_read keeps them).
+        # Eager and Inductor skip an all-ones attention_mask (transformers reads attention_mask.all() on the
+        # host). On the lazy device transformers builds the mask instead, reading nothing
+        # (lazy_device/_masking.py): extra work the peers do not do. These masks are all ones, so without them
+        # every backend computes the same (--mask_read keeps them).
         for b in batches:
             if "attention_mask" in b and bool(b["attention_mask"].all()):
                 del b["attention_mask"]
@@ -595,8 +596,8 @@ def main():
     p.add_argument("--steps", type=int, default=0, help="timed steps (default 10; --small 3)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--mask_read", action="store_true",
-                   help="lazydevice: keep BERT's all-ones attention_mask (transformers then reads it on the host "
-                        "each step, which stalls tracing until the previous step has run)")
+                   help="lazydevice: keep BERT's all-ones attention_mask (the lazy device then builds the additive mask "
+                        "that eager and Inductor skip after reading it on the host)")
     p.add_argument("--small", action="store_true", help="tiny configs (hidden 128, 2 layers, vocab 2000): a smoke test")
     p.add_argument("--timeout", type=int, default=3600, help="seconds per configuration")
     p.add_argument("--json", help="write every row (and the machine) to this file")
