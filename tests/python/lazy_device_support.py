@@ -17,3 +17,14 @@ def torch_device_handed_out():
     previous = lazy_device.enable(True)
     yield
     lazy_device.enable(previous)
+
+
+def optimizer_step(optimizer, device):
+    """The step's update: on the lazy device xm.optimizer_step then
+    xm.mark_step (the whole step one graph), elsewhere optimizer.step()."""
+    import lazytrain.core.xla_model as xm
+    if device.type == "lazytrain":
+        xm.optimizer_step(optimizer)
+        xm.mark_step()
+    else:
+        optimizer.step()

@@ -20,7 +20,7 @@ from lazytrain.torch_backend import lazy_device  # noqa: E402
 from lazytrain.torch_backend.lazy_device import LazyTensor  # noqa: E402
 
 
-from lazy_device_support import DEV, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
+from lazy_device_support import DEV, optimizer_step, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
 
 
 def close(actual, expected, tol=1e-5):
@@ -181,11 +181,7 @@ def _train(model, device, foreach, steps=5, clip=True):
         loss.backward()
         if clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        if device.type == "lazytrain":
-            xm.optimizer_step(opt)
-            xm.mark_step()
-        else:
-            opt.step()
+        optimizer_step(opt, device)
         sched.step()
         losses.append(loss.item())
         compiles.append(metrics.counter_value("UncachedCompile"))

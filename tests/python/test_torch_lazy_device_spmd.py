@@ -21,7 +21,7 @@ import lazytrain.runtime as xr  # noqa: E402
 from lazytrain.debug import metrics  # noqa: E402
 from lazytrain.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2  # noqa: E402
 
-from lazy_device_support import DEV, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
+from lazy_device_support import DEV, optimizer_step, torch_device_handed_out  # noqa: E402,F401  (an autouse fixture)
 
 # torch_xla's column-parallel weights ([out, in]: rows split) and row-parallel ones (columns split).
 COLWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
@@ -58,11 +58,7 @@ def _train(model, device, batches):
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        if device.type == "lazytrain":
-            xm.optimizer_step(opt)
-            xm.mark_step()
-        else:
-            opt.step()
+        optimizer_step(opt, device)
         losses.append(loss.item())
         compiles.append(metrics.counter_value("UncachedCompile"))
     return losses, {n: p.detach().cpu() for n, p in model.named_parameters()}, compiles
