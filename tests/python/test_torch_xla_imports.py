@@ -99,6 +99,15 @@ def test_the_example_trains_as_eager_pytorch_and_compiles_once_after_warmup(tmp_
         assert abs(got - want) <= 1e-4, f"step {step}: lazytrain {got}, eager {want}"
 
 
+def run_fresh(code):
+    """`code`'s standard output, run in a new interpreter on the lazytrain this test imported
+    (the lazy device is registered once per process); it must exit with status 0."""
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PATH)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout.strip()
+
+
 def test_lazytrain_torch_xla_modules_are_lazytrains_own():
     code = ("import lazytrain, torch\n"
             "import lazytrain.torch_xla as torch_xla\n"
@@ -123,9 +132,7 @@ def test_lazytrain_torch_xla_modules_are_lazytrains_own():
             "else:\n"
             "    raise AssertionError('imported a module that does not exist')\n"
             "print('ok')\n")
-    env = dict(os.environ, PYTHONPATH=PACKAGE_PATH)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+    assert run_fresh(code) == "ok"
 
 
 def test_a_native_script_keeps_lazytrains_device():
@@ -134,6 +141,4 @@ def test_a_native_script_keeps_lazytrains_device():
             "import lazytrain.core.xla_model as xm\n"
             "assert not isinstance(xm.xla_device(), torch.device), xm.xla_device()\n"
             "print((lt.ones(2).to(xm.xla_device()) * 2).tolist())\n")
-    env = dict(os.environ, PYTHONPATH=PACKAGE_PATH)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.strip() == "[2.0, 2.0]", r.stdout + r.stderr
+    assert run_fresh(code) == "[2.0, 2.0]"
