@@ -58,16 +58,25 @@ _SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.mod
 _C._add_internal_dir(_SKIP_DIRS[0])  # the IR's op locations (recompile reasons, step analysis) skip torch too
 
 
-def user_line():
-    """'file:line' of the innermost frame outside torch and lazytrain; inside a
-    backward (torch's autograd thread, no Python frames), the line that called
-    backward()."""
+def user_frame():
+    """The innermost Python frame outside torch and lazytrain, or None (torch's
+    autograd thread has no Python frames)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_SKIP_DIRS) and not name.startswith("<frozen"):
-            return f"{name}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
+    return None
+
+
+def user_line():
+    """'file:line' of the innermost frame outside torch and lazytrain; inside a
+    backward (torch's autograd thread, no Python frames), the line that called
+    backward()."""
+    frame = user_frame()
+    if frame is not None:
+        return f"{frame.f_code.co_filename}:{frame.f_lineno}"
     node = torch._C._current_autograd_node()
     if node is not None and _errors.backward_line is not None:
         return f"{_errors.backward_line} (in the backward, {node.name()})"

@@ -23,7 +23,6 @@ inside a backward (a hook on a grad_fn node) still meets torch's abort.
 """
 import ctypes
 import functools
-import sys
 
 import torch
 import torch.autograd
@@ -67,19 +66,11 @@ def raising_in_backward(error):
     return error
 
 
-def _user_frame():
-    from ._dispatch import _SKIP_DIRS
-    frame = sys._getframe(2)
-    while frame is not None and (frame.f_code.co_filename.startswith(_SKIP_DIRS) or
-                                 frame.f_code.co_filename.startswith("<frozen")):
-        frame = frame.f_back
-    return frame
-
-
 def _wrap_engine(run_backward):
     def _engine_run_backward(*args, **kwargs):
         global backward_line, _raised
-        frame = _user_frame()
+        from ._dispatch import user_frame  # _dispatch imports this module
+        frame = user_frame()
         if frame is not None:
             # The backward's ops run where no Python frame is the user's: they
             # are recorded at this line (recompile reasons, step analysis, errors).
