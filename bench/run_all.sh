@@ -31,6 +31,12 @@
 #   RUN_TIMEOUT   [900]    seconds before one run is killed (its cells read "timeout")
 #   LOG_DIR       [a new /tmp/lazytrain-bench.XXXXXX]   every run's full output
 #   REPORT_ONLY   [0]      1: no build and no runs; prints the tables from the logs already in LOG_DIR
+#   BASELINE_BENCH_DIR [unset] a folder holding bench_bert_train and bench_gpt2_train built from another commit
+#                          (e.g. copied from build/bench before a change): each lazytrain cpu run is followed by the
+#                          same run of the baseline, and a table gives this build over the baseline (a refactor's
+#                          "no slowdown", before and after in one run):
+#     mkdir -p /tmp/before && cp build/bench/bench_{bert,gpt2}_train /tmp/before/   # at the old commit
+#     BASELINE_BENCH_DIR=/tmp/before MODELS="bert-tiny bert-base" PEERS="" bash bench/run_all.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -111,12 +117,16 @@ fi
 
 # model_args MODEL: lazytrain's and the peers' flags for it (GPT-2's sequence length from its name).
 peer_model_args() { case $1 in gpt2-*) echo "--model gpt2 --seq_len ${1#gpt2-}" ;; *) echo "--model $1" ;; esac; }
-lt_cmd() {  # lt_cmd MODEL BACKEND: lazytrain's bench program for MODEL
+lt_cmd() {  # lt_cmd MODEL BACKEND [BIN_DIR]: lazytrain's bench program for MODEL (BIN_DIR: this build's bench/)
+  local dir=${3:-$BUILD_DIR/bench}
   case $1 in
-    gpt2-*) echo "$BUILD_DIR/bench/bench_gpt2_train --backend $2 --seq_len ${1#gpt2-}" ;;
-    *) echo "$BUILD_DIR/bench/bench_bert_train --backend $2 --model $1" ;;
+    gpt2-*) echo "$dir/bench_gpt2_train --backend $2 --seq_len ${1#gpt2-}" ;;
+    *) echo "$dir/bench_bert_train --backend $2 --model $1" ;;
   esac
 }
+if [ -n "${BASELINE_BENCH_DIR:-}" ] && [ ! -x "$BASELINE_BENCH_DIR/bench_bert_train" ]; then
+  echo "run_all.sh: BASELINE_BENCH_DIR=$BASELINE_BENCH_DIR holds no bench_bert_train (copy build/bench/bench_{bert,gpt2}_train there)" >&2; exit 2
+fi
 peer_variants() {  # the run-name prefixes of the peers (eager once per allocator)
   local p m
   for p in $PEERS; do
@@ -138,6 +148,11 @@ for model in $MODELS; do
         # shellcheck disable=SC2046
         run "lt-${backend}_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" "${PIN[@]}" $(lt_cmd "$model" "$backend") \
           --warmup "$warm" --steps "$timed" "${bf[@]}"
+        if [ -n "${BASELINE_BENCH_DIR:-}" ] && [ "$backend" = cpu ]; then
+          # shellcheck disable=SC2046
+          run "ltbase-cpu_${model}_${dtype}_t$t" env OMP_NUM_THREADS="$t" "${PIN[@]}" $(lt_cmd "$model" cpu "$BASELINE_BENCH_DIR") \
+            --warmup "$warm" --steps "$timed" "${bf[@]}"
+        fi
       done
       pargs=($(peer_model_args "$model") --dtype "$dtype" --threads "$t" --steps "$timed")
       for v in $(peer_variants); do
@@ -215,6 +230,20 @@ for model in $MODELS; do
     done
   done
 done
+if [ -n "${BASELINE_BENCH_DIR:-}" ]; then
+  echo "### This build against the baseline build ($BASELINE_BENCH_DIR), run right after it in each cell"
+  echo
+  echo "| model | dtype | threads | this build tok/s (best) | baseline tok/s (best) | ratio | this build median step s | baseline median step s | median ratio (baseline / this) |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  for model in $MODELS; do for dtype in $DTYPES; do for t in $THREAD_COUNTS; do
+    a="lt-cpu_${model}_${dtype}_t$t" b="ltbase-cpu_${model}_${dtype}_t$t"
+    echo "| $model | $dtype | $t | $(tok "$a") | $(tok "$b") | $(ratio "$(field "$a" tokens_per_s_best)" "$(field "$b" tokens_per_s_best)") |" \
+         "$(fmt "$(field "$a" step_median_s)" 4) | $(fmt "$(field "$b" step_median_s)" 4) | $(ratio "$(field "$b" step_median_s)" "$(field "$a" step_median_s)") |"
+  done; done; done
+  echo
+  echo "ratio above 1: this build is faster."
+  echo
+fi
 echo
 # Issue 33's targets, row by row, against the roofline bound lazytrain's bench measured in the same
 # run (its "roofline" line: matmuls at oneDNN's best + non-matmul bytes at the STREAM triad's rate).
