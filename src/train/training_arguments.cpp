@@ -106,62 +106,28 @@ bool TrainingArguments::reports_to_tensorboard() const {
   return std::any_of(report_to.begin(), report_to.end(), [](const std::string& r) { return r == "tensorboard" || r == "all"; });
 }
 
-nlohmann::json TrainingArguments::to_json() const {
-  auto optional = [](const auto& v) -> nlohmann::json { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"output_dir", output_dir},
-          {"overwrite_output_dir", overwrite_output_dir},
-          {"do_train", do_train},
-          {"do_eval", do_eval},
-          {"evaluation_strategy", evaluation_strategy},
-          {"per_device_train_batch_size", per_device_train_batch_size},
-          {"per_device_eval_batch_size", per_device_eval_batch_size},
-          {"gradient_accumulation_steps", gradient_accumulation_steps},
-          {"learning_rate", learning_rate},
-          {"weight_decay", weight_decay},
-          {"adam_beta1", adam_beta1},
-          {"adam_beta2", adam_beta2},
-          {"adam_epsilon", adam_epsilon},
-          {"max_grad_norm", max_grad_norm},
-          {"num_train_epochs", num_train_epochs},
-          {"max_steps", max_steps},
-          {"lr_scheduler_type", lr_scheduler_type},
-          {"warmup_ratio", warmup_ratio},
-          {"warmup_steps", warmup_steps},
-          {"logging_dir", logging_dir},
-          {"logging_steps", logging_steps},
-          {"eval_steps", optional(eval_steps)},
-          {"save_strategy", save_strategy},
-          {"save_steps", save_steps},
-          {"save_total_limit", optional(save_total_limit)},
-          {"load_best_model_at_end", load_best_model_at_end},
-          {"metric_for_best_model", metric_for_best_model.empty() ? nlohmann::json(nullptr) : nlohmann::json(metric_for_best_model)},
-          {"greater_is_better", optional(greater_is_better)},
-          {"report_to", report_to},
-          {"resume_from_checkpoint", resume_from_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_from_checkpoint)},
-          {"dataloader_drop_last", dataloader_drop_last},
-          {"seed", seed},
-          {"tpu_metrics_debug", metrics_debug},
-          {"execution_mode", execution_mode},
-          {"detect_anomaly", detect_anomaly},
-          {"debug_recompiles", debug_recompiles},
-          {"debug_graphs", debug_graphs},
-          {"disable_tqdm", disable_tqdm},
-          {"bf16", bf16},
-          {"gradient_checkpointing", gradient_checkpointing},
-          {"dataloader_num_workers", dataloader_num_workers},
-          {"loader_prefetch_size", loader_prefetch_size},
-          {"device_prefetch_size", device_prefetch_size},
-          {"num_cores", num_cores},
-          {"num_threads", num_threads},
-          {"collective_timeout", collective_timeout},
-          {"sharded_optimizer", sharded_optimizer},
-          // As Hugging Face writes it: a list of FSDP options.
-          {"fsdp", fsdp.empty() ? nlohmann::json::array() : nlohmann::json::array({fsdp})},
-          {"tp_size", tp_size}};
-}
-
 namespace {
 
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// A field's value as training_args.json holds it.
+template <typename T>
+nlohmann::json argument_json(const TrainingArgumentField& field, const T& value) {
+  if constexpr (is_optional<T>::value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (field.spec.json_list_) return value.empty() ? nlohmann::json::array() : nlohmann::json::array({value});
+    if (field.spec.null_when_empty_ && value.empty()) return nullptr;
+    return value;
+  } else {
+    return value;
+  }
+}
+
+// JSON's type checks for a scalar; nlohmann's own for a string.
 template <typename T>
 void read_value(const nlohmann::json& v, T& out) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -174,88 +140,59 @@ void read_value(const nlohmann::json& v, T& out) {
   out = v.get<T>();
 }
 
+// Reads `v` into a field: null unsets an optional (or empties a
+// null_when_empty string); a json_list string takes a list's first option;
+// a list of strings takes one string too (HF's report_to="none").
 template <typename T>
-void read_value(const nlohmann::json& v, std::optional<T>& out) {
-  if (v.is_null()) {
-    out.reset();
-    return;
+void read_argument(const TrainingArgumentField& field, const nlohmann::json& v, T& out) {
+  if constexpr (is_optional<T>::value) {
+    if (v.is_null()) {
+      out.reset();
+      return;
+    }
+    typename T::value_type value{};
+    read_value(v, value);
+    out = value;
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    out = v.is_string() ? std::vector<std::string>{v.get<std::string>()} : v.get<std::vector<std::string>>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (field.spec.json_list_ && v.is_array()) {
+      out = v.empty() ? std::string() : v.at(0).get<std::string>();
+    } else if (field.spec.null_when_empty_ && v.is_null()) {
+      out.clear();
+    } else {
+      read_value(v, out);
+    }
+  } else {
+    read_value(v, out);
   }
-  T value{};
-  read_value(v, value);
-  out = value;
-}
-
-// An optional string field whose unset value is "" (metric_for_best_model, resume_from_checkpoint).
-void read_string_or_null(const nlohmann::json& v, std::string& out) {
-  if (v.is_null()) {
-    out.clear();
-    return;
-  }
-  read_value(v, out);
 }
 
 }  // namespace
+
+nlohmann::json TrainingArguments::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for_each_training_argument(*this, [&](const TrainingArgumentField& field, const auto& value) { j[field.key()] = argument_json(field, value); });
+  return j;
+}
 
 TrainingArguments TrainingArguments::from_json(const nlohmann::json& json, const std::string& source) {
   if (!json.is_object()) throw Error("[" + source + "] the training arguments must be a JSON object, got " + json.dump());
   TrainingArguments a;
   for (const auto& [key, v] : json.items()) {
+    bool known = false;
     try {
-      if (key == "output_dir") read_value(v, a.output_dir);
-      else if (key == "overwrite_output_dir") read_value(v, a.overwrite_output_dir);
-      else if (key == "do_train") read_value(v, a.do_train);
-      else if (key == "do_eval") read_value(v, a.do_eval);
-      else if (key == "evaluation_strategy" || key == "eval_strategy") read_value(v, a.evaluation_strategy);
-      else if (key == "per_device_train_batch_size") read_value(v, a.per_device_train_batch_size);
-      else if (key == "per_device_eval_batch_size") read_value(v, a.per_device_eval_batch_size);
-      else if (key == "gradient_accumulation_steps") read_value(v, a.gradient_accumulation_steps);
-      else if (key == "learning_rate") read_value(v, a.learning_rate);
-      else if (key == "weight_decay") read_value(v, a.weight_decay);
-      else if (key == "adam_beta1") read_value(v, a.adam_beta1);
-      else if (key == "adam_beta2") read_value(v, a.adam_beta2);
-      else if (key == "adam_epsilon") read_value(v, a.adam_epsilon);
-      else if (key == "max_grad_norm") read_value(v, a.max_grad_norm);
-      else if (key == "num_train_epochs") read_value(v, a.num_train_epochs);
-      else if (key == "max_steps") read_value(v, a.max_steps);
-      else if (key == "lr_scheduler_type") read_value(v, a.lr_scheduler_type);
-      else if (key == "warmup_ratio") read_value(v, a.warmup_ratio);
-      else if (key == "warmup_steps") read_value(v, a.warmup_steps);
-      else if (key == "logging_dir") read_string_or_null(v, a.logging_dir);
-      else if (key == "logging_steps") read_value(v, a.logging_steps);
-      else if (key == "eval_steps") read_value(v, a.eval_steps);
-      else if (key == "save_strategy") read_value(v, a.save_strategy);
-      else if (key == "save_steps") read_value(v, a.save_steps);
-      else if (key == "save_total_limit") read_value(v, a.save_total_limit);
-      else if (key == "load_best_model_at_end") read_value(v, a.load_best_model_at_end);
-      else if (key == "metric_for_best_model") read_string_or_null(v, a.metric_for_best_model);
-      else if (key == "greater_is_better") read_value(v, a.greater_is_better);
-      else if (key == "report_to") a.report_to = v.is_string() ? std::vector<std::string>{v.get<std::string>()} : v.get<std::vector<std::string>>();
-      else if (key == "resume_from_checkpoint") read_string_or_null(v, a.resume_from_checkpoint);
-      else if (key == "dataloader_drop_last") read_value(v, a.dataloader_drop_last);
-      else if (key == "seed") read_value(v, a.seed);
-      else if (key == "tpu_metrics_debug" || key == "metrics_debug") read_value(v, a.metrics_debug);
-      else if (key == "execution_mode") read_value(v, a.execution_mode);
-      else if (key == "detect_anomaly") read_value(v, a.detect_anomaly);
-      else if (key == "debug_recompiles") read_value(v, a.debug_recompiles);
-      else if (key == "debug_graphs") read_value(v, a.debug_graphs);
-      else if (key == "disable_tqdm") read_value(v, a.disable_tqdm);
-      else if (key == "bf16") read_value(v, a.bf16);
-      else if (key == "gradient_checkpointing") read_value(v, a.gradient_checkpointing);
-      else if (key == "dataloader_num_workers") read_value(v, a.dataloader_num_workers);
-      else if (key == "loader_prefetch_size") read_value(v, a.loader_prefetch_size);
-      else if (key == "device_prefetch_size") read_value(v, a.device_prefetch_size);
-      else if (key == "num_cores") read_value(v, a.num_cores);
-      else if (key == "num_threads") read_value(v, a.num_threads);
-      else if (key == "collective_timeout") read_value(v, a.collective_timeout);
-      else if (key == "sharded_optimizer") read_value(v, a.sharded_optimizer);
-      else if (key == "tp_size") read_value(v, a.tp_size);
-      else if (key == "fsdp") a.fsdp = v.is_array() ? (v.empty() ? std::string() : v.at(0).get<std::string>()) : v.get<std::string>();
-      else throw Error("[" + source + "] unknown training argument '" + key + "'");
+      for_each_training_argument(a, [&](const TrainingArgumentField& field, auto& member) {
+        if (known || !field.named(key)) return;
+        known = true;
+        read_argument(field, v, member);
+      });
     } catch (const nlohmann::json::exception& e) {
       std::string what = e.what();
       if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
       throw Error("[" + source + "] training argument '" + key + "': " + what);
     }
+    if (!known) throw Error("[" + source + "] unknown training argument '" + key + "'");
   }
   return a;
 }
