@@ -1,8 +1,9 @@
 // init_trainer: the C++ Trainer (train/trainer.h) driven from Python, what
 // lazytrain.trainer.Trainer wraps with Hugging Face's API. Python hands over
-// its model as named parameters (the same tensors: no copy), a loss function
-// taking the batch dict, datasets as a size plus a collate function, and one
-// event handler for its callbacks; the loop, checkpoints, exact resume,
+// its model as named parameters (the same tensors: no copy), its arguments as
+// a _TrainingArguments, a loss function taking the batch dict, datasets as a
+// size plus a collate function, and one event handler for its callbacks
+// (given a _TrainerState and a dict); the loop, checkpoints, exact resume,
 // evaluation, replicas and logging stay the C++ Trainer's, the CLI's.
 //
 // Threads: train() and evaluate() run without the GIL. The loss function,
@@ -17,14 +18,16 @@
 
 #include <memory>
 #include <set>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
 
 #include "bindings.h"
 #include "core/crc32c.h"
+#include "json_values.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
-#include "train/json_file.h"
 #include "train/results_files.h"
 #include "train/trainer.h"
 
@@ -104,8 +107,9 @@ data::TrainerDataset trainer_dataset(const nb::object& spec) {
 }
 
 // The Python Trainer's callbacks behind one C++ callback: every event goes to
-// `handler(event, state_json, payload_json)`, which returns True when a
-// callback set control.should_training_stop.
+// `handler(event, state, payload)` (state a _TrainerState copy; payload on_log's
+// logs or on_evaluate's metrics as a dict, else None), which returns True when
+// a callback set control.should_training_stop.
 class PythonCallbacks : public train::TrainerCallback {
  public:
   PythonCallbacks(nb::object handler, std::vector<std::string> events) : handler_(std::move(handler)), events_(events.begin(), events.end()) {}
@@ -120,22 +124,21 @@ class PythonCallbacks : public train::TrainerCallback {
   void on_step_end(const train::TrainingArguments&, const train::TrainerState& s, train::TrainerControl& c) override { call("on_step_end", s, c); }
   void on_save(const train::TrainingArguments&, const train::TrainerState& s, train::TrainerControl& c) override { call("on_save", s, c); }
   void on_log(const train::TrainingArguments&, const train::TrainerState& s, train::TrainerControl& c, const nlohmann::json& logs) override {
-    call("on_log", s, c, logs);
+    call("on_log", s, c, &logs);
   }
   void on_evaluate(const train::TrainingArguments&, const train::TrainerState& s, train::TrainerControl& c,
                    const std::map<std::string, double>& metrics) override {
-    call("on_evaluate", s, c, nlohmann::json(metrics));
+    const nlohmann::json payload(metrics);
+    call("on_evaluate", s, c, &payload);
   }
 
  private:
-  void call(const char* event, const train::TrainerState& state, train::TrainerControl& control, const nlohmann::json& payload = nullptr) {
+  void call(const char* event, const train::TrainerState& state, train::TrainerControl& control, const nlohmann::json* payload = nullptr) {
     if (!events_.count(event)) return;  // no Python callback handles it
-    nlohmann::json s = state.to_json();
-    s["is_world_process_zero"] = state.is_world_process_zero;
-    s["step_loss"] = state.step_loss;
-    const std::string state_text = s.dump(), payload_text = payload.is_null() ? "" : train::dump_json(payload);
     GilAcquire gil;
-    if (nb::cast<bool>(handler_(event, state_text, payload_text))) control.should_training_stop = true;
+    const nb::object s = nb::cast(state, nb::rv_policy::copy);
+    const nb::object p = payload ? python_value(*payload) : nb::none();
+    if (nb::cast<bool>(handler_(event, s, p))) control.should_training_stop = true;
   }
   nb::object handler_;
   std::set<std::string> events_;
@@ -143,6 +146,53 @@ class PythonCallbacks : public train::TrainerCallback {
  public:
   void set_events(const std::vector<std::string>& events) { events_ = std::set<std::string>(events.begin(), events.end()); }
 };
+
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// A training argument's Python type, as training_args.py annotates the field.
+template <typename T>
+std::string python_type(const train::ArgumentSpec& spec) {
+  if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_integral_v<T>) return "int";
+  else if constexpr (std::is_floating_point_v<T>) return "float";
+  else if constexpr (std::is_same_v<T, std::string>) return spec.json_list_ ? "object" : spec.null_when_empty_ ? "Optional[str]" : "str";
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "Union[str, List[str]]";
+  else return "Optional[" + python_type<typename T::value_type>(spec) + "]";
+}
+
+// Its default as a Python value (None for an unset optional or a null_when_empty string).
+template <typename T>
+nb::object python_default(const train::ArgumentSpec& spec, const T& value) {
+  if (spec.python_default_) return nb::str(spec.python_default_);
+  if constexpr (is_optional<T>::value) {
+    return value ? nb::cast(*value) : nb::none();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return spec.null_when_empty_ && value.empty() ? nb::none() : nb::cast(value);
+  } else {
+    return nb::cast(value);
+  }
+}
+
+// (name, type, default, help, alias_of) for each field of Python's
+// TrainingArguments, in order: the list's fields under their Hugging Face
+// names, each followed by its alias's field (alias_of: the field it sets).
+nb::list training_argument_fields() {
+  nb::list out;
+  const train::TrainingArguments defaults;
+  train::for_each_training_argument(defaults, [&](const train::TrainingArgumentField& field, const auto& value) {
+    using T = std::decay_t<decltype(value)>;
+    const std::string type = python_type<T>(field.spec);
+    out.append(nb::make_tuple(field.key(), type, python_default(field.spec, value), field.help, nb::none()));
+    if (field.spec.alias_) {
+      const std::string optional = type.starts_with("Optional[") ? type : "Optional[" + type + "]";
+      out.append(nb::make_tuple(field.spec.alias_, optional, nb::none(), std::string("Hugging Face's other name of ") + field.key(), field.key()));
+    }
+  });
+  return out;
+}
 
 // The Trainer and what it holds on to.
 struct PyTrainer {
@@ -170,16 +220,49 @@ std::shared_ptr<nb::object> hold(nb::object callable) {
 }  // namespace
 
 void init_trainer(nb::module_& m) {
-  m.def(
-      "_training_arguments", [](const std::string& json_text) {
-        train::TrainingArguments a = train::TrainingArguments::from_json(nlohmann::json::parse(json_text), "TrainingArguments");
-        a.validate();
-        a.resolve();
-        return a.to_json().dump();
-      },
-      "json"_a,
-      "TrainingArguments' fields (JSON) read, checked and resolved as the CLI does (HF's __post_init__): the resolved "
-      "fields as JSON; LazytrainError '[TrainingArguments] --name ...' naming the field otherwise.");
+  m.def("_training_argument_fields", &training_argument_fields,
+        "(name, type, default, help, alias_of) of every field of TrainingArguments (train/training_argument_fields.h), in "
+        "order: type a Python annotation ('int', 'Optional[str]', ...), alias_of the field an alias sets (else None).");
+  nb::class_<train::TrainingArguments>(m, "_TrainingArguments",
+                                       "The C++ TrainingArguments (train/training_arguments.h) that lazytrain.TrainingArguments "
+                                       "hands to the C++ Trainer.")
+      .def(
+          "__init__",
+          [](train::TrainingArguments* self, const nb::dict& values) {
+            new (self) train::TrainingArguments(train::TrainingArguments::from_json(json_value(values, "TrainingArguments"), "TrainingArguments"));
+          },
+          "values"_a,
+          "The arguments of a dict of fields (Hugging Face's names; missing ones keep their defaults), read as "
+          "training_args.json is: LazytrainError '[TrainingArguments] unknown training argument ...' or naming the field "
+          "of a value of the wrong type. Not validated.")
+      .def("validate", &train::TrainingArguments::validate,
+           "The CLI's checks: LazytrainError '[TrainingArguments] --name ...' naming the field for a value out of range.")
+      .def("resolve", &train::TrainingArguments::resolve,
+           "Hugging Face's __post_init__ defaults: do_eval, eval_steps, metric_for_best_model, greater_is_better, "
+           "logging_dir, report_to.")
+      .def(
+          "to_dict", [](const train::TrainingArguments& a) { return nb::cast<nb::dict>(python_value(a.to_json())); },
+          "Every field under its Hugging Face name, as training_args.json holds it (unset ones None).");
+  nb::class_<train::TrainerState>(m, "_TrainerState",
+                                  "The C++ Trainer's state (train/trainer_state.h) at an event: transformers.TrainerState's fields.")
+      .def_ro("epoch", &train::TrainerState::epoch)
+      .def_ro("global_step", &train::TrainerState::global_step)
+      .def_ro("max_steps", &train::TrainerState::max_steps)
+      .def_ro("logging_steps", &train::TrainerState::logging_steps)
+      .def_ro("eval_steps", &train::TrainerState::eval_steps)
+      .def_ro("save_steps", &train::TrainerState::save_steps)
+      .def_ro("num_train_epochs", &train::TrainerState::num_train_epochs)
+      .def_ro("train_batch_size", &train::TrainerState::train_batch_size)
+      .def_ro("best_metric", &train::TrainerState::best_metric)
+      .def_prop_ro(
+          "best_model_checkpoint",
+          [](const train::TrainerState& s) { return s.best_model_checkpoint.empty() ? std::optional<std::string>() : s.best_model_checkpoint; },
+          "The best checkpoint's directory so far, or None.")
+      .def_prop_ro(
+          "log_history", [](const train::TrainerState& s) { return nb::cast<nb::list>(python_value(s.log_history)); },
+          "Every logged entry: a list of dicts (a new list each time).")
+      .def_ro("is_world_process_zero", &train::TrainerState::is_world_process_zero)
+      .def_ro("step_loss", &train::TrainerState::step_loss);
   m.def(
       "_crc32c_int64", [](const nb::ndarray<nb::ro, int64_t, nb::c_contig, nb::device::cpu>& a, uint32_t crc) {
         return crc32c(std::string_view(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(int64_t)), crc);
@@ -202,10 +285,9 @@ void init_trainer(nb::module_& m) {
   nb::class_<PyTrainer>(m, "_Trainer", "The C++ Trainer (train/trainer.h) behind lazytrain.Trainer.")
       .def(
           "__init__",
-          [](PyTrainer* self, const std::string& args_json, const std::vector<std::pair<std::string, Tensor>>& parameters,
+          [](PyTrainer* self, const train::TrainingArguments& args, const std::vector<std::pair<std::string, Tensor>>& parameters,
              nb::object set_training, nb::object loss_fn, nb::object train_spec, nb::object eval_spec, nb::object event_handler,
              std::vector<std::string> events) {
-            train::TrainingArguments args = train::TrainingArguments::from_json(nlohmann::json::parse(args_json), "TrainingArguments");
             auto module = std::make_shared<PythonModule>(parameters, std::move(set_training));
             std::shared_ptr<nb::object> loss = hold(std::move(loss_fn));
             // The batch dict -> (loss, logits or None, labels or None).
@@ -218,12 +300,12 @@ void init_trainer(nb::module_& m) {
               return train::ModelOutput(nb::cast<Tensor>(out[0]), tensor_or_empty(out[1]), tensor_or_empty(out[2]));
             };
             auto callbacks = std::make_shared<PythonCallbacks>(std::move(event_handler), std::move(events));
-            new (self) PyTrainer{module, std::make_unique<train::Trainer>(*module, std::move(args), std::move(fn), trainer_dataset(train_spec),
+            new (self) PyTrainer{module, std::make_unique<train::Trainer>(*module, args, std::move(fn), trainer_dataset(train_spec),
                                                                            trainer_dataset(eval_spec)),
                                  callbacks};
             self->trainer->add_callback(callbacks);
           },
-          "args_json"_a, "parameters"_a, "set_training"_a, "loss_fn"_a, "train_dataset"_a.none(), "eval_dataset"_a.none(), "event_handler"_a, "events"_a)
+          "args"_a, "parameters"_a, "set_training"_a, "loss_fn"_a, "train_dataset"_a.none(), "eval_dataset"_a.none(), "event_handler"_a, "events"_a)
       .def(
           "set_compute_metrics",
           [](PyTrainer& t, nb::object compute, nb::object preprocess) {
@@ -265,7 +347,8 @@ void init_trainer(nb::module_& m) {
           "resume_from_checkpoint"_a = "")
       .def("evaluate", [](PyTrainer& t) { return without_gil([&] { return t.trainer->evaluate(); }); })
       .def("save_state", [](PyTrainer& t) { t.trainer->save_state(); })
-      .def("state_json", [](PyTrainer& t) { return t.trainer->state().to_json().dump(); })
+      .def(
+          "state", [](PyTrainer& t) { return t.trainer->state(); }, "A copy of the Trainer's state (trainer_state.json's fields).")
       .def_prop_ro("global_step", [](PyTrainer& t) { return t.trainer->global_step(); })
       .def_prop_ro("is_world_process_zero", [](PyTrainer& t) { return t.trainer->is_world_process_zero(); })
       .def_prop_ro("train_graph_count", [](PyTrainer& t) { return t.trainer->train_graph_count(); });

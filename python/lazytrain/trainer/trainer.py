@@ -270,13 +270,15 @@ class Trainer:
 
         return (len(dataset), collate, int(pad_token_id or 0), mlm_probability, fingerprint if training else None)
 
-    def _handle_event(self, event, state_json, payload_json):
-        self.state = TrainerState._from_json(state_json)
+    def _handle_event(self, event, state, payload):
+        """The C++ Trainer's event: its state (a _C._TrainerState) and on_log's
+        logs or on_evaluate's metrics (a dict)."""
+        self.state = TrainerState._from_native(state)
         kwargs = {}
         if event == "on_log":
-            kwargs["logs"] = json.loads(payload_json)
+            kwargs["logs"] = payload
         elif event == "on_evaluate":
-            kwargs["metrics"] = json.loads(payload_json)
+            kwargs["metrics"] = payload
         self.control = self.callback_handler.call_event(event, self.args, self.state, self.control, **kwargs)
         return bool(self.control.should_training_stop)
 
@@ -284,9 +286,8 @@ class Trainer:
         datasets = (self.train_dataset, self.eval_dataset, self.data_collator)
         if self._native is not None and all(a is b for a, b in zip(datasets, self._native_datasets)):
             return self._native
-        args_json = json.dumps(self.args.to_dict())
         parameters = list(self.model.named_parameters())
-        native = _C._Trainer(args_json, parameters, lambda on: self.model.train(on), self._loss_for_native,
+        native = _C._Trainer(self.args._native(), parameters, lambda on: self.model.train(on), self._loss_for_native,
                              self._dataset_spec(self.train_dataset, True), self._dataset_spec(self.eval_dataset, False),
                              self._handle_event, self.callback_handler.events)
         if self.compute_metrics is not None:
@@ -366,7 +367,7 @@ class Trainer:
         native = self._native_trainer()
         with self._RunSettings(self.args):
             metrics = native.train(resume_from_checkpoint)
-        self.state = TrainerState._from_json(native.state_json())
+        self.state = TrainerState._from_native(native.state())
         return TrainOutput(native.global_step, metrics.get("train_loss", 0.0), metrics)
 
     def _check_output_dir(self):
@@ -399,7 +400,7 @@ class Trainer:
         finally:
             if other:
                 native.set_eval_dataset(self._dataset_spec(self.eval_dataset, False))
-        self.state = TrainerState._from_json(native.state_json())
+        self.state = TrainerState._from_native(native.state())
         return metrics
 
     def add_callback(self, callback):

@@ -32,10 +32,13 @@ class TrainerState:
     total_flos: float = 0
 
     @classmethod
-    def _from_json(cls, text):
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in json.loads(text).items() if k in fields}
-        return cls(**values)
+    def _from_native(cls, state):
+        """The fields of the C++ Trainer's state (a _C._TrainerState)."""
+        return cls(epoch=state.epoch, global_step=state.global_step, max_steps=state.max_steps, logging_steps=state.logging_steps,
+                   eval_steps=state.eval_steps, save_steps=state.save_steps, num_train_epochs=state.num_train_epochs,
+                   train_batch_size=state.train_batch_size, best_metric=state.best_metric,
+                   best_model_checkpoint=state.best_model_checkpoint, log_history=state.log_history,
+                   is_world_process_zero=state.is_world_process_zero)
 
     def save_to_json(self, json_path):
         with open(json_path, "w", encoding="utf-8") as f:

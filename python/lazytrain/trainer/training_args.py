@@ -4,7 +4,9 @@ same names, defaults and checks. The checks and the resolved defaults
 (Hugging Face's ``__post_init__``: do_eval with an evaluation strategy,
 eval_steps = logging_steps, logging_dir = <output_dir>/runs/<date>_<host>,
 greater_is_better, report_to "all" -> "tensorboard") are the C++ TrainingArguments'
-(src/train/training_arguments.h), so a Python run and a CLI run agree.
+(src/train/training_arguments.h), so a Python run and a CLI run agree; so are
+the fields themselves (name, type, default, help: the one list of
+src/train/training_argument_fields.h).
 
 lazytrain's additions to Hugging Face's fields: execution_mode, detect_anomaly,
 debug_recompiles, debug_graphs, loader_prefetch_size, device_prefetch_size
@@ -15,98 +17,85 @@ import dataclasses
 import json
 import math
 import os
-from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
 from .. import _C
 
+# The annotations the C++ field list names (python/src/trainer.cpp python_type).
+_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "object": object, "Optional[int]": Optional[int],
+          "Optional[bool]": Optional[bool], "Optional[str]": Optional[str], "Union[str, List[str]]": Union[str, List[str]]}
 
-@dataclass
+
+def _with_cpp_fields(cls):
+    """Makes `cls` a dataclass whose fields are the C++ TrainingArguments'
+    (src/train/training_argument_fields.h, the one list the CLI's flags and
+    training_args.json come from too): name, type, default and help
+    (``metadata["help"]``, which HfArgumentParser prints), in the list's order.
+    An alias field (eval_strategy) defaults to None and sets its field in
+    __post_init__."""
+    annotations = {}
+    aliases = {}
+    for name, type_name, default, help_text, alias_of in _C._training_argument_fields():
+        annotations[name] = _TYPES[type_name]
+        metadata = {"help": help_text}
+        if isinstance(default, list):
+            value = dataclasses.field(default_factory=lambda d=tuple(default): list(d), metadata=metadata)
+        else:
+            value = dataclasses.field(default=default, metadata=metadata)
+        setattr(cls, name, value)
+        if alias_of is not None:
+            aliases[name] = alias_of
+    cls.__annotations__ = annotations
+    cls._aliases = aliases
+    return dataclasses.dataclass(cls)
+
+
+@_with_cpp_fields
 class TrainingArguments:
-    output_dir: str = "trainer_output"
-    overwrite_output_dir: bool = False
-    do_train: bool = False
-    do_eval: bool = False
-    evaluation_strategy: str = "no"
-    eval_strategy: Optional[str] = None  # Hugging Face's newer name of evaluation_strategy
-    per_device_train_batch_size: int = 8
-    per_device_eval_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    learning_rate: float = 5e-5
-    weight_decay: float = 0.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_epsilon: float = 1e-8
-    max_grad_norm: float = 1.0
-    num_train_epochs: float = 3.0
-    max_steps: int = -1
-    lr_scheduler_type: str = "linear"
-    warmup_ratio: float = 0.0
-    warmup_steps: int = 0
-    logging_dir: Optional[str] = None
-    logging_steps: int = 500
-    eval_steps: Optional[int] = None
-    save_strategy: str = "steps"
-    save_steps: int = 500
-    save_total_limit: Optional[int] = None
-    load_best_model_at_end: bool = False
-    metric_for_best_model: Optional[str] = None
-    greater_is_better: Optional[bool] = None
-    report_to: Union[str, List[str]] = field(default_factory=lambda: ["all"])
-    resume_from_checkpoint: Optional[str] = None
-    dataloader_drop_last: bool = False
-    seed: int = 42
-    tpu_metrics_debug: bool = False
-    execution_mode: str = "lazy"
-    detect_anomaly: bool = False
-    debug_recompiles: bool = False
-    debug_graphs: bool = False
-    disable_tqdm: bool = False
-    bf16: bool = False
-    gradient_checkpointing: bool = False
-    dataloader_num_workers: int = 0
-    loader_prefetch_size: int = 8
-    device_prefetch_size: int = 4
-    num_cores: int = 1
-    num_threads: int = 0
-    collective_timeout: float = 300.0
-    sharded_optimizer: bool = False
-    # Hugging Face's fsdp ("full_shard", or a list of options): one SPMD program
-    # over the devices of lazytrain.runtime.use_spmd(n), every parameter split
-    # over all of them (FSDPv2); per_device_train_batch_size is per device.
-    fsdp: object = ""
-    # Hugging Face's tp_size: above 1, one SPMD program over the devices of
-    # lazytrain.runtime.use_spmd(n) as a (n / tp_size) x tp_size mesh ("data",
-    # "model"): Megatron's layout and vocabulary-parallel loss over "model",
-    # the batch over "data" (per_device_train_batch_size x n / tp_size rows).
-    tp_size: int = 1
+    """transformers.TrainingArguments with lazytrain's fields: one per flag of
+    ``lazytrain run_mlm --help``, with the same names, defaults and checks
+    (``dataclasses.fields(TrainingArguments)`` lists them, each with its help
+    in ``metadata["help"]``). ``eval_strategy`` is ``evaluation_strategy``'s
+    newer name; ``output_dir`` defaults to "trainer_output" as Hugging Face's."""
 
     def __post_init__(self):
         """Checks every field as the CLI does and fills the resolved defaults.
         Raises ValueError naming the field ("[TrainingArguments] --learning_rate ...")."""
-        if self.eval_strategy is not None:
-            self.evaluation_strategy = self.eval_strategy
+        for alias, name in self._aliases.items():
+            if getattr(self, alias) is not None:
+                setattr(self, name, getattr(self, alias))
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]
         for name in ("output_dir", "logging_dir", "resume_from_checkpoint"):  # pathlib.Path, as transformers takes
             if isinstance(getattr(self, name), os.PathLike):
                 setattr(self, name, os.fspath(getattr(self, name)))
-        fields = {k: v for k, v in self._cpp_fields().items()}
+        fields = self._cpp_fields()
         for name, value in fields.items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"[TrainingArguments] training argument '{name}': expected a finite number, got {value}")
         try:
-            resolved = json.loads(_C._training_arguments(json.dumps(fields)))
+            native = _C._TrainingArguments(fields)
+            native.validate()
+            native.resolve()
         except _C.LazytrainError as e:
             raise ValueError(str(e)) from None
-        for key, value in resolved.items():
-            setattr(self, "tpu_metrics_debug" if key == "tpu_metrics_debug" else key, value)
-        self.eval_strategy = self.evaluation_strategy
+        for key, value in native.to_dict().items():
+            setattr(self, key, value)
+        for alias, name in self._aliases.items():
+            setattr(self, alias, getattr(self, name))
 
     def _cpp_fields(self):
         d = dataclasses.asdict(self)
-        d.pop("eval_strategy")
+        for alias in self._aliases:
+            d.pop(alias)
         return d
+
+    def _native(self):
+        """The C++ TrainingArguments of these fields (not resolved again), for the C++ Trainer."""
+        try:
+            return _C._TrainingArguments(self._cpp_fields())
+        except _C.LazytrainError as e:
+            raise ValueError(str(e)) from None
 
     def to_dict(self):
         return self._cpp_fields()
