@@ -66,7 +66,7 @@ Tensor eager_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 int run(const Options& o) {
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(o.backend));
+  lazy::set_compiler(backend::make_compiler(o.backend));
   manual_seed(o.seed);
   const Shape shape = {o.batch_size, o.heads, o.seq_len, o.head_dim};
   const DType dtype = o.bf16 ? DType::kBFloat16 : DType::kFloat32;

@@ -167,7 +167,7 @@ void time_training_steps(const TrainingRun& run, const std::function<double(int 
   if (run.roofline) {
     // The step's graph: the largest compiled one.
     std::shared_ptr<backend::Executable> largest;
-    for (auto& e : lazy::GraphExecutor::get().cached_executables()) {
+    for (auto& e : lazy::cached_executables()) {
       if (!largest || e->module().instructions.size() > largest->module().instructions.size()) largest = e;
     }
     const int64_t threads_counter = runtime::counter_value("ExecutionThreads");

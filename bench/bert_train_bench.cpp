@@ -144,7 +144,7 @@ int run(const Options& o) {
                              " seq=" + std::to_string(o.seq_len) + " lm_head=" + o.lm_head +
                              " gradient_checkpointing=" + (o.gradient_checkpointing ? "1" : "0");
 
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(o.backend));
+  lazy::set_compiler(backend::make_compiler(o.backend));
   manual_seed(o.seed);
   models::BertForMaskedLM model(config);
   model.train();

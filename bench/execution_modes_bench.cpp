@@ -150,7 +150,7 @@ struct Runner {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler(o.backend));
+    lazy::set_compiler(backend::make_compiler(o.backend));
     lazy::set_fused_eager_chunk_size(o.chunk_size);
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::printf("bert-mini (L=4, H=256, A=4, vocab 30522) training steps, batch %lld x seq %lld, backend %s, OMP_NUM_THREADS=%s, "
@@ -169,9 +169,9 @@ int main(int argc, char** argv) {
     const runtime::Device device = runtime::current_device();
     for (int s = 0; s < o.steps; ++s) {
       for (auto& r : runners) {
-        const int64_t executions = lazy::GraphExecutor::get().execution_count(device);
+        const int64_t executions = lazy::execution_count(device);
         r->step_seconds.push_back(r->step(o));
-        r->result.executions_per_step = lazy::GraphExecutor::get().execution_count(device) - executions;
+        r->result.executions_per_step = lazy::execution_count(device) - executions;
       }
     }
     std::map<std::string, ModeResult> results;

@@ -120,7 +120,7 @@ int run(const Options& o) {
               c.at("vocab_size").get<long long>(), o.config.c_str(), static_cast<long long>(o.batch_size), static_cast<long long>(o.seq_len),
               o.backend.c_str(), o.bf16 ? "bf16" : "f32", o.warmup, o.steps);
 
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(o.backend));
+  lazy::set_compiler(backend::make_compiler(o.backend));
   manual_seed(o.seed);
   const std::shared_ptr<models::CausalLMModel> model_ptr = models::AutoModelForCausalLM::from_config(config.json);
   models::CausalLMModel& model = *model_ptr;

@@ -116,7 +116,7 @@ int run(const Options& o) {
   std::printf("TraceMe while a trace records: %.1f ns per event (%lld events, best of 5)\n", on, static_cast<long long>(on_events));
 
   // 2. bert-tiny training steps, off and on in alternating blocks.
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu"));
+  lazy::set_compiler(backend::make_compiler("cpu"));
   models::BertConfig config;
   config.update_from_string("hidden_size=128,num_hidden_layers=2,num_attention_heads=2,intermediate_size=512");
   manual_seed(42);

@@ -163,7 +163,7 @@ struct Result {
 void use_compiler(bool async_collectives) {
   backend::CompilerOptions options = backend::CompilerOptions::from_environment();
   options.async_collectives = async_collectives;
-  lazy::GraphExecutor::get().set_compiler(backend::make_compiler(lazy::GraphExecutor::get().compiler().name(), options));
+  lazy::set_compiler(backend::make_compiler(lazy::compiler().name(), options));
 }
 
 Result run(const Options& o, int devices, const Layout& layout, bool overlap) {

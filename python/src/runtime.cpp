@@ -99,7 +99,7 @@ void def_sync(nb::module_& m) {
   m.def(
       "_mark_step", [](std::optional<runtime::Device> device) {
         PyWait wait;
-        lazy::GraphExecutor::get().mark_step(device ? *device : runtime::current_device());
+        lazy::mark_step(device ? *device : runtime::current_device());
       },
       "device"_a = nb::none(),
       "Cuts the graph: every live tensor of the device with a pending value runs in one graph (asynchronously).");
@@ -108,7 +108,7 @@ void def_sync(nb::module_& m) {
         PyWait wait;
         std::vector<lazy::LazyTensor*> lazy;
         for (const Tensor& t : tensors) lazy.push_back(t.impl().get());
-        lazy::GraphExecutor::get().sync(lazy);
+        lazy::sync(lazy);
       },
       "tensors"_a, "Runs the pending values of `tensors` only (one graph; they must share a device).");
   m.def(
@@ -119,8 +119,8 @@ void def_sync(nb::module_& m) {
       "Waits until no device has an execution in flight (torch_xla's xm.wait_device_ops); raises a failed execution's error.");
   m.def("current_device", &runtime::current_device, "This thread's device (where tensors made from nothing go).");
   nb::class_<runtime::DeviceGuard>(m, "_DeviceGuard").def(nb::init<runtime::Device>());
-  m.def("_last_compiled_hlo", [] { return lazy::GraphExecutor::get().last_compiled_hlo(); });
-  m.def("_cache_size", [] { return lazy::GraphExecutor::get().cache_size(); });
+  m.def("_last_compiled_hlo", [] { return lazy::last_compiled_hlo(); });
+  m.def("_cache_size", [] { return lazy::cache_size(); });
   m.def(
       "_ir_text", [](const std::vector<Tensor>& tensors) {
         std::vector<const lazy::Node*> nodes;
@@ -171,7 +171,7 @@ void def_debug(nb::module_& m) {
     for (const lazy::StepRecord& r : lazy::recent_steps(d)) lines.push_back(lazy::describe(r, d));
     return lines;
   }, "device"_a = nb::none(), "The last finished steps of the device, one line each (what step analysis prints).");
-  m.def("_set_graph_size_warning", [](size_t nodes) { lazy::GraphExecutor::get().set_graph_size_warning(nodes); });
+  m.def("_set_graph_size_warning", [](size_t nodes) { lazy::set_graph_size_warning(nodes); });
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "hlo/hlo_instruction.h"
 #include "runtime/buffer.h"
 
@@ -42,7 +44,10 @@ class Executable {
 
 // What a backend's compiler is told when it is made (backend/registry.h).
 struct CompilerOptions {
-  std::string cache_dir;  // persistent compile cache directory; empty: none
+  // The computation cache's disk tier (lazy/computation_cache.h), which the
+  // lazy runtime opens (lazy::configure_backend); backends never read it.
+  // Empty: none.
+  std::string cache_dir;
   std::string dump_dir;   // writes each graph's HLO (and generated code) here; empty: none
   bool profile = false;   // prints each execution's time by instruction kind on stderr (LAZYTRAIN_PROFILE_STDERR)
   std::string cxx;        // the C++ compiler for generated kernels; empty: "c++" on PATH
@@ -67,25 +72,34 @@ struct CompilerOptions {
 class Compiler {
  public:
   virtual ~Compiler() = default;
-  // "interpreter", "cpu", ...: part of the compile-cache key.
+  // "interpreter", "cpu", ...: part of the computation cache's key.
   virtual std::string name() const = 0;
   // Compiles a verified module. Throws Error when the backend cannot run an instruction.
   virtual std::unique_ptr<Executable> compile(hlo::HloModule module) = 0;
-  // The same, storing the result in the backend's persistent compile cache (if it
-  // has one and CompilerOptions::cache_dir is set) under `graph_key` (the graph hash).
-  virtual std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key) {
+  // The same for the lazy runtime's graph `graph_key` (its hash, 16 hex
+  // digits, which names the backend's dumps). When `serialized` is not null,
+  // it receives the bytes deserialize() turns back into this executable, for
+  // the computation cache's disk tier (lazy/computation_cache.h); left empty
+  // when this executable cannot be stored.
+  virtual std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key, std::string* serialized) {
     (void)graph_key;
+    if (serialized) serialized->clear();
     return compile(std::move(module));
   }
   // Compiles a graph of one op for the eager modes (lazy/execution_mode.h),
   // where compiling must cost far less than the op runs: no generated code, no
   // disk cache. Same results as compile() within floating-point rounding.
   virtual std::unique_ptr<Executable> compile_quick(hlo::HloModule module) { return compile(std::move(module)); }
-  // The executable an earlier compile stored under `graph_key`, or nullptr (no
-  // persistent cache, a miss, or an unusable entry).
-  virtual std::unique_ptr<Executable> load_cached(const std::string& graph_key) {
-    (void)graph_key;
-    return nullptr;
+  // What, besides the graph, decides the code this compiler makes (its flags,
+  // the toolchain's version, this build of the backend): part of the disk
+  // tier's key, so an entry is never loaded by a compiler that would make
+  // other code. nullopt (the default): executables cannot be stored now.
+  virtual std::optional<std::string> cache_fingerprint() const { return std::nullopt; }
+  // The executable whose bytes compile(..., serialized) gave. Throws Error for
+  // bytes it cannot use (truncated, another format).
+  virtual std::unique_ptr<Executable> deserialize(std::string_view bytes) {
+    (void)bytes;
+    throw Error("[" + name() + " backend] cannot load a stored executable");
   }
 };
 

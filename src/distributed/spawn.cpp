@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/thread_name.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/collectives.h"
 #include "runtime/device.h"
 #include "runtime/execution_queue.h"
@@ -53,7 +53,7 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
       omp_set_num_threads(threads);
       try {
         shared->fn(i);
-        lazy::GraphExecutor::get().wait_device_ops(device);
+        lazy::wait_device_ops(device);
       } catch (const std::exception& e) {
         {
           std::lock_guard<std::mutex> lock(shared->mutex);
@@ -62,7 +62,7 @@ void spawn(const std::function<void(int index)>& fn, int num_replicas, const Spa
         }
         runtime::abort_collectives("replica " + std::to_string(runtime::global_ordinal(device)) + " raised: " + e.what());
         try {
-          lazy::GraphExecutor::get().wait_device_ops(device);  // its executions end (the abort fails their collectives)
+          lazy::wait_device_ops(device);  // its executions end (the abort fails their collectives)
         } catch (const std::exception&) {
         }
       }

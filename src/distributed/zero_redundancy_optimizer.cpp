@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "distributed/xla_model.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 
 namespace lazytrain::distributed {
@@ -109,7 +109,7 @@ optim::AdamWStateDict ZeroRedundancyAdamW::state_dict(const optim::NamedTensors&
       pending.push_back(full.state_[g][i].exp_avg_sq.impl().get());
     }
   }
-  lazy::GraphExecutor::get().sync(pending);
+  lazy::sync(pending);
   return full.AdamW::state_dict(names);
 }
 
@@ -129,7 +129,7 @@ void ZeroRedundancyAdamW::load_state_dict(const optim::AdamWStateDict& state_dic
       state_[g][i] = {shard_of(state_[g][i].exp_avg), shard_of(state_[g][i].exp_avg_sq)};
     }
   }
-  lazy::GraphExecutor::get().mark_step();
+  lazy::mark_step();
 }
 
 }  // namespace lazytrain::distributed

@@ -13,6 +13,8 @@ void configure_backend(const std::string& backend, const std::string& compile_ca
   backend::CompilerOptions options = backend::CompilerOptions::from_environment();
   if (!compile_cache_dir.empty()) options.cache_dir = compile_cache_dir;
   if (!dump_hlo.empty()) options.dump_dir = dump_hlo;
+  // The disk tier is the computation cache's: set before the compiler, whose target it decides.
+  GraphExecutor::get().set_compile_cache_dir(options.cache_dir);
   GraphExecutor::get().set_compiler(backend::make_compiler(backend.empty() ? backend::default_backend_name() : backend, options));
 }
 

@@ -18,6 +18,8 @@
 #include "hlo/passes/collective_combiner.h"
 #include "hlo/passes/sharding_propagation.h"
 #include "hlo/passes/spmd_partitioner.h"
+#include "lazy/computation_cache.h"
+#include "lazy/device_context.h"
 #include "lazy/execution_mode.h"
 #include "lazy/lowering_context.h"
 #include "lazy/recompile_reasons.h"
@@ -30,11 +32,6 @@
 #include "runtime/transfer.h"
 
 namespace lazytrain::lazy {
-
-namespace {
-// Per thread and device: the set record_graphs() fills (see the header).
-thread_local std::map<runtime::Device, std::set<uint64_t>*> graph_recorders;
-}  // namespace
 
 namespace {
 
@@ -63,89 +60,89 @@ const char* sync_event_name(SyncCause::Kind kind) {
 thread_local int64_t last_mark_step_end_ns = 0;
 thread_local int64_t mark_steps_traced = 0;
 
+// The backend and the computation cache it fills (the facade holds no state).
+struct CompileState {
+  std::mutex mutex;  // guards the fields below (the cache has its own lock)
+  std::unique_ptr<backend::Compiler> compiler;  // made at first use unless set
+  CompileTarget target;                         // the compiler's, made with it
+  // One computation cache for every device of the backend; the disk tier's
+  // folder is LAZYTRAIN_CACHE_DIR's unless set (set_compile_cache_dir).
+  ComputationCache cache{environment().cache_dir};
+  std::string last_compiled_hlo;
+};
+
+CompileState& compile_state() {
+  static CompileState state;
+  return state;
+}
+
+// The graph-size warning's bound (the environment's, read once) and whether it fired.
+std::atomic<size_t>& graph_size_bound() {
+  static std::atomic<size_t> bound{environment().graph_size_warning.value_or(kDefaultGraphSizeWarning)};
+  return bound;
+}
+std::atomic<bool> warned_graph_size{false};
+
+void warn_if_large(const GraphSignature& sig) {
+  const size_t bound = graph_size_bound();
+  if (bound == 0 || sig.post_order.size() <= bound || warned_graph_size.exchange(true)) return;
+  std::fprintf(stderr,
+               "warning: [mark_step] one graph has %zu IR nodes (more than %zu): mark_step() is probably missing from a loop, "
+               "so every iteration adds to one graph (LAZYTRAIN_GRAPH_SIZE_WARNING sets the bound)\n",
+               sig.post_order.size(), bound);
+}
+
+// The backend in use, with compile_state().mutex held.
+backend::Compiler& compiler_locked() {
+  CompileState& state = compile_state();
+  // The default backend is made at its first use, so that a flag choosing
+  // another one (set_compiler) is never preceded by a failing default.
+  if (!state.compiler) {
+    const std::string name = backend::default_backend_name();
+    const std::vector<std::string> known = backend::backend_names();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
+      throw Error("[GraphExecutor] LAZYTRAIN_BACKEND='" + name + "' names no backend; registered: " + list);
+    }
+    state.compiler = backend::make_compiler(name);
+    state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
+  }
+  return *state.compiler;
+}
+
+// sync() with the device's sync mutex held.
+void sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause);
+
+// Enqueues one execution; fills `results` (pending) and numbers it for errors.
+// `locations`: the running trace's op locations by IR position, which an
+// execution error names (null: the module's own metadata). When it fails,
+// result i takes argument keep_on_failure[i]'s value, where that is >= 0 and
+// the execution had not overwritten it, and fails otherwise.
+// Returns (taking it) the failure of an earlier execution not reported yet,
+// for the caller to throw once its own results are in place.
+std::exception_ptr launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+                          std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
+                          const runtime::Device& device, const std::string& what,
+                          std::shared_ptr<const std::vector<OpLocation>> locations = nullptr, std::vector<int> keep_on_failure = {});
+
+// launch() of an SPMD-partitioned executable (module num_partitions > 1) on
+// every device of this process, each with its tiles of the sharded inputs
+// (and the whole of the others); appends to `data_nodes` one device-data
+// node per output: sharded data for a tiled output, this device's copy of
+// a replicated one. Nothing is donated. Returns the earliest unreported
+// failure of those devices, as launch() does.
+std::exception_ptr launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& signature,
+                               const std::vector<const Node*>& outputs, const runtime::Device& device, const std::string& what,
+                               std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<NodePtr>& data_nodes);
+
+// Rethrows (once) the error of an execution of `device` that failed since the last call.
+void rethrow_execution_failure(const runtime::Device& device) {
+  if (std::exception_ptr failure = device_context(device).take_failure()) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
-GraphSignature graph_signature(const std::vector<const Node*>& outputs) {
-  GraphSignature sig;
-  std::unordered_map<const Node*, size_t> position;
-  // Iterative DFS: (node, next operand to visit).
-  std::vector<std::pair<const Node*, size_t>> stack;
-  for (const Node* root : outputs) {
-    if (position.count(root)) continue;
-    stack.push_back({root, 0});
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next < node->operands().size()) {
-        const Node* child = node->operand(next++).get();
-        if (!position.count(child)) stack.push_back({child, 0});
-        continue;
-      }
-      if (!position.count(node)) {
-        position[node] = sig.post_order.size();
-        sig.post_order.push_back(node);
-        if (node->is_device_data()) sig.parameters.push_back(node);
-      }
-      stack.pop_back();
-    }
-  }
-  uint64_t h = hash_combine(0x6c617a79ull, outputs.size());
-  // The device kind, never its ordinal: cpu:0 and cpu:1 share executables.
-  if (!outputs.empty()) h = hash_combine(h, std::hash<std::string>{}(outputs[0]->device().kind));
-  for (const Node* node : sig.post_order) {
-    h = hash_combine(h, node->local_hash());
-    for (const NodePtr& o : node->operands()) h = hash_combine(h, position.at(o.get()));
-  }
-  for (const Node* root : outputs) {
-    sig.output_positions.push_back(position.at(root));
-    h = hash_combine(h, position.at(root));
-  }
-  sig.hash = h;
-  return sig;
-}
-
-hlo::HloModule lower_graph(const GraphSignature& sig, const std::string& name) {
-  hlo::HloBuilder builder(name);
-  LoweringContext context(builder);
-  context.set_partitioned(std::any_of(sig.post_order.begin(), sig.post_order.end(),
-                                      [](const Node* n) { return n->sharded_data() != nullptr || custom_sharding_of(*n).has_value(); }));
-  for (size_t position = 0; position < sig.post_order.size(); ++position) {
-    const Node* node = sig.post_order[position];
-    int id;
-    if (node->is_device_data()) {
-      builder.set_metadata({});
-      id = builder.parameter(node->shape(), node->dtype());
-      if (node->sharded_data()) builder.set_sharding(id, node->sharded_data()->sharding());
-    } else {
-      check(node->lower() != nullptr, node->op(), "has no lowering");
-      builder.set_metadata({node->op(), node->location().file_name(), node->location().line, static_cast<int64_t>(position)});
-      id = node->lower()(context, *node);
-      check(builder.shape(id) == node->shape() && builder.dtype(id) == node->dtype(), node->op(),
-            "lowered to " + xla_name(builder.dtype(id)) + shape_str(builder.shape(id)) + " but the IR says " +
-                xla_name(node->dtype()) + shape_str(node->shape()));
-    }
-    context.set(node, id);
-  }
-  std::vector<int> outputs;
-  for (size_t p : sig.output_positions) outputs.push_back(context.get(sig.post_order[p]));
-  return builder.build(outputs);
-}
-
-std::string dump_ir(const std::vector<const Node*>& outputs) {
-  GraphSignature sig = graph_signature(outputs);
-  std::unordered_map<const Node*, int64_t> number;
-  std::ostringstream os;
-  os << "IR {\n";
-  for (const Node* node : sig.post_order) {
-    std::vector<int64_t> operand_numbers;
-    for (const NodePtr& o : node->operands()) operand_numbers.push_back(number.at(o.get()));
-    int64_t n = static_cast<int64_t>(number.size());
-    number[node] = n;
-    os << "  %" << n << " = " << node->to_string(operand_numbers) << "\n";
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) os << "  %" << number.at(outputs[i]) << " = ROOT.output(" << i << ")\n";
-  os << "}\n";
-  return os.str();
-}
 
 // For each output, the argument that holds its tensors' value from before
 // their pending updates (LazyTensor::committed_data), or -1: a parameter the
@@ -206,100 +203,53 @@ std::string kept_text(const std::vector<int>& keep, const std::vector<runtime::B
   return "";
 }
 
-std::vector<bool> donatable_parameters(const GraphSignature& sig) {
-  // References to each device-data leaf from the graph's own nodes, and the
-  // leaf's total reference count as seen through one of them.
-  std::unordered_map<const Node*, std::pair<long, long>> references;
-  for (const Node* node : sig.post_order) {
-    for (const NodePtr& o : node->operands()) {
-      if (!o->is_device_data()) continue;
-      auto& [in_graph, total] = references[o.get()];
-      ++in_graph;
-      total = o.use_count();
-    }
-  }
-  std::vector<bool> donated;
-  donated.reserve(sig.parameters.size());
-  for (const Node* p : sig.parameters) {
-    auto it = references.find(p);
-    // (Whether another Buffer shares the storage is checked when the execution runs.)
-    donated.push_back(it != references.end() && it->second.first == it->second.second);
-  }
-  return donated;
-}
 
 GraphExecutor& GraphExecutor::get() {
   static GraphExecutor executor;
   return executor;
 }
 
-// The defaults come from the environment (core/env_vars.h), read once.
-GraphExecutor::GraphExecutor()
-    : graph_size_warning_(environment().graph_size_warning.value_or(kDefaultGraphSizeWarning)) {}
+GraphExecutor::GraphExecutor() = default;
 
 void GraphExecutor::set_graph_size_warning(size_t nodes) {
-  graph_size_warning_ = nodes;
-  warned_graph_size_ = false;
+  graph_size_bound() = nodes;
+  warned_graph_size = false;
 }
 
-void GraphExecutor::warn_if_large(const GraphSignature& sig) {
-  const size_t bound = graph_size_warning_;
-  if (bound == 0 || sig.post_order.size() <= bound || warned_graph_size_.exchange(true)) return;
-  std::fprintf(stderr,
-               "warning: [mark_step] one graph has %zu IR nodes (more than %zu): mark_step() is probably missing from a loop, "
-               "so every iteration adds to one graph (LAZYTRAIN_GRAPH_SIZE_WARNING sets the bound)\n",
-               sig.post_order.size(), bound);
-}
-
-backend::Compiler& GraphExecutor::compiler_locked() const {
-  // The default backend is made at its first use, so that a flag choosing
-  // another one (set_compiler) is never preceded by a failing default.
-  if (!compiler_) {
-    const std::string name = backend::default_backend_name();
-    const std::vector<std::string> known = backend::backend_names();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const std::string& n : known) list += (list.empty() ? "" : ", ") + n;
-      throw Error("[GraphExecutor] LAZYTRAIN_BACKEND='" + name + "' names no backend; registered: " + list);
-    }
-    compiler_ = backend::make_compiler(name);
-  }
-  return *compiler_;
-}
+size_t GraphExecutor::graph_size_warning() const { return graph_size_bound(); }
 
 const backend::Compiler& GraphExecutor::compiler() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(compile_state().mutex);
   return compiler_locked();
 }
 
 void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
   runtime::wait_all_idle();
-  std::lock_guard<std::mutex> lock(mutex_);
-  compiler_ = std::move(compiler);
-  cache_.clear();
+  CompileState& state = compile_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.compiler = std::move(compiler);
+  if (state.compiler) state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
+  state.cache.clear();
+}
+
+void GraphExecutor::set_compile_cache_dir(const std::string& directory) {
+  runtime::wait_all_idle();
+  CompileState& state = compile_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.cache.set_directory(directory);
+  if (state.compiler) state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
 }
 
 size_t GraphExecutor::cache_size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return cache_.size();
+  return compile_state().cache.size();
 }
 
-std::vector<std::shared_ptr<backend::Executable>> GraphExecutor::cached_executables() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<std::shared_ptr<backend::Executable>> out;
-  for (const auto& [key, entry] : cache_) {
-    if (entry.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
-    try {
-      if (auto e = entry.get()) out.push_back(std::move(e));
-    } catch (const std::exception&) {  // a failed compile: nothing to read
-    }
-  }
-  return out;
-}
+std::vector<std::shared_ptr<backend::Executable>> GraphExecutor::cached_executables() const { return compile_state().cache.ready(); }
 
 std::string GraphExecutor::last_compiled_hlo() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_compiled_hlo_;
+  CompileState& state = compile_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.last_compiled_hlo;
 }
 
 namespace {
@@ -329,19 +279,15 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
   // One compile per graph, whichever devices (threads) ask at the same time:
   // the first asker compiles, the others wait for its result.
   std::promise<std::shared_ptr<backend::Executable>> promise;
-  std::shared_future<std::shared_ptr<backend::Executable>> entry;
-  bool compiles_here = false;
   backend::Compiler* compiler = nullptr;
+  const CompileTarget* target = nullptr;
+  CompileState& state = compile_state();
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(state.mutex);
     compiler = &compiler_locked();  // (may throw: before an entry is promised)
-    auto it = cache_.find(sig.hash);
-    if (it == cache_.end()) {
-      it = cache_.emplace(sig.hash, promise.get_future().share()).first;
-      compiles_here = true;
-    }
-    entry = it->second;
+    target = &state.target;
   }
+  const auto [entry, compiles_here] = state.cache.find_or_insert(sig.hash, *target, promise.get_future().share());
   runtime::TraceMe trace("compile", "compile");
   if (trace) trace.arg("graph", hash_text(sig.hash)).arg("ir_nodes", static_cast<int64_t>(sig.post_order.size()));
   if (!compiles_here) {
@@ -351,14 +297,12 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     return cached;
   }
   try {
-    char key[17];
-    std::snprintf(key, sizeof(key), "%016llx", static_cast<unsigned long long>(sig.hash));
     // An eager op is one instruction: nothing to gain from the disk cache or generated kernels.
     const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
     // oneDNN primitives are made for the threads that will run them; the
     // caller's own OpenMP count is restored after the compile.
     runtime::ScopedExecutionThreads compile_threads;
-    std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : compiler->load_cached(key);
+    std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : state.cache.load(*compiler, *target, sig.hash);
     if (trace) trace.arg("cache", executable ? "disk hit" : "miss");
     if (!executable) {  // not in the persistent compile cache either: compile
       {
@@ -378,9 +322,13 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
           hlo::verify(module);
         }
         std::string text = eager_op ? std::string() : module.to_string();
-        executable = eager_op ? compiler->compile_quick(std::move(module)) : compiler->compile(std::move(module), key);
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!eager_op) last_compiled_hlo_ = std::move(text);
+        std::string serialized;
+        const bool to_disk = !eager_op && state.cache.has_disk() && target->fingerprint();
+        executable = eager_op ? compiler->compile_quick(std::move(module))
+                              : compiler->compile(std::move(module), graph_key(sig.hash), to_disk ? &serialized : nullptr);
+        if (to_disk) state.cache.store(*target, sig.hash, serialized);
+        std::lock_guard<std::mutex> lock(state.mutex);
+        if (!eager_op) state.last_compiled_hlo = std::move(text);
       }
       runtime::counter("UncachedCompile").add(1);
       runtime::counter("CreateCompileHandles").add(1);
@@ -394,25 +342,16 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     promise.set_value(executable);  // an entry counts only once it compiled
     return executable;
   } catch (...) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = cache_.find(sig.hash);
-      // Ours is the entry still pending under this hash (a set_compiler may have cleared it).
-      if (it != cache_.end() && it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) cache_.erase(it);
-    }
+    // Ours is the entry still pending under this hash (a set_compiler may have cleared it).
+    state.cache.erase_pending(sig.hash, *target);
     promise.set_exception(std::current_exception());
     throw;
   }
 }
 
-std::mutex& GraphExecutor::sync_mutex(const runtime::Device& device) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return devices_[device].sync;  // (a map's elements stay where they are)
-}
-
 void GraphExecutor::sync(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
   if (tensors.empty()) return;
-  std::lock_guard<std::mutex> one_sync(sync_mutex(tensors[0]->device()));
+  std::lock_guard<std::mutex> one_sync(device_context(tensors[0]->device()).sync_mutex());
   sync_locked(tensors, cause);
 }
 
@@ -440,9 +379,7 @@ bool held_outside(const GraphSignature& sig, const std::vector<NodePtr>& outputs
   return std::any_of(references.begin(), references.end(), [](const auto& r) { return r.second.second > r.second.first; });
 }
 
-}  // namespace
-
-void GraphExecutor::sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
+void sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause) {
   for (LazyTensor* t : tensors) {
     // A tensor the user laid out keeps its layout: its new value is annotated
     // with it (a whole one only in SPMD mode, where the compiler would otherwise choose).
@@ -488,7 +425,7 @@ void GraphExecutor::sync_locked(const std::vector<LazyTensor*>& tensors, const S
     trace.arg("device", device.to_string());
   }
   bool compiled = false;
-  std::shared_ptr<backend::Executable> executable = compile_or_lookup(sig, cause, &compiled);
+  std::shared_ptr<backend::Executable> executable = GraphExecutor::get().compile_or_lookup(sig, cause, &compiled);
   const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
   note_execution(device, compiled, eager_op, static_cast<int64_t>(sig.post_order.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(executable->module()));
@@ -513,13 +450,8 @@ void GraphExecutor::sync_locked(const std::vector<LazyTensor*>& tensors, const S
     what += ", " + outputs[0]->op() + (where.empty() ? "" : " called from " + where);
   }
   if (!eager_op) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    DeviceState& state = devices_[device];
-    state.last_graph = sig.hash;
-  }
-  if (!eager_op) {
-    const auto recorder = graph_recorders.find(device);
-    if (recorder != graph_recorders.end() && recorder->second) recorder->second->insert(sig.hash);
+    device_context(device).set_last_graph(sig.hash);
+    if (std::set<uint64_t>* recorder = graph_recorder(device)) recorder->insert(sig.hash);
   }
   // The lines of this trace: the cached module may hold another trace's (an
   // execution error names the op's line through the instruction's ir_position).
@@ -557,7 +489,7 @@ void GraphExecutor::sync_locked(const std::vector<LazyTensor*>& tensors, const S
   if (earlier) std::rethrow_exception(earlier);
 }
 
-std::exception_ptr GraphExecutor::launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& sig,
+std::exception_ptr launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& sig,
                                               const std::vector<const Node*>& outputs, const runtime::Device& device, const std::string& what,
                                               std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<NodePtr>& data_nodes) {
   const hlo::HloModule& module = executable->module();
@@ -594,8 +526,6 @@ std::exception_ptr GraphExecutor::launch_spmd(const std::shared_ptr<backend::Exe
   return earlier;
 }
 
-namespace {
-
 // An execution's output as its tensor's value on `device`. Copied when the
 // executable made it elsewhere (a constant it holds, on another device) and
 // when it is external memory that an input aliases (a graph passing a
@@ -607,27 +537,18 @@ runtime::Buffer output_value(runtime::Buffer value, const runtime::Device& devic
   return value;
 }
 
-}  // namespace
-
-std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
+std::exception_ptr launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
                            std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
                            const runtime::Device& device, const std::string& description,
                            std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<int> keep_on_failure) {
-  int64_t number;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    number = ++devices_[device].executions;
-  }
+  DeviceContext& context = device_context(device);
+  const int64_t number = context.begin_execution();
   const std::string what = "execution " + std::to_string(number) + " on " + device.to_string() + " (" + description + ")";
   // The device is free once its previous execution ended; report that one's failure first.
   runtime::ExecutionQueue& queue = runtime::execution_queue(device);
   queue.wait_idle();
-  std::exception_ptr earlier;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    earlier = std::exchange(devices_[device].failure, nullptr);
-  }
-  queue.enqueue([this, executable, arguments, donated, results, what, device, number, locations, keep_on_failure]() mutable {
+  std::exception_ptr earlier = context.take_failure();
+  queue.enqueue([&context, executable, arguments, donated, results, what, device, number, locations, keep_on_failure]() mutable {
     runtime::TraceMe trace("execute");
     if (trace) {
       trace.name(executable->module().name).arg("execution", number).arg("device", device.to_string()).arg("what", what);
@@ -675,16 +596,15 @@ std::exception_ptr GraphExecutor::launch(const std::shared_ptr<backend::Executab
       if (overwritten.size() != buffers.size()) overwritten.assign(buffers.size(), true);  // (failed before it ran)
       message += kept_text(keep_on_failure, buffers, overwritten);
       auto error = std::make_exception_ptr(ExecutionError("[mark_step] " + what + " failed: " + message));
-      {
-        // Recorded before the outputs fail: a reader woken by them clears it.
-        std::lock_guard<std::mutex> lock(mutex_);
-        devices_[device].failure = error;
-      }
+      // Recorded before the outputs fail: a reader woken by them clears it.
+      context.set_failure(error);
       fail_keeping_committed(results, keep_on_failure, buffers, overwritten, error);
     }
   });
   return earlier;
 }
+
+}  // namespace
 
 std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const std::shared_ptr<backend::Executable>& executable,
                                                                           std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
@@ -696,7 +616,7 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
   note_execution(device, false, false, static_cast<int64_t>(module.instructions.size()));
   runtime::counter("ExecutedDotFlops").add(hlo::dot_flop_count(module));
   // (An earlier failure is reported before this runs: the caller gets no results then.)
-  std::lock_guard<std::mutex> one_launch(sync_mutex(device));  // in order with the device's syncs
+  std::lock_guard<std::mutex> one_launch(device_context(device).sync_mutex());  // in order with the device's syncs
   runtime::execution_queue(device).wait_idle();
   rethrow_execution_failure(device);
   launch(executable, std::move(arguments), {}, results, device, what);
@@ -704,24 +624,16 @@ std::vector<std::shared_ptr<runtime::AsyncBuffer>> GraphExecutor::execute(const 
 }
 
 std::set<uint64_t>* GraphExecutor::record_graphs(const runtime::Device& device, std::set<uint64_t>* into) {
-  return std::exchange(graph_recorders[device], into);
+  return std::exchange(graph_recorder(device), into);
 }
 
-int64_t GraphExecutor::execution_count(const runtime::Device& device) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = devices_.find(device);
-  return it == devices_.end() ? 0 : it->second.executions;
-}
+int64_t GraphExecutor::execution_count(const runtime::Device& device) const { return device_context(device).executions(); }
 
-uint64_t GraphExecutor::last_graph_hash(const runtime::Device& device) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = devices_.find(device);
-  return it == devices_.end() ? 0 : it->second.last_graph;
-}
+uint64_t GraphExecutor::last_graph_hash(const runtime::Device& device) const { return device_context(device).last_graph(); }
 
 void GraphExecutor::sync_live(const runtime::Device& device, const SyncCause& cause, LazyTensor* also) {
   // Collected under the lock: a sync of another thread that ran meanwhile has given its tensors their results.
-  std::lock_guard<std::mutex> one_sync(sync_mutex(device));
+  std::lock_guard<std::mutex> one_sync(device_context(device).sync_mutex());
   std::vector<std::shared_ptr<LazyTensor>> live = live_tensors_with_pending_ir(device);
   std::vector<LazyTensor*> raw;
   raw.reserve(live.size() + 1);
@@ -733,12 +645,7 @@ void GraphExecutor::sync_live(const runtime::Device& device, const SyncCause& ca
 
 void GraphExecutor::wait_device_ops() {
   runtime::wait_all_idle();
-  std::vector<runtime::Device> devices;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [device, state] : devices_) devices.push_back(device);
-  }
-  for (const runtime::Device& device : devices) rethrow_execution_failure(device);
+  for (const runtime::Device& device : devices_with_context()) rethrow_execution_failure(device);
 }
 
 void GraphExecutor::wait_device_ops(const runtime::Device& device) {
@@ -746,19 +653,7 @@ void GraphExecutor::wait_device_ops(const runtime::Device& device) {
   rethrow_execution_failure(device);
 }
 
-void GraphExecutor::clear_execution_failure(const runtime::Device& device) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  devices_[device].failure = nullptr;
-}
-
-void GraphExecutor::rethrow_execution_failure(const runtime::Device& device) {
-  std::exception_ptr failure;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    failure = std::exchange(devices_[device].failure, nullptr);
-  }
-  if (failure) std::rethrow_exception(failure);
-}
+void GraphExecutor::clear_execution_failure(const runtime::Device& device) { device_context(device).take_failure(); }
 
 void GraphExecutor::mark_step(const runtime::Device& device) {
   runtime::counter("MarkStep").add(1);

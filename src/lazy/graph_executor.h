@@ -1,5 +1,9 @@
-// GraphExecutor: cuts the lazy graph into an HLO module, compiles it (or finds it
-// in the computation cache by the graph's hash) and runs it (DESIGN.md §1).
+// GraphExecutor: the facade over the lazy runtime's parts (DESIGN.md, "The
+// execution model"): it cuts the lazy graph at a sync, lowers it
+// (lazy/graph_lowering.h), compiles it or finds it in the computation cache by
+// the graph's hash, and launches it on the device's queue, keeping each
+// device's execution state. Code outside lazy/ calls the free functions of
+// lazy/lazy_api.h, never this class.
 //
 // Metrics it records (PyTorch/XLA's names): CompileTime, ExecuteTime,
 // TransferToDeviceTime/TransferFromDeviceTime (by the tensor layer), counters
@@ -20,52 +24,12 @@
 #include "backend/compiler.h"
 #include "core/error.h"
 #include "core/op_location.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "lazy/lazy_tensor.h"
 #include "runtime/device.h"
 
 namespace lazytrain::lazy {
-
-// The post-order of a graph and its structural hash (ops, attributes, shapes,
-// dtypes, how nodes connect and which leaves are parameters; never data).
-struct GraphSignature {
-  std::vector<const Node*> post_order;
-  std::vector<const Node*> parameters;  // device-data leaves, in parameter order
-  std::vector<size_t> output_positions;  // index into post_order of each output
-  uint64_t hash = 0;
-};
-GraphSignature graph_signature(const std::vector<const Node*>& outputs);
-
-// One flag per parameter of `signature`: true when nothing outside the graph
-// can read that device data again: only the graph's own nodes hold its node
-// (no tensor's value, no pending value of a tensor outside this sync). This
-// is a parameter, an Adam moment or a gradient accumulator whose tensor is
-// being updated by this very graph: its buffer is donated to the executable
-// (Executable::execute), as PyTorch/XLA donates the buffers of tensors updated
-// in place. The execution still keeps a buffer whose storage another Buffer
-// shares (checked when it runs).
-std::vector<bool> donatable_parameters(const GraphSignature& signature);
-
-// Lowers a graph to a verified HloModule named `name`.
-hlo::HloModule lower_graph(const GraphSignature& signature, const std::string& name);
-
-// PyTorch/XLA-style text dump of the graph that computes `outputs`:
-// "IR {\n  %0 = f32[2]{0} xla::device_data(), device=cpu:0\n ...\n}\n".
-std::string dump_ir(const std::vector<const Node*>& outputs);
-
-// The error of an execution that failed on the device (or could not run because
-// an input came from one): "[mark_step] execution N (graph H, ...) failed: ...".
-class ExecutionError : public Error {
- public:
-  using Error::Error;
-};
-
-// Why a graph runs: the step analysis (lazy/step_analysis.h) and error
-// messages say it; an eager op's graph compiles quickly (Compiler::compile_quick).
-struct SyncCause {
-  enum class Kind { kOther, kMarkStep, kRead, kEagerOp, kFusedChunk, kGraphBreak, kCompiledFunction };
-  Kind kind = Kind::kOther;
-  OpLocation where;  // the user's line: the read, the op; empty when unknown
-};
 
 class GraphExecutor {
  public:
@@ -126,14 +90,15 @@ class GraphExecutor {
 
   // A graph of more IR nodes than this gets a one-line warning on stderr, once
   // per process: a training loop without mark_step() grows one graph forever.
-  // Default kDefaultGraphSizeWarning, or $LAZYTRAIN_GRAPH_SIZE_WARNING
+  // Default lazy::kDefaultGraphSizeWarning, or $LAZYTRAIN_GRAPH_SIZE_WARNING
   // (core/env_vars.h); 0 disables the warning. Setting the bound re-arms the warning.
-  static constexpr size_t kDefaultGraphSizeWarning = 50000;
   void set_graph_size_warning(size_t nodes);
-  size_t graph_size_warning() const { return graph_size_warning_; }
+  size_t graph_size_warning() const;
 
-  // Replaces the backend (clears the computation cache).
+  // Replaces the backend (clears the computation cache's memory tier).
   void set_compiler(std::unique_ptr<backend::Compiler> compiler);
+  // lazy_api.h's set_compile_cache_dir.
+  void set_compile_cache_dir(const std::string& directory);
   // The backend in use: the one set, else the default ($LAZYTRAIN_BACKEND or
   // cpu), made at the first call (Error naming LAZYTRAIN_BACKEND when unknown).
   const backend::Compiler& compiler() const;
@@ -145,62 +110,9 @@ class GraphExecutor {
   std::vector<std::shared_ptr<backend::Executable>> cached_executables() const;
 
  private:
+  // Its state (the computation cache, the device contexts) lives in its parts
+  // (graph_executor.cpp): the facade holds none.
   GraphExecutor();
-  // Enqueues one execution; fills `results` (pending) and numbers it for errors.
-  // `locations`: the running trace's op locations by IR position, which an
-  // execution error names (null: the module's own metadata). When it fails,
-  // result i takes argument keep_on_failure[i]'s value, where that is >= 0 and
-  // the execution had not overwritten it, and fails otherwise.
-  // Returns (taking it) the failure of an earlier execution not reported yet,
-  // for the caller to throw once its own results are in place.
-  std::exception_ptr launch(const std::shared_ptr<backend::Executable>& executable, std::vector<std::shared_ptr<runtime::AsyncBuffer>> arguments,
-              std::vector<bool> donated, const std::vector<std::shared_ptr<runtime::AsyncBuffer>>& results,
-              const runtime::Device& device, const std::string& what,
-              std::shared_ptr<const std::vector<OpLocation>> locations = nullptr, std::vector<int> keep_on_failure = {});
-
-  // launch() of an SPMD-partitioned executable (module num_partitions > 1) on
-  // every device of this process, each with its tiles of the sharded inputs
-  // (and the whole of the others); appends to `data_nodes` one device-data
-  // node per output: sharded data for a tiled output, this device's copy of
-  // a replicated one. Nothing is donated. Returns the earliest unreported
-  // failure of those devices, as launch() does.
-  std::exception_ptr launch_spmd(const std::shared_ptr<backend::Executable>& executable, const GraphSignature& signature,
-                                 const std::vector<const Node*>& outputs, const runtime::Device& device, const std::string& what,
-                                 std::shared_ptr<const std::vector<OpLocation>> locations, std::vector<NodePtr>& data_nodes);
-  // Rethrows (once) the error of an execution of `device` that failed since the last call.
-  void rethrow_execution_failure(const runtime::Device& device);
-  void warn_if_large(const GraphSignature& signature);
-  // compiler() with mutex_ held.
-  backend::Compiler& compiler_locked() const;
-
-  // What each device has run (its executions are numbered from 1) and a
-  // failure not reported yet (set by the device's execution thread).
-  struct DeviceState {
-    int64_t executions = 0;
-    std::exception_ptr failure;
-    uint64_t last_graph = 0;
-    // Held by a sync from collecting its tensors to launching their graph
-    // (and by execute's launch): syncs of one device from several threads
-    // run one at a time, in order with their launches.
-    std::mutex sync;
-  };
-  std::mutex& sync_mutex(const runtime::Device& device);
-  // sync() with sync_mutex(device) held.
-  void sync_locked(const std::vector<LazyTensor*>& tensors, const SyncCause& cause);
-
-  mutable std::mutex mutex_;
-  std::map<runtime::Device, DeviceState> devices_;
-  mutable std::unique_ptr<backend::Compiler> compiler_;  // made at first use unless set
-  // One compile cache for every device of the backend; an entry is ready once its compile finished.
-  std::unordered_map<uint64_t, std::shared_future<std::shared_ptr<backend::Executable>>> cache_;
-  std::string last_compiled_hlo_;
-  std::atomic<size_t> graph_size_warning_{kDefaultGraphSizeWarning};
-  std::atomic<bool> warned_graph_size_{false};
 };
-
-// PyTorch/XLA's torch_xla.core.xla_model.mark_step(): this thread's current device.
-inline void mark_step() { GraphExecutor::get().mark_step(); }
-// PyTorch/XLA's torch_xla.core.xla_model.wait_device_ops().
-inline void wait_device_ops() { GraphExecutor::get().wait_device_ops(); }
 
 }  // namespace lazytrain::lazy

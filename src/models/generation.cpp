@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/device.h"
 
 namespace lazytrain::models {
@@ -156,8 +156,7 @@ GenerateOutput generate(const GenerationMixin& model, const std::vector<std::vec
   out.cache_capacity = cap;
   const runtime::Device device = model.generation_device();
   runtime::DeviceGuard on_model_device(device);
-  lazy::GraphExecutor& executor = lazy::GraphExecutor::get();
-  std::set<uint64_t>* outer = executor.record_graphs(device, &out.graphs);
+  std::set<uint64_t>* outer = lazy::record_graphs(device, &out.graphs);
   try {
     NoGradGuard no_grad;
     std::mt19937_64 generator(g.seed);
@@ -209,10 +208,10 @@ GenerateOutput generate(const GenerationMixin& model, const std::vector<std::vec
                                     cache, CacheWrite{scalar_tensor(static_cast<double>(slot), DType::kInt64)});
     }
   } catch (...) {
-    executor.record_graphs(device, outer);
+    lazy::record_graphs(device, outer);
     throw;
   }
-  executor.record_graphs(device, outer);
+  lazy::record_graphs(device, outer);
   out.sequences = std::move(rows.generated);
   return out;
 }

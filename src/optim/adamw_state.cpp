@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "optim/adamw.h"
 
 namespace lazytrain::optim {
@@ -119,7 +119,7 @@ AdamWStateDict AdamW::state_dict(const NamedTensors& names) const {
       }
     }
   }
-  for (const auto& [device, tensors] : pending) lazy::GraphExecutor::get().sync(tensors);
+  for (const auto& [device, tensors] : pending) lazy::sync(tensors);
 
   AdamWStateDict out;
   out.state.step = step_;

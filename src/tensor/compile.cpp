@@ -175,7 +175,7 @@ Plan CompiledState::trace(const std::vector<Tensor>& inputs, const std::vector<i
       if (plan.arguments[i].kind == ArgumentSource::Kind::kFixed) plan.arguments[i].fixed = owners.at(sig.parameters[i]);
     }
   }
-  plan.executable = lazy::GraphExecutor::get().compile_or_lookup(sig, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
+  plan.executable = lazy::compile_or_lookup(sig, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
   check(plan.executable->module().num_partitions == 1, "compile", name + " lays a value out over a mesh (mark_sharding inside it): " + sharded_input_text.substr(sharded_input_text.find(':') + 2));
   // The trace changed nothing yet: updated tensors get their values back, and the replay computes the new ones.
   for (const auto& w : plan.updated) {
@@ -202,7 +202,7 @@ std::vector<Tensor> CompiledState::replay(const Plan& plan, const std::vector<Te
     check(arguments.back() != nullptr, "compile", options.name + sharded_input_text);
   }
   std::vector<std::shared_ptr<runtime::AsyncBuffer>> results =
-      lazy::GraphExecutor::get().execute(plan.executable, std::move(arguments), device, options.name);
+      lazy::execute(plan.executable, std::move(arguments), device, options.name);
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan.outputs; ++i) outputs.emplace_back(lazy::make_device_data(results[i]));
   for (size_t j = 0; j < plan.updated.size(); ++j) {
@@ -282,7 +282,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   Signature signature = signature_of(inputs, static_args);
   std::lock_guard<std::mutex> lock(s.mutex);
   // Pending work runs first (torch_xla.compile's mark_step on entry): inputs and captured tensors are device data.
-  lazy::GraphExecutor::get().sync_live(device, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
+  lazy::sync_live(device, lazy::SyncCause{lazy::SyncCause::Kind::kCompiledFunction, {}});
   for (const Tensor& t : inputs) check(!t.ir_value()->sharded_data(), "compile", s.options.name + sharded_input_text);
   auto it = s.plans.find(signature.key);
   if (it == s.plans.end()) {

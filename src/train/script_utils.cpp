@@ -11,7 +11,7 @@
 #include "distributed/spawn.h"
 #include "distributed/spmd.h"
 #include "distributed/xla_model.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "train/checkpoint.h"
@@ -153,7 +153,7 @@ void train_evaluate_and_save(Trainer& trainer, const nn::Module& model, const nl
   std::map<std::string, double> train_metrics, eval_metrics;
   if (t.do_train) train_metrics = trainer.train(resume_from);
   if (t.do_eval) eval_metrics = trainer.evaluate();
-  lazy::GraphExecutor::get().wait_device_ops(runtime::current_device());
+  lazy::wait_device_ops(runtime::current_device());
   if (distributed::is_master_ordinal(false)) save_run_outputs(t, trainer, model, config, tokenizer, train_metrics, eval_metrics);
   distributed::rendezvous(command + ".saved");
 }

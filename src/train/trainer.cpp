@@ -11,7 +11,7 @@
 #include "distributed/xla_model.h"
 #include "distributed/zero_redundancy_optimizer.h"
 #include "lazy/execution_mode.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
@@ -355,11 +355,11 @@ std::map<std::string, double> Trainer::train(const std::string& resume_from_chec
     runtime::Device device = runtime::current_device();
     bool active = true;
     void stop() {
-      if (std::exchange(active, false)) lazy::GraphExecutor::get().record_graphs(device, nullptr);
+      if (std::exchange(active, false)) lazy::record_graphs(device, nullptr);
     }
     ~GraphRecording() { stop(); }
   } recording;
-  lazy::GraphExecutor::get().record_graphs(recording.device, &train_graphs_);
+  lazy::record_graphs(recording.device, &train_graphs_);
   control_ = TrainerControl{};
   callback([](TrainerCallback& c, auto&... a) { c.on_train_begin(a...); });
   first_step_ = state_.global_step;

@@ -262,7 +262,7 @@ class Trainer {
   std::vector<std::string> foreign_checkpoints_;
   TrainerState state_;
   int64_t skipped_batches_ = 0;
-  // Hashes of the graphs this train() call ran (GraphExecutor::record_graphs;
+  // Hashes of the graphs this train() call ran (lazy::record_graphs;
   // bounded dynamic shapes: one per bucket of sequence lengths), reported at its end.
   std::set<uint64_t> train_graphs_;
   // Runs `call` (tracing a training step); an Error of an eager mode or of

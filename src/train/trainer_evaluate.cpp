@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/collectives.h"
 #include "tensor/ops.h"
 #include "train/trainer.h"
@@ -114,8 +114,8 @@ std::map<std::string, double> Trainer::evaluate() {
   // Evaluation's graphs are not training graphs (train_graph_count): recording pauses.
   struct PausedRecording {
     runtime::Device device = runtime::current_device();
-    std::set<uint64_t>* saved = lazy::GraphExecutor::get().record_graphs(device, nullptr);
-    ~PausedRecording() { lazy::GraphExecutor::get().record_graphs(device, saved); }
+    std::set<uint64_t>* saved = lazy::record_graphs(device, nullptr);
+    ~PausedRecording() { lazy::record_graphs(device, saved); }
   } paused;
   const auto start = std::chrono::steady_clock::now();
   double weighted_loss = 0.0, right = 0.0, masked = 0.0;

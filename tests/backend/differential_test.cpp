@@ -48,6 +48,7 @@
 #include "backend/cpu/kernel_isa.h"
 #include "hlo/hlo_builder.h"
 #include "backend/cpu/cpu_pipeline.h"
+#include "lazy/computation_cache.h"
 #include "lazy/graph_executor.h"
 #include "runtime/metrics.h"
 #include "tensor/autocast.h"
@@ -457,10 +458,10 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   std::vector<Buffer> args = {Buffer({64, 32}, DType::kFloat32), Buffer({32}, DType::kFloat32)};
   for (int64_t i = 0; i < 64 * 32; ++i) args[0].data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
   for (int64_t i = 0; i < 32; ++i) args[1].data<float>()[i] = 0.25f * static_cast<float>(i % 3);
-  std::vector<Buffer> want = backend::make_compiler("cpu", options)->compile(m, "00c0ffee00c0ffee")->execute(args);
+  std::vector<Buffer> want = lazy::ComputationCache(options.cache_dir).compile(*backend::make_compiler("cpu", options), m, 0x00c0ffee00c0ffee)->execute(args);
   const int64_t hits = runtime::counter_value("PersistentCacheHit");
-  EXPECT_EQ(backend::make_compiler("cpu", {})->load_cached("00c0ffee00c0ffee"), nullptr);  // no cache_dir: no cache
-  auto loaded = backend::make_compiler("cpu", options)->load_cached("00c0ffee00c0ffee");
+  EXPECT_EQ(lazy::ComputationCache("").load(*backend::make_compiler("cpu", {}), 0x00c0ffee00c0ffee), nullptr);  // no cache_dir: no cache
+  auto loaded = lazy::ComputationCache(options.cache_dir).load(*backend::make_compiler("cpu", options), 0x00c0ffee00c0ffee);
   ASSERT_TRUE(loaded);
   EXPECT_EQ(runtime::counter_value("PersistentCacheHit"), hits + 1);
   auto load_time = runtime::metric_data("PersistentCacheLoadTime");
@@ -469,7 +470,7 @@ TEST(CpuPersistentCache, SecondCompilerLoadsWithoutCompiling) {
   std::vector<Buffer> got = loaded->execute(args);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(std::memcmp(got[0].raw(), want[0].raw(), static_cast<size_t>(want[0].nbytes())), 0);
-  EXPECT_EQ(backend::make_compiler("cpu", options)->load_cached("00c0ffee00c0fff0"), nullptr);
+  EXPECT_EQ(lazy::ComputationCache(options.cache_dir).load(*backend::make_compiler("cpu", options), 0x00c0ffee00c0fff0), nullptr);
   fs::remove_all(dir);
 }
 
@@ -736,11 +737,11 @@ TEST(DifferentialSpecialValues, NanAndInfinityPropagateLikeTheInterpreter) {
 // Sets the CPU backend for the scope, then restores the backend that was set.
 class CpuBackendScope {
  public:
-  CpuBackendScope() : was_cpu_(lazy::GraphExecutor::get().compiler().name() == "cpu") {
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu"));
+  CpuBackendScope() : was_cpu_(lazy::compiler().name() == "cpu") {
+    lazy::set_compiler(backend::make_compiler("cpu"));
   }
   ~CpuBackendScope() {
-    lazy::GraphExecutor::get().set_compiler(was_cpu_ ? backend::make_compiler("cpu") : backend::make_compiler("interpreter"));
+    lazy::set_compiler(was_cpu_ ? backend::make_compiler("cpu") : backend::make_compiler("interpreter"));
   }
   CpuBackendScope(const CpuBackendScope&) = delete;
   CpuBackendScope& operator=(const CpuBackendScope&) = delete;
@@ -837,14 +838,14 @@ TEST_P(DifferentialOpsGolden, CpuBackendMatchesPyTorch) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      lazy::GraphExecutor::get().sync(pending);
+      lazy::sync(pending);
     } catch (const std::exception&) {
       // Find the culprits: each case alone.
       for (const std::string& name : names) {
         GoldenResult& r = results[name];
         if (!r.error.empty()) continue;
         try {
-          lazy::GraphExecutor::get().sync(r.pending());
+          lazy::sync(r.pending());
         } catch (const std::exception& e) {
           r.error = std::string("the CPU backend throws: ") + e.what();
         }
@@ -898,7 +899,7 @@ TEST(DifferentialBertBf16, CpuBackendMatchesInterpreterUnderAutocast) {
     out.loss.backward();
     std::vector<lazy::LazyTensor*> pending = {out.logits.impl().get(), out.loss.impl().get()};
     for (const auto& [name, p] : model.named_parameters()) pending.push_back(p.grad().impl().get());
-    lazy::GraphExecutor::get().sync(pending);
+    lazy::sync(pending);
     std::vector<std::vector<float>> values = {to_dtype(out.logits, DType::kFloat32).to_vector<float>(), out.loss.to_vector<float>()};
     for (const auto& [name, p] : model.named_parameters()) values.push_back(p.grad().to_vector<float>());
     return values;
@@ -908,7 +909,7 @@ TEST(DifferentialBertBf16, CpuBackendMatchesInterpreterUnderAutocast) {
   {
     CpuBackendScope cpu;
     got = run();
-    EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("bf16"), std::string::npos);
+    EXPECT_NE(lazy::last_compiled_hlo().find("bf16"), std::string::npos);
   }
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k) {
@@ -941,9 +942,9 @@ TEST(DifferentialBertGolden, CpuBackendMatchesPyTorch) {
     ASSERT_TRUE(p.grad().defined()) << name;
     pending.push_back(p.grad().impl().get());
   }
-  lazy::GraphExecutor::get().sync(pending);
-  EXPECT_EQ(lazy::GraphExecutor::get().compiler().name(), "cpu");
-  EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo(), "");
+  lazy::sync(pending);
+  EXPECT_EQ(lazy::compiler().name(), "cpu");
+  EXPECT_NE(lazy::last_compiled_hlo(), "");
   testing::expect_close(out.logits, golden.floats("logits"), 1e-4, 1e-5, "logits");
   testing::expect_close(out.loss, golden.floats("loss"), 1e-5, 0, "loss");
   for (const auto& [name, p] : model.named_parameters()) {

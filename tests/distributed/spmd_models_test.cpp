@@ -78,7 +78,7 @@ Trained train(const std::string& family, const Layout& layout, int steps) {
   std::set<uint64_t> graphs;
   // AdamW's zero state starts in its parameter's layout, and every value a
   // step computes keeps its tensor's: one step graph, as on one device.
-  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), &graphs);
+  lazy::record_graphs(runtime::current_device(), &graphs);
   for (int step = 0; step < steps; ++step) {
     Tensor input_ids = from_vector(testing_support::tiny_batch_rows(step, 0, kTinyGlobalBatch), {kTinyGlobalBatch, kTinySeqLen});
     Tensor attention = ones({kTinyGlobalBatch, kTinySeqLen}, DType::kInt64);
@@ -93,7 +93,7 @@ Trained train(const std::string& family, const Layout& layout, int steps) {
     lazy::mark_step();
     out.losses.push_back(loss.item());
   }
-  lazy::GraphExecutor::get().record_graphs(runtime::current_device(), nullptr);
+  lazy::record_graphs(runtime::current_device(), nullptr);
   out.graphs = graphs.size();
   for (const Tensor& p : model->parameters()) out.sharded_parameters += p.ir_value()->sharded_data() != nullptr;
   for (const Tensor& p : model->parameters()) out.parameters.push_back(p.to_vector<float>());
@@ -196,7 +196,7 @@ TEST(SpmdStructure, MegatronHasTwoAllReducesForwardAndTwoBackwardPerLayer) {
     optimizer.step();
     lazy::mark_step();
     lazy::wait_device_ops();
-    const std::string hlo = lazy::GraphExecutor::get().last_compiled_hlo();
+    const std::string hlo = lazy::last_compiled_hlo();
     auto count = [&](const std::string& op) {
       size_t n = 0;
       for (size_t at = hlo.find(op); at != std::string::npos; at = hlo.find(op, at + 1)) ++n;
@@ -248,10 +248,10 @@ TEST(SpmdStructure, FsdpGathersEachLayerUnitTwiceAndReduceScattersItOnce) {
     model->forward(ids, attention, ids).loss.backward();
     optimizer.step();
     // A fresh cache (same backend), so that it holds this step's program alone.
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler(lazy::GraphExecutor::get().compiler().name()));
+    lazy::set_compiler(backend::make_compiler(lazy::compiler().name()));
     lazy::mark_step();
     lazy::wait_device_ops();
-    const auto executables = lazy::GraphExecutor::get().cached_executables();
+    const auto executables = lazy::cached_executables();
     ASSERT_EQ(executables.size(), 1u);
     const hlo::HloModule& m = executables[0]->module();
     std::map<std::string, int> gathers, scatters;
@@ -290,7 +290,7 @@ TEST(SpmdStructure, AVocabularyParallelLossNeverGathersTheLogits) {
     model->forward(ids, ones({kTinyGlobalBatch, kTinySeqLen}, DType::kInt64), ids).loss.backward();
     lazy::mark_step();
     lazy::wait_device_ops();
-    const std::string hlo = lazy::GraphExecutor::get().last_compiled_hlo();
+    const std::string hlo = lazy::last_compiled_hlo();
     std::istringstream lines(hlo);
     int per_token = 0;
     for (std::string line; std::getline(lines, line);) {
@@ -316,7 +316,7 @@ TEST(SpmdOverlap, AsyncCollectivesOnTheCpuBackendChangeNoBit) {
   auto use_async = [](bool on) {
     backend::CompilerOptions options = backend::CompilerOptions::from_environment();
     options.async_collectives = on;
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu", options));
+    lazy::set_compiler(backend::make_compiler("cpu", options));
   };
   constexpr int kSteps = 3;
   use_async(true);
@@ -327,7 +327,7 @@ TEST(SpmdOverlap, AsyncCollectivesOnTheCpuBackendChangeNoBit) {
   lazy::wait_device_ops();
   // The step's program overlaps: compute runs between some start and its done.
   int overlapping_pairs = 0;
-  for (const auto& executable : lazy::GraphExecutor::get().cached_executables()) {
+  for (const auto& executable : lazy::cached_executables()) {
     const hlo::HloModule& m = executable->module();
     for (const auto& done : m.instructions) {
       if (!hlo::is_async_collective_done(done.opcode)) continue;

@@ -211,7 +211,7 @@ TEST(SpmdMarkSharding, APendingValueIsAnnotatedInTheGraph) {
   EXPECT_EQ(z.ir_value()->sharded_data()->sharding().to_string(), "{devices=[1,2]<=[2]}");
   const std::vector<float> got = z.to_vector<float>();
   for (size_t i = 0; i < values.size(); ++i) EXPECT_FLOAT_EQ(got[i], -std::exp(values[i]));
-  EXPECT_NE(lazy::GraphExecutor::get().last_compiled_hlo().find("num_partitions=2"), std::string::npos);
+  EXPECT_NE(lazy::last_compiled_hlo().find("num_partitions=2"), std::string::npos);
 }
 
 TEST(SpmdMode, AProcessIsOneParticipantOfTheReplicaApi) {

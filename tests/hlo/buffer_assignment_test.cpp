@@ -211,7 +211,7 @@ TEST(BufferAssignmentCpu, ATrainingLoopAllocatesItsArenaOnceAndTheSameBuffersEve
     optimizer.step();
     optimizer.zero_grad();
     lazy::mark_step();
-    lazy::GraphExecutor::get().wait_device_ops();
+    lazy::wait_device_ops();
     allocations_per_step.push_back(runtime::counter_value("BufferAllocations") - before);
     misses_per_step.push_back(runtime::counter_value("BufferCacheMisses") - misses_before);
     intermediates_per_step.push_back(runtime::counter_value("IntermediateAllocations") - intermediates_before);

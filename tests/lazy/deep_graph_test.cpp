@@ -41,7 +41,7 @@ TEST(DeepGraph, MillionOpChainIsHashedPrintedAndFreed) {
 
 TEST(DeepGraph, MillionOpChainRunsAndWarnsOnce) {
   InterpreterScope interpreter;
-  lazy::GraphExecutor::get().set_graph_size_warning(lazy::GraphExecutor::kDefaultGraphSizeWarning);
+  lazy::set_graph_size_warning(lazy::kDefaultGraphSizeWarning);
   const int64_t compiles = runtime::counter_value("UncachedCompile");
   Tensor x = zeros({4});
   // Two ops per iteration, reading the cached 0.5 and 0.25: a million ops.
@@ -65,7 +65,7 @@ TEST(DeepGraph, MillionOpChainRunsAndWarnsOnce) {
 
 TEST(DeepGraph, WarningBoundIsConfigurable) {
   InterpreterScope interpreter;
-  lazy::GraphExecutor::get().set_graph_size_warning(20);
+  lazy::set_graph_size_warning(20);
   Tensor small = zeros({2});
   for (int i = 0; i < 5; ++i) small = small + 1.0;  // 12 nodes: no warning
   ::testing::internal::CaptureStderr();
@@ -76,13 +76,13 @@ TEST(DeepGraph, WarningBoundIsConfigurable) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(large.to_vector<float>(), (std::vector<float>{20, 20}));
   EXPECT_NE(::testing::internal::GetCapturedStderr().find("one graph has 42 IR nodes (more than 20)"), std::string::npos);
-  lazy::GraphExecutor::get().set_graph_size_warning(0);  // 0: never
+  lazy::set_graph_size_warning(0);  // 0: never
   Tensor again = zeros({2});
   for (int i = 0; i < 30; ++i) again = again + 1.0;
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(again.to_vector<float>(), (std::vector<float>{30, 30}));
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
-  lazy::GraphExecutor::get().set_graph_size_warning(lazy::GraphExecutor::kDefaultGraphSizeWarning);
+  lazy::set_graph_size_warning(lazy::kDefaultGraphSizeWarning);
 }
 
 TEST(DeepGraph, BackwardThroughAMillionOpChain) {

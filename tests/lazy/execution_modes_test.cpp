@@ -166,7 +166,7 @@ TEST(ExecutionModes, StrictEagerReportsAFailureLaterAtTheFailingOpsLine) {
     const std::string message = e.what();
     EXPECT_NE(message.find("aten::embedding called from execution_modes_test.cpp:" + std::to_string(line)), std::string::npos) << message;
   }
-  lazy::GraphExecutor::get().clear_execution_failure(runtime::current_device());
+  lazy::clear_execution_failure(runtime::current_device());
 }
 
 TEST(ExecutionModes, DetectAnomalyNamesTheLogCallsLine) {

@@ -141,9 +141,8 @@ class CapturingCompiler : public backend::Compiler {
 
 int64_t step_peak_bytes(bool checkpointing) {
   auto module = std::make_shared<hlo::HloModule>();
-  lazy::GraphExecutor& executor = lazy::GraphExecutor::get();
-  const bool was_cpu = executor.compiler().name() == "cpu";
-  executor.set_compiler(std::make_unique<CapturingCompiler>(module));
+  const bool was_cpu = lazy::compiler().name() == "cpu";
+  lazy::set_compiler(std::make_unique<CapturingCompiler>(module));
   manual_seed(7);
   models::BertConfig c = tiny_bert();
   c.update_from_string("num_hidden_layers=8,intermediate_size=256");
@@ -158,7 +157,7 @@ int64_t step_peak_bytes(bool checkpointing) {
   optimizer.step();
   optimizer.zero_grad();
   lazy::mark_step();
-  executor.set_compiler(backend::make_compiler(was_cpu ? "cpu" : "interpreter"));
+  lazy::set_compiler(backend::make_compiler(was_cpu ? "cpu" : "interpreter"));
   // As the CPU backend runs it: after its passes (CSE, fusion, the memory scheduler).
   hlo::run_passes(*module, backend::cpu::cpu_pass_pipeline());
   return hlo::peak_live_bytes(*module);

@@ -11,13 +11,13 @@ namespace lazytrain::testing {
 
 class BackendScope {
  public:
-  explicit BackendScope(const std::string& name) : previous_(lazy::GraphExecutor::get().compiler().name()) { use(name); }
+  explicit BackendScope(const std::string& name) : previous_(lazy::compiler().name()) { use(name); }
   ~BackendScope() { use(previous_); }
   BackendScope(const BackendScope&) = delete;
   BackendScope& operator=(const BackendScope&) = delete;
 
  private:
-  static void use(const std::string& name) { lazy::GraphExecutor::get().set_compiler(backend::make_compiler(name)); }
+  static void use(const std::string& name) { lazy::set_compiler(backend::make_compiler(name)); }
   std::string previous_;
 };
 

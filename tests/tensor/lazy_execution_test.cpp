@@ -327,7 +327,7 @@ TEST(LazyExecution, HloOfTheLastGraphIsXlaText) {
   Tensor a = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   Tensor b = matmul(a, a.t()) + 0.25;
   b.to_vector<float>();
-  std::string hlo = lazy::GraphExecutor::get().last_compiled_hlo();
+  std::string hlo = lazy::last_compiled_hlo();
   EXPECT_NE(hlo.find("HloModule SyncTensorsGraph"), std::string::npos) << hlo;
   EXPECT_NE(hlo.find("dot("), std::string::npos) << hlo;
   EXPECT_NE(hlo.find("lhs_contracting_dims={1}, rhs_batch_dims={}, rhs_contracting_dims={1}"), std::string::npos) << hlo;

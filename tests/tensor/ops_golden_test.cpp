@@ -146,7 +146,7 @@ TEST_P(OpsGolden, ForwardBackward) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].grad().defined()) pending.push_back(inputs[i].grad().impl().get());
   }
-  lazy::GraphExecutor::get().sync(pending);
+  lazy::sync(pending);
 
   expect_matches(name + " forward", out, expected_out);
   for (size_t i = 0; i < inputs.size(); ++i) {

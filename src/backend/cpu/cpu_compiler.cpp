@@ -21,7 +21,6 @@
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
 #include "runtime/collectives.h"
-#include "runtime/persistent_cache.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
 
@@ -99,33 +98,31 @@ class CpuCompiler : public Compiler {
       : options_(std::move(options)), kernel_flags_(cpu::kernel_flags(cpu::resolve_kernel_isa(options_.kernel_isa))) {}
   std::string name() const override { return "cpu"; }
 
-  std::unique_ptr<Executable> load_cached(const std::string& graph_key) override {
-    runtime::PersistentCache* disk = disk_cache();
-    if (!disk || !cpu::find_cxx_compiler(options_.cxx)) return nullptr;
-    runtime::TraceMe trace("compile", "persistent cache lookup");
-    const auto start = std::chrono::steady_clock::now();
-    std::optional<std::string> bytes = disk->get(entry_key(graph_key));
-    if (!bytes) return nullptr;
-    try {
-      Entry e = decode_entry(*bytes);
-      auto executable = make_executable(std::move(e.module), e.names, e.so, options_.profile);
-      // Read, checksum, decode and dlopen of a hit: what replaces CompileTime.
-      runtime::metric("PersistentCacheLoadTime")
-          .add_sample(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
-      return executable;
-    } catch (const Error& err) {
-      std::fprintf(stderr, "warning: unusable compile cache entry for graph %s (%s); recompiling\n", graph_key.c_str(), err.what());
-      runtime::counter("PersistentCacheCorrupt").add(1);
-      return nullptr;
-    }
+  // The optimized module, each fusion's kernel symbol and the shared object's
+  // bytes (none when it interprets for want of a C++ compiler).
+  std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key, std::string* serialized) override {
+    Compiled c = build(std::move(module), graph_key);
+    if (serialized) *serialized = c.fallback ? std::string() : encode_entry(c.module, c.names, c.so);
+    return finish(std::move(c));
   }
 
-  std::unique_ptr<Executable> compile(hlo::HloModule module, const std::string& graph_key) override {
-    Compiled c = build(std::move(module), graph_key);
-    if (!c.fallback) {
-      if (runtime::PersistentCache* disk = disk_cache()) disk->put(entry_key(graph_key), encode_entry(c.module, c.names, c.so));
-    }
-    return finish(std::move(c));
+  // Decodes and loads (dlopen) a stored entry; Error when it is truncated or unusable.
+  std::unique_ptr<Executable> deserialize(std::string_view bytes) override {
+    Entry e = decode_entry(bytes);
+    return make_executable(std::move(e.module), e.names, e.so, options_.profile);
+  }
+
+  // The C++ compiler's version and the kernels' flags (the ISA among them),
+  // the passes that change the code, and this build of lazytrain; nullopt
+  // without a C++ compiler (nothing to store: fusions are interpreted).
+  std::optional<std::string> cache_fingerprint() const override {
+    const std::optional<std::string> cxx = cpu::find_cxx_compiler(options_.cxx);
+    if (!cxx) return std::nullopt;
+    std::string flags;
+    for (const auto& f : kernel_flags_) flags += f + " ";
+    if (!options_.multi_output_fusion) flags += "no-multi-output-fusion ";
+    if (!async_collectives()) flags += "no-async-collectives";
+    return std::string(__DATE__ " " __TIME__) + "\n" + cpu::compiler_version(*cxx) + "\n" + flags;
   }
 
   std::unique_ptr<Executable> compile(hlo::HloModule module) override { return finish(build(std::move(module), "")); }
@@ -145,28 +142,8 @@ class CpuCompiler : public Compiler {
     bool fallback = false;
   };
 
-  // CompilerOptions::cache_dir (--compile_cache_dir, LAZYTRAIN_CACHE_DIR), opened at the first use.
-  runtime::PersistentCache* disk_cache() {
-    if (!disk_checked_) {
-      if (!options_.cache_dir.empty()) disk_.emplace(options_.cache_dir);
-      disk_checked_ = true;
-    }
-    return disk_ ? &*disk_ : nullptr;
-  }
-
   // CompilerOptions::async_collectives, its default decided by the job's processes.
   bool async_collectives() const { return options_.async_collectives.value_or(runtime::replica_world().num_processes > 1); }
-
-  // Graph hash + backend + compiler version and flags (the kernel ISA among
-  // them) + this build of lazytrain.
-  std::string entry_key(const std::string& graph_key) const {
-    std::string flags;
-    for (const auto& f : kernel_flags_) flags += f + " ";
-    const std::string version = cpu::compiler_version(*cpu::find_cxx_compiler(options_.cxx));
-    if (!options_.multi_output_fusion) flags += "no-multi-output-fusion ";
-    if (!async_collectives()) flags += "no-async-collectives";
-    return runtime::PersistentCache::make_key({"lazytrain-cpu", __DATE__ " " __TIME__, version, flags, graph_key});
-  }
 
   // Without a C++ compiler (c.fallback) no fusion has a kernel: each runs on the interpreter (counted).
   std::unique_ptr<Executable> finish(Compiled c) { return make_executable(std::move(c.module), c.names, c.so, options_.profile); }
@@ -241,8 +218,6 @@ class CpuCompiler : public Compiler {
 
   CompilerOptions options_;
   std::vector<std::string> kernel_flags_;
-  bool disk_checked_ = false;
-  std::optional<runtime::PersistentCache> disk_;
 };
 
 }  // namespace

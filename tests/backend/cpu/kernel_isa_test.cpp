@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "hlo/hlo_builder.h"
 #include "hlo/passes/hlo_pass.h"
+#include "lazy/computation_cache.h"
 #include "runtime/metrics.h"
 
 namespace lazytrain::backend::cpu {
@@ -163,11 +164,12 @@ TEST(KernelIsa, IsPartOfThePersistentCacheKey) {
   hlo::HloBuilder b("cached");
   const int x = b.parameter({64, 32}, DType::kFloat32);
   hlo::HloModule m = b.build({b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kAdd, x, x))});
-  make_compiler("cpu", avx2)->compile(m, "0000feed0000feed");
-  EXPECT_TRUE(make_compiler("cpu", avx2)->load_cached("0000feed0000feed"));
-  EXPECT_EQ(make_compiler("cpu", avx512)->load_cached("0000feed0000feed"), nullptr);
-  make_compiler("cpu", avx512)->compile(m, "0000feed0000feed");
-  EXPECT_TRUE(make_compiler("cpu", avx512)->load_cached("0000feed0000feed"));
+  lazy::ComputationCache cache(dir.string());
+  cache.compile(*make_compiler("cpu", avx2), m, 0x0000feed0000feed);
+  EXPECT_TRUE(cache.load(*make_compiler("cpu", avx2), 0x0000feed0000feed));
+  EXPECT_EQ(cache.load(*make_compiler("cpu", avx512), 0x0000feed0000feed), nullptr);
+  cache.compile(*make_compiler("cpu", avx512), m, 0x0000feed0000feed);
+  EXPECT_TRUE(cache.load(*make_compiler("cpu", avx512), 0x0000feed0000feed));
   fs::remove_all(dir);
 }
 

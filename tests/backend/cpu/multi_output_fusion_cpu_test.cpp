@@ -33,12 +33,12 @@ std::vector<float> wave(int64_t n, double phase, double scale) {
 // The cpu backend, with or without the multi-output-fusion pass, for a scope.
 class CpuScope {
  public:
-  explicit CpuScope(bool multi_output_fusion) : previous_(lazy::GraphExecutor::get().compiler().name()) {
+  explicit CpuScope(bool multi_output_fusion) : previous_(lazy::compiler().name()) {
     backend::CompilerOptions options = backend::CompilerOptions::from_environment();
     options.multi_output_fusion = multi_output_fusion;
-    lazy::GraphExecutor::get().set_compiler(backend::make_compiler("cpu", options));
+    lazy::set_compiler(backend::make_compiler("cpu", options));
   }
-  ~CpuScope() { lazy::GraphExecutor::get().set_compiler(backend::make_compiler(previous_)); }
+  ~CpuScope() { lazy::set_compiler(backend::make_compiler(previous_)); }
   CpuScope(const CpuScope&) = delete;
   CpuScope& operator=(const CpuScope&) = delete;
 
@@ -95,7 +95,7 @@ TEST(CpuMultiOutputFusion, AdamWUpdateOfEachParameterIsOneKernelWithTheSameValue
   // writing its new value and both moments (and the clipped gradient, which
   // the step returns too).
   const hlo::HloModule* step = nullptr;
-  for (const auto& e : lazy::GraphExecutor::get().cached_executables()) {
+  for (const auto& e : lazy::cached_executables()) {
     const hlo::HloModule& m = e->module();
     if (std::any_of(m.instructions.begin(), m.instructions.end(), [](const hlo::HloInstruction& in) { return hlo::is_multi_output_fusion(in); })) {
       step = &m;

@@ -1,0 +1,72 @@
+#include "lazy/device_context.h"
+
+#include <map>
+#include <utility>
+
+namespace lazytrain::lazy {
+
+int64_t DeviceContext::begin_execution() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ++executions_;
+}
+
+int64_t DeviceContext::executions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return executions_;
+}
+
+void DeviceContext::set_last_graph(uint64_t hash) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_graph_ = hash;
+}
+
+uint64_t DeviceContext::last_graph() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_graph_;
+}
+
+void DeviceContext::set_failure(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failure_ = std::move(error);
+}
+
+std::exception_ptr DeviceContext::take_failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(failure_, nullptr);
+}
+
+namespace {
+
+struct Contexts {
+  std::mutex mutex;
+  std::map<runtime::Device, DeviceContext> by_device;  // (a map's elements stay where they are)
+};
+
+Contexts& contexts() {
+  static Contexts all;
+  return all;
+}
+
+}  // namespace
+
+DeviceContext& device_context(const runtime::Device& device) {
+  Contexts& all = contexts();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  return all.by_device[device];
+}
+
+std::vector<runtime::Device> devices_with_context() {
+  Contexts& all = contexts();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  std::vector<runtime::Device> devices;
+  devices.reserve(all.by_device.size());
+  for (const auto& [device, context] : all.by_device) devices.push_back(device);
+  return devices;
+}
+
+std::set<uint64_t>*& graph_recorder(const runtime::Device& device) {
+  thread_local std::map<runtime::Device, std::set<uint64_t>*> recorders;
+  return recorders[device];
+}
+
+}  // namespace lazytrain::lazy
