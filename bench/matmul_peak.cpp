@@ -35,7 +35,7 @@ const char* kUsage =
     "usage: bench_matmul_peak [--shapes MxKxN,...] [--dtypes f32,bf16] [--min_time SECONDS] [--rhs rowmajor|packed]\n"
     "  default shapes 4096x768x768,4096x768x3072,4096x3072x768 (tokens x in x out of BERT-base linears)\n"
     "  --rhs packed: the rhs is reordered from row-major to oneDNN's chosen layout in every timed run\n"
-    "  (what lazytrain does for wide f32 rhs, src/backend/onednn_matmul.cpp); default row-major in place\n";
+    "  (what lazytrain does for wide f32 rhs, src/kernels/onednn_matmul.cpp); default row-major in place\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "bench_matmul_peak: %s\n%s", message.c_str(), kUsage);

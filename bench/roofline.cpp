@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/dot_epilogue_fusion.h"
-#include "backend/onednn_matmul.h"
+#include "backend/cpu/matmul_dims.h"
 #include "hlo/custom_call.h"
 #include "runtime/buffer.h"
 
@@ -92,15 +92,15 @@ void fill(runtime::Buffer& b) {
 }
 
 double time_dot(const HloInstruction& dot, const Shape& lhs_shape) {
-  backend::OneDnnMatmul matmul(lhs_shape, dot);
+  kernels::OneDnnMatmul matmul(backend::cpu::matmul_dims(lhs_shape, dot));
   runtime::Buffer lhs(lhs_shape, dot.dtype), rhs(rhs_shape_of(dot, lhs_shape), dot.dtype), out(dot.shape, dot.dtype);
   fill(lhs);
   fill(rhs);
-  matmul.run(lhs, rhs, nullptr, nullptr, out);
+  matmul.run(lhs.raw(), rhs.raw(), nullptr, nullptr, out.raw());
   double best = 1e30, spent = 0;
   for (int i = 0; i < 3 || spent < 0.2; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    matmul.run(lhs, rhs, nullptr, nullptr, out);
+    matmul.run(lhs.raw(), rhs.raw(), nullptr, nullptr, out.raw());
     const double s = seconds_since(t0);
     best = std::min(best, s);
     spent += s;

@@ -2,6 +2,7 @@
 // only from the layers that layer stands on. A violation names the file, the
 // line and the include.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace lazytrain {
 namespace {
@@ -21,14 +23,18 @@ namespace fs = std::filesystem;
 // tensors; data/ is host-only (the DeviceLoader, which moves its batches to a
 // device, is distributed/'s, as torch_xla.distributed.parallel_loader); the Trainer takes any Module and a loss, never a
 // concrete model (no models/ under train/); pipelines/ stand on models/, data/
-// and train/ (a pipeline loads a model directory and its tokenizer).
+// and train/ (a pipeline loads a model directory and its tokenizer). kernels/
+// (the CPU backend's fast host kernels: oneDNN matmul, attention, vector math)
+// stands on core/ alone and only backend/ uses it: hlo/, whose evaluator is the
+// reference those kernels are compared with, may not.
 const std::map<std::string, std::set<std::string>>& allowed_includes() {
   static const std::map<std::string, std::set<std::string>> m = [] {
     std::map<std::string, std::set<std::string>> a;
     a["core"] = {"core"};
+    a["kernels"] = {"core", "kernels"};
     a["runtime"] = {"core", "runtime"};
     a["hlo"] = {"core", "hlo"};
-    a["backend"] = {"core", "runtime", "hlo", "backend"};
+    a["backend"] = {"core", "kernels", "runtime", "hlo", "backend"};
     a["lazy"] = {"core", "runtime", "hlo", "backend", "lazy"};
     a["tensor"] = {"core", "runtime", "hlo", "backend", "lazy", "tensor"};
     const std::set<std::string> below_tensor = a["tensor"];
@@ -79,6 +85,63 @@ std::string violations(const fs::path& source_dir) {
 }
 
 TEST(Layering, EveryIncludePointsDown) { EXPECT_EQ(violations(LAZYTRAIN_SOURCE_DIR), ""); }
+
+// The reference shares no kernel with what it checks: every header that the
+// HLO evaluator (src/hlo/evaluator/) and the interpreter backend
+// (src/backend/interpreter/) include, directly or through other headers of
+// src/, is free of kernels/, of the CPU backend (backend/cpu/) and of oneDNN.
+// (The link side: tests/reference_objects_test.sh reads their object files.)
+std::string reference_violations(const fs::path& source_dir) {
+  const fs::path src = source_dir / "src";
+  const std::regex quoted("^\\s*#\\s*include\\s*\"([^\"]+)\"");
+  const std::regex angled("^\\s*#\\s*include\\s*<([^>]+)>");
+  auto forbidden = [](const std::string& header) {
+    return header.rfind("kernels/", 0) == 0 || header.rfind("backend/cpu/", 0) == 0 || header.find("dnnl") != std::string::npos;
+  };
+  std::string report;
+  std::vector<std::pair<fs::path, std::string>> work;  // a file and the chain of includes that reached it
+  for (const char* root : {"hlo/evaluator", "backend/interpreter"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(src / root)) {
+      if (entry.is_regular_file()) work.emplace_back(entry.path(), fs::relative(entry.path(), source_dir).string());
+    }
+  }
+  std::set<fs::path> seen;
+  while (!work.empty()) {
+    auto [file, chain] = work.back();
+    work.pop_back();
+    if (!seen.insert(file).second) continue;
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      std::string header;
+      if (std::regex_search(line, m, quoted) || std::regex_search(line, m, angled)) header = m[1];
+      if (header.empty()) continue;
+      if (forbidden(header)) {
+        report += chain + " includes \"" + header + "\": the reference may use no kernel of the backends it checks\n";
+        continue;
+      }
+      if (fs::exists(src / header)) work.emplace_back(src / header, chain + " -> " + header);
+    }
+  }
+  return report;
+}
+
+TEST(Layering, TheInterpreterAndEvaluatorIncludeNoKernelsAndNoOneDnn) {
+  EXPECT_EQ(reference_violations(LAZYTRAIN_SOURCE_DIR), "");
+  // The check sees a violation: a header of kernels/ is one.
+  const fs::path scratch = fs::temp_directory_path() / ("layering_reference_" + std::to_string(::getpid()));
+  fs::create_directories(scratch / "src/hlo/evaluator");
+  fs::create_directories(scratch / "src/backend/interpreter");
+  fs::create_directories(scratch / "src/core");
+  std::ofstream(scratch / "src/hlo/evaluator/dot.cpp") << "#include \"core/helper.h\"\n";
+  std::ofstream(scratch / "src/core/helper.h") << "#include \"kernels/onednn_matmul.h\"\n";
+  std::ofstream(scratch / "src/backend/interpreter/dot.cpp") << "#include <oneapi/dnnl/dnnl.hpp>\n";
+  const std::string report = reference_violations(scratch);
+  fs::remove_all(scratch);
+  EXPECT_NE(report.find("src/hlo/evaluator/dot.cpp -> core/helper.h includes \"kernels/onednn_matmul.h\""), std::string::npos) << report;
+  EXPECT_NE(report.find("src/backend/interpreter/dot.cpp includes \"oneapi/dnnl/dnnl.hpp\""), std::string::npos) << report;
+}
 
 }  // namespace
 }  // namespace lazytrain

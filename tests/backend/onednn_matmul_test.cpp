@@ -1,4 +1,4 @@
-// OneDnnMatmul (the dot of both backends): every operand layout, with and
+// OneDnnMatmul (the CPU backend's dot): every operand layout, with and
 // without the bias/residual epilogue, for a wide f32 rhs (repacked into
 // oneDNN's layout before each run where oneDNN picks another layout: its
 // AVX-512 kernels do) and a narrow one (read in place); f32 and bf16. The
@@ -6,7 +6,7 @@
 // whatever order oneDNN adds in, and the results are compared exactly with a
 // plain loop. A bf16 dot without native kernels (an AVX2 CPU, or oneDNN capped
 // by ONEDNN_MAX_CPU_ISA: ctest's avx2_fallback.* entries) is widened to f32.
-#include "backend/onednn_matmul.h"
+#include "kernels/onednn_matmul.h"
 
 #include <gtest/gtest.h>
 
@@ -17,12 +17,17 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/matmul_dims.h"
 #include "core/half.h"
 #include "hlo/hlo_builder.h"
+#include "runtime/buffer.h"
 
 namespace lazytrain::backend {
 namespace {
 
+using cpu::matmul_dims;
+using kernels::MatmulEpilogue;
+using kernels::OneDnnMatmul;
 using runtime::Buffer;
 
 // Integer values in [-3, 3], different for each (seed, i), as f32 or bf16 (exact in both).
@@ -73,7 +78,7 @@ void check_case(const Case& c) {
   hlo::HloModule module = b.build({b.dot(x, y, {{}, {}, {c.lhs_t ? 0 : 1}, {c.rhs_t ? 1 : 0}})});
   const hlo::HloInstruction& dot = module.at(module.at(module.root).operands[0]);
   const bool residual_too = c.epilogue && c.residual;
-  OneDnnMatmul matmul(lhs_shape, dot, MatmulEpilogue{c.epilogue, residual_too});
+  OneDnnMatmul matmul(matmul_dims(lhs_shape, dot), MatmulEpilogue{c.epilogue, residual_too});
   // Only the f32 rule's shapes are repacked, and all of them where oneDNN's kernels want their own layout.
   const bool rule = !c.rhs_t && c.n > 1024 && (c.dtype == DType::kFloat32 || matmul.widened());
   if (!rule || onednn_avx512()) {
@@ -90,7 +95,7 @@ void check_case(const Case& c) {
   const Buffer lhs = small_integers(lhs_shape, 1, c.dtype), rhs = small_integers(rhs_shape, 2, c.dtype);
   const Buffer bias = small_integers({c.n}, 3, c.dtype), residual = small_integers({c.m, c.n}, 4, c.dtype);
   Buffer out({c.m, c.n}, c.dtype);
-  matmul.run(lhs, rhs, c.epilogue ? &bias : nullptr, residual_too ? &residual : nullptr, out);
+  matmul.run(lhs.raw(), rhs.raw(), c.epilogue ? bias.raw() : nullptr, residual_too ? residual.raw() : nullptr, out.raw());
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       float want = (c.epilogue ? value_at(bias, j) : 0.0f) + (residual_too ? value_at(residual, i * c.n + j) : 0.0f);
@@ -118,7 +123,7 @@ TEST(OneDnnMatmul, EveryLayoutAndEpilogueIsExactForWideAndNarrowRhs) {
 std::string tiles_of(const Shape& lhs, const Shape& rhs, const hlo::DotDimensionNumbers& d) {
   hlo::HloBuilder b("dot");
   hlo::HloModule module = b.build({b.dot(b.parameter(lhs, DType::kFloat32), b.parameter(rhs, DType::kFloat32), d)});
-  const std::string text = OneDnnMatmul(lhs, module.at(module.at(module.root).operands[0])).implementation();
+  const std::string text = OneDnnMatmul(matmul_dims(lhs, module.at(module.at(module.root).operands[0]))).implementation();
   return text.substr(text.rfind(", ") + 2);
 }
 
@@ -196,7 +201,7 @@ TEST(OneDnnMatmul, ResultsAreTheSameAtOneAndTwoThreads) {
     d.lhs_contracting_dimensions = {s.lhs_t ? nb : nb + 1};
     d.rhs_contracting_dimensions = {s.rhs_t ? nb + 1 : nb};
     hlo::HloModule module = b.build({b.dot(x, y, d)});
-    OneDnnMatmul matmul(lhs_shape, module.at(module.at(module.root).operands[0]));
+    OneDnnMatmul matmul(matmul_dims(lhs_shape, module.at(module.at(module.root).operands[0])));
     std::mt19937 rng(static_cast<unsigned>(s.m * 31 + s.n));
     std::normal_distribution<float> normal;
     auto random = [&](const Shape& shape) {
@@ -215,7 +220,7 @@ TEST(OneDnnMatmul, ResultsAreTheSameAtOneAndTwoThreads) {
     for (int t : {1, 2}) {
       omp_set_num_threads(t);
       Buffer out(out_shape, s.dtype);
-      matmul.run(lhs, rhs, nullptr, nullptr, out);
+      matmul.run(lhs.raw(), rhs.raw(), nullptr, nullptr, out.raw());
       const uint8_t* bytes = static_cast<const uint8_t*>(out.raw());
       results.emplace_back(bytes, bytes + out.nbytes());
     }
@@ -241,7 +246,7 @@ TEST(OneDnnMatmul, Bf16ResultsRoundToNearestEvenOnce) {
   int x = b.parameter({1, 2}, DType::kBFloat16);
   int y = b.parameter({2, 2}, DType::kBFloat16);
   hlo::HloModule module = b.build({b.dot(x, y, {{}, {}, {1}, {0}})});
-  OneDnnMatmul matmul({1, 2}, module.at(module.at(module.root).operands[0]));
+  OneDnnMatmul matmul(matmul_dims({1, 2}, module.at(module.at(module.root).operands[0])));
   Buffer lhs({1, 2}, DType::kBFloat16), rhs({2, 2}, DType::kBFloat16), out({1, 2}, DType::kBFloat16);
   lhs.data<BFloat16>()[0] = BFloat16(1.0f);
   lhs.data<BFloat16>()[1] = BFloat16(1.0f / 256);
@@ -249,7 +254,7 @@ TEST(OneDnnMatmul, Bf16ResultsRoundToNearestEvenOnce) {
   rhs.data<BFloat16>()[2] = BFloat16(1.0f);
   rhs.data<BFloat16>()[1] = BFloat16(1.0f);  // column 1: 1 + 3 * 2^-8
   rhs.data<BFloat16>()[3] = BFloat16(3.0f);
-  matmul.run(lhs, rhs, nullptr, nullptr, out);
+  matmul.run(lhs.raw(), rhs.raw(), nullptr, nullptr, out.raw());
   EXPECT_EQ(static_cast<float>(out.data<BFloat16>()[0]), 1.0f);
   EXPECT_EQ(static_cast<float>(out.data<BFloat16>()[1]), 1.0f + 1.0f / 64);
 }

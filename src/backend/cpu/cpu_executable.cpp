@@ -8,14 +8,17 @@
 #include <set>
 
 #include "backend/cpu/dot_epilogue_fusion.h"
+#include "backend/cpu/host_kernels.h"
 #include "backend/cpu/kernel_emitter.h"
+#include "backend/cpu/matmul_dims.h"
 #include "backend/interpreter/kernels.h"
 #include "backend/literal_buffer.h"
-#include "backend/onednn_matmul.h"
+#include "core/env_vars.h"
 #include "core/error.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/op_metadata.h"
+#include "kernels/onednn_matmul.h"
 #include "runtime/collective_stream.h"
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
@@ -26,6 +29,8 @@ namespace lazytrain::backend::cpu {
 namespace {
 
 using hlo::HloOpcode;
+using kernels::MatmulEpilogue;
+using kernels::OneDnnMatmul;
 using runtime::Buffer;
 
 // The opcodes of a fusion's computation, parameters and the root tuple left
@@ -103,8 +108,8 @@ class InFlightCollectives {
 
 class CpuExecutable : public Executable {
  public:
-  CpuExecutable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library, std::map<int, KernelFn> kernels, bool profile)
-      : module_(std::move(module)), library_(std::move(library)), kernels_(std::move(kernels)), profile_(profile) {
+  CpuExecutable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library, std::map<int, KernelFn> kernels, bool profile, KernelIsa isa)
+      : module_(std::move(module)), library_(std::move(library)), kernels_(std::move(kernels)), profile_(profile), isa_(isa) {
     last_use_.assign(module_.instructions.size(), -1);
     for (const auto& in : module_.instructions) {
       for (int o : in.operands) last_use_[o] = in.id;
@@ -138,19 +143,23 @@ class CpuExecutable : public Executable {
       if (in.opcode == HloOpcode::kScatter) in_place_operands_[in.id] = {0};
     }
     // oneDNN primitives: created once per executable, for every dot and dot epilogue fusion.
+    const int64_t retries_before = kernels::onednn_create_retries();
     for (const auto& in : module_.instructions) {
       if (in.opcode == HloOpcode::kConstant) constants_[in.id] = buffer_from_literal(in.literal);
       if (in.opcode == HloOpcode::kDot) {
-        matmuls_[in.id] = std::make_unique<OneDnnMatmul>(module_.at(in.operands[0]).shape, in);
+        matmuls_[in.id] = std::make_unique<OneDnnMatmul>(matmul_dims(module_.at(in.operands[0]).shape, in));
       } else if (auto epilogue = dot_epilogue_of(in)) {
         const hlo::HloModule& f = *in.fused_computation;
         for (const auto& inner : f.instructions) {
           if (inner.opcode == HloOpcode::kDot) {
-            matmuls_[in.id] = std::make_unique<OneDnnMatmul>(f.at(inner.operands[0]).shape, inner,
+            matmuls_[in.id] = std::make_unique<OneDnnMatmul>(matmul_dims(f.at(inner.operands[0]).shape, inner),
                                                              MatmulEpilogue{epilogue->bias, epilogue->residual});
           }
         }
       }
+    }
+    if (const int64_t retries = kernels::onednn_create_retries() - retries_before; retries > 0) {
+      runtime::counter("OneDnnCreateRetries").add(retries);
     }
     find_fallbacks();
     label_instructions();
@@ -201,7 +210,8 @@ class CpuExecutable : public Executable {
           Buffer out = output_storage(in, values, donated, arena.buffer);
           const Buffer* bias = in.operands.size() > 2 ? &values[in.operands[2]] : nullptr;
           const Buffer* residual = in.operands.size() > 3 ? &values[in.operands[3]] : nullptr;
-          matmul->second->run(values[in.operands[0]], values[in.operands[1]], bias, residual, out);
+          matmul->second->run(values[in.operands[0]].raw(), values[in.operands[1]].raw(), bias ? bias->raw() : nullptr,
+                              residual ? residual->raw() : nullptr, out.raw());
           values[in.id] = std::move(out);
         } else if (kernel != kernels_.end()) {
           Buffer out = output_storage(in, values, donated, arena.buffer);
@@ -213,7 +223,8 @@ class CpuExecutable : public Executable {
           Buffer out = output_storage(in, values, donated, arena.buffer);
           std::vector<hlo::ArrayRef> refs;
           for (int o : in.operands) refs.emplace_back(values[o].raw(), values[o].shape(), values[o].dtype());
-          hlo::evaluate_into(in, refs, hlo::MutableArrayRef(out.raw(), out.shape(), out.dtype()));
+          const hlo::MutableArrayRef out_ref(out.raw(), out.shape(), out.dtype());
+          if (!run_host_kernel(in, refs, out_ref, isa_)) hlo::evaluate_into(in, refs, out_ref);
           values[in.id] = std::move(out);
         } else {
           interpreter::Operands args;
@@ -579,6 +590,7 @@ class CpuExecutable : public Executable {
   std::vector<Label> labels_;                             // by instruction id
   // CompilerOptions::profile (LAZYTRAIN_PROFILE_STDERR): per-execution totals by instruction kind.
   bool profile_ = false;
+  KernelIsa isa_;  // the host kernels' (kernels/) AVX-512 or AVX2 paths
   hlo::BufferAssignment assignment_;
   std::mutex arena_mutex_;
   std::vector<Buffer> free_arenas_;
@@ -587,8 +599,10 @@ class CpuExecutable : public Executable {
 }  // namespace
 
 std::unique_ptr<Executable> make_cpu_executable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library, std::map<int, KernelFn> kernels,
-                                                bool profile) {
-  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels), profile);
+                                                bool profile, std::optional<KernelIsa> isa) {
+  // Unset: LAZYTRAIN_KERNEL_ISA's choice (CompilerOptions::kernel_isa's default).
+  const KernelIsa resolved = isa ? *isa : resolve_kernel_isa(environment().kernel_isa);
+  return std::make_unique<CpuExecutable>(std::move(module), std::move(library), std::move(kernels), profile, resolved);
 }
 
 }  // namespace lazytrain::backend::cpu

@@ -1,7 +1,8 @@
 // The CPU backend's executable: runs an optimized module instruction by
 // instruction: each fusion the emitter generated as its kernel from the
 // shared object, each dot (and dot epilogue fusion) as a oneDNN matmul, and
-// everything else on the interpreter's kernels.
+// attention and rng bits on the host kernels of kernels/ (host_kernels.h),
+// everything else on the HLO evaluator's kernels.
 //
 // Interpreter fallbacks: a fusion the kernel emitter cannot generate
 // (kernel_emitter.h; or every fusion when no C++ compiler runs) is evaluated
@@ -22,10 +23,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/compiler.h"
 #include "backend/cpu/jit.h"
+#include "backend/cpu/kernel_isa.h"
 
 namespace lazytrain::backend::cpu {
 
@@ -35,9 +38,12 @@ using KernelFn = void (*)(const void* const* args, void* out);
 
 // `kernels` maps fusion instruction ids to their symbols in `library` (which
 // the executable keeps loaded); `profile` prints each run's time by kind of
-// instruction on stderr (CompilerOptions::profile). Creates the oneDNN
-// primitives of every dot (Error when oneDNN has none).
+// instruction on stderr (CompilerOptions::profile); `isa` picks the host
+// kernels' paths (kernels/: attention, rng bits; unset: resolve_kernel_isa of
+// LAZYTRAIN_KERNEL_ISA). Creates the oneDNN primitives of every dot (Error
+// when oneDNN has none).
 std::unique_ptr<Executable> make_cpu_executable(hlo::HloModule module, std::shared_ptr<SharedLibrary> library,
-                                                std::map<int, KernelFn> kernels, bool profile);
+                                                std::map<int, KernelFn> kernels, bool profile,
+                                                std::optional<KernelIsa> isa = std::nullopt);
 
 }  // namespace lazytrain::backend::cpu

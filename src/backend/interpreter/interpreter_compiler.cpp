@@ -50,7 +50,6 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
     }
     case HloOpcode::kConstant: return buffer_from_literal(in.literal);
     case HloOpcode::kReshape: return args[0]->reshaped(in.shape);
-    case HloOpcode::kDot: return interpreter::eval_dot(in, args);
     case HloOpcode::kPartitionId: {
       Buffer id(Shape{}, DType::kInt32);
       *id.data<int32_t>() = runtime::global_ordinal(runtime::current_device());
@@ -75,6 +74,11 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
       check(!hlo::is_multi_output_fusion(in), "interpreter", in.name() + " is a multi-output fusion (evaluate_fusion gives its elements)");
       return evaluate_fusion(in, args)[0];
     case HloOpcode::kGetTupleElement: throw Error("[interpreter] " + in.name() + " reads a multi-output fusion's element: evaluate_fusion gives them");
+    case HloOpcode::kDot:
+      // As the compiled backends (oneDNN multiplies floating types only): the
+      // reference runs what they run. (The HLO evaluator folds integer dots.)
+      check(is_floating_point(in.dtype), "interpreter", in.name() + ": dot supports f32, bf16 and f16, got " + xla_name(in.dtype));
+      [[fallthrough]];
     default: {
       std::vector<hlo::ArrayRef> refs;
       for (const Buffer* a : args) refs.emplace_back(a->raw(), a->shape(), a->dtype());

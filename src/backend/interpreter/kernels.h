@@ -1,5 +1,7 @@
 // The HLO interpreter's instruction step: the HLO evaluator's kernels
-// (hlo/evaluator) run on device buffers, dot through oneDNN.
+// (hlo/evaluator) run on device buffers. The interpreter is the reference the
+// other backends are compared with, so it calls none of their kernels: no
+// oneDNN and nothing of kernels/ (tests/layering_test.cpp holds it).
 #pragma once
 
 #include <vector>
@@ -13,12 +15,10 @@ namespace lazytrain::backend::interpreter {
 using runtime::Buffer;
 using Operands = std::vector<const Buffer*>;
 
-Buffer eval_dot(const hlo::HloInstruction& in, const Operands& args);  // oneDNN matmul
-
 // Evaluates one instruction of a module on its operand buffers; `arguments` are
 // the module's parameters (for kParameter). Fusions run their fused computation;
 // a reshape shares its operand's storage; collectives go to the replicas
-// (runtime/collectives.h, run on the replica's execution thread); everything else but dot runs the HLO
+// (runtime/collectives.h, run on the replica's execution thread); everything else runs the HLO
 // evaluator's kernels (hlo::evaluate_into) into a new buffer.
 // A multi-output fusion or a get-tuple-element raises Error: they go through evaluate_fusion.
 Buffer evaluate_instruction(const hlo::HloInstruction& in, const Operands& args, const std::vector<Buffer>& arguments);

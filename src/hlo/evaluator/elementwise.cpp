@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "hlo/evaluator/kernels.h"
-#include "hlo/evaluator/vector_math.h"
 #include "core/error.h"
 #include "core/scalar_ops.h"
 
@@ -33,36 +32,9 @@ void map_binary(const ArrayRef& x, const ArrayRef& y, const MutableArrayRef& out
   for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(f(static_cast<compute_t<T>>(a[i]), static_cast<compute_t<T>>(b[i])));
 }
 
-// bf16/f16 through the f32 vector kernels: widened in blocks, computed 8 lanes
-// at a time (the same SLEEF calls the generated kernels make), rounded back.
-template <typename T>
-void vector_unary_16bit(HloOpcode opcode, const T* in, T* out, int64_t n) {
-  constexpr int64_t kBlock = 4096;  // a multiple of 8: lanes group as in the f32 path
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t start = 0; start < n; start += kBlock) {
-    float block[kBlock];
-    const int64_t m = std::min(kBlock, n - start);
-    for (int64_t i = 0; i < m; ++i) block[i] = static_cast<float>(in[start + i]);
-    vector_unary(opcode, block, block, m);
-    for (int64_t i = 0; i < m; ++i) out[start + i] = static_cast<T>(block[i]);
-  }
-}
-
 template <typename T>
 void unary(const HloInstruction& in, const ArrayRef& x, const MutableArrayRef& out) {
   using C = compute_t<T>;
-  if constexpr (std::is_same_v<T, float>) {
-    if (has_vector_kernel(in.opcode)) {
-      vector_unary(in.opcode, x.data<float>(), out.data<float>(), x.numel());
-      return;
-    }
-  }
-  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
-    if (has_vector_kernel(in.opcode)) {
-      vector_unary_16bit(in.opcode, x.data<T>(), out.data<T>(), x.numel());
-      return;
-    }
-  }
   switch (in.opcode) {
     case HloOpcode::kNegate: map_unary<T>(x, out, ops::Negate()); break;
     case HloOpcode::kAbs: map_unary<T>(x, out, ops::Abs()); break;

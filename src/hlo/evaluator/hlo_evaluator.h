@@ -5,8 +5,12 @@
 //
 // Semantics are XLA's operation semantics with lazytrain's restrictions (see
 // hlo_instruction.h): float sums and products reduce in double, integer ones in
-// int64; f32 exponential/log/tanh/erf use SLEEF's 1-ULP kernels; bf16 and f16
-// values are computed in float and rounded to nearest even.
+// int64; a dot accumulates in f32 (bf16, f16, f32) or wraps in its integer
+// type; elementwise functions are core/scalar_ops.h's (exp, log, sin, cos and
+// pow SLEEF's 1-ULP functions); attention is its formula in double; bf16 and
+// f16 values are computed in float and rounded to nearest even. Plain loops,
+// obviously correct, the reference the backends' fast kernels (kernels/) are
+// compared with: nothing here calls them.
 #pragma once
 
 #include <vector>
@@ -35,7 +39,7 @@ class HloEvaluator {
 // not shared with any operand), reading `operands[k]` as operand k. Handles
 // every opcode but parameter, fusion, tuple and the collectives (Error), for callers that own
 // the storage (the interpreter backend). dot multiplies in a plain loop,
-// accumulating in double (floats) or int64 (integers).
+// accumulating in f32 (floats) or the integer type.
 void evaluate_into(const HloInstruction& instruction, const std::vector<ArrayRef>& operands, const MutableArrayRef& out);
 
 }  // namespace lazytrain::hlo

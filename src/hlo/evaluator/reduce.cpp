@@ -160,15 +160,6 @@ inline uint32_t splitmix_bits_at(uint64_t seed, int64_t i) {
   return static_cast<uint32_t>(z >> 32);
 }
 
-void splitmix_bits(uint64_t seed, int64_t begin, int64_t end, int32_t* o) {
-  for (int64_t i = begin; i < end; ++i) o[i] = static_cast<int32_t>(splitmix_bits_at(seed, i));
-}
-
-__attribute__((target("avx512f,avx512dq,avx512vl"))) void splitmix_bits_avx512(uint64_t seed, int64_t begin, int64_t end, int32_t* o) {
-#pragma omp simd
-  for (int64_t i = begin; i < end; ++i) o[i] = static_cast<int32_t>(splitmix_bits_at(seed, i));
-}
-
 }  // namespace
 
 void eval_generator(const HloInstruction& in, const Operands& args, const MutableArrayRef& out) {
@@ -189,21 +180,8 @@ void eval_generator(const HloInstruction& in, const Operands& args, const Mutabl
   // the bits depend only on the seed and the position, not on thread scheduling.
   const uint64_t seed = static_cast<uint64_t>(*args[0].data<int64_t>());
   int32_t* o = out.data<int32_t>();
-  // Attention dropout draws a lot of them (GPT-2 at 4 x 1024: 600 M a step): with
-  // AVX-512DQ the 64-bit multiplies vectorize (vpmullq), which the portable
-  // x86-64-v3 build cannot use. The values are the same either way.
-  static const bool avx512dq = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
-    if (avx512dq) {
-      splitmix_bits_avx512(seed, begin, end, o);
-    } else {
-      splitmix_bits(seed, begin, end, o);
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int32_t>(splitmix_bits_at(seed, i));
 }
 
 }  // namespace lazytrain::hlo::evaluator

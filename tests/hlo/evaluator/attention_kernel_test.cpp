@@ -3,7 +3,7 @@
 // bit for bit, over the ragged shapes the kernel's edge blocks give; and the
 // dropout decisions, which must stay the documented hash (attention.h) whichever
 // path draws them (run the suite with LAZYTRAIN_KERNEL_ISA=avx2 for the other).
-#include "hlo/evaluator/block_gemm.h"
+#include "kernels/block_gemm.h"
 
 #include <gtest/gtest.h>
 
@@ -52,7 +52,7 @@ void check_products(int64_t M, int64_t N, int64_t K) {
     }
   };
   std::vector<float> avx2 = C0;
-  evaluator::gemm_accumulate<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx2.data(), ldc);
+  kernels::gemm_accumulate<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx2.data(), ldc);
   expect_untouched_outside(avx2, "AVX2");
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
@@ -67,7 +67,7 @@ void check_products(int64_t M, int64_t N, int64_t K) {
   }
   if (!cpu_has_avx512()) return;  // the AVX-512 twin runs only where the CPU has it
   std::vector<float> avx512 = C0;
-  evaluator::gemm_accumulate_avx512<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx512.data(), ldc);
+  kernels::gemm_accumulate_avx512<kTransposedA>(M, N, K, A.data(), lda, B.data(), ldb, avx512.data(), ldc);
   expect_untouched_outside(avx512, "AVX-512");
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {

@@ -1,8 +1,9 @@
-#include "backend/onednn_matmul.h"
+#include "kernels/onednn_matmul.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -16,9 +17,9 @@
 #include "core/env_vars.h"
 #include "core/error.h"
 #include "core/half.h"
-#include "runtime/metrics.h"
+#include "core/scalar_ops.h"
 
-namespace lazytrain::backend {
+namespace lazytrain::kernels {
 
 namespace {
 
@@ -39,12 +40,14 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
-dnnl::memory::data_type dnnl_type(DType t, const hlo::HloInstruction& in) {
+std::atomic<int64_t> create_retries{0};
+
+dnnl::memory::data_type dnnl_type(DType t, const MatmulDims& in) {
   switch (t) {
     case DType::kFloat32: return dnnl::memory::data_type::f32;
     case DType::kBFloat16: return dnnl::memory::data_type::bf16;
     case DType::kFloat16: return dnnl::memory::data_type::f16;
-    default: throw Error("[" + in.name() + "] dot supports f32, bf16 and f16, got " + xla_name(t));
+    default: throw Error("[" + in.name + "] dot supports f32, bf16 and f16, got " + xla_name(t));
   }
 }
 
@@ -81,16 +84,15 @@ bool native_bf16_matmul() {
 
 // A copy of `b`'s elements (bf16 or f16) as f32: exact, so a matmul of the
 // copies sums the same products as a native bf16/f16 matmul (which accumulates in f32).
-std::unique_ptr<float[]> widen(const runtime::Buffer& b) {
-  const int64_t n = b.numel();
+std::unique_ptr<float[]> widen(const void* raw, DType dtype, int64_t n) {
   auto out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
   float* o = out.get();
-  if (b.dtype() == DType::kBFloat16) {
-    const uint16_t* in = static_cast<const uint16_t*>(b.raw());
+  if (dtype == DType::kBFloat16) {
+    const uint16_t* in = static_cast<const uint16_t*>(raw);
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (int64_t i = 0; i < n; ++i) o[i] = scalar_ops::bf16_to_float(in[i]);
   } else {
-    const Half* in = static_cast<const Half*>(b.raw());
+    const Half* in = static_cast<const Half*>(raw);
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(in[i]);
   }
@@ -98,13 +100,13 @@ std::unique_ptr<float[]> widen(const runtime::Buffer& b) {
 }
 
 // `n` f32 values rounded to nearest even into `out` (bf16 or f16).
-void narrow(const float* in, int64_t n, runtime::Buffer& out) {
-  if (out.dtype() == DType::kBFloat16) {
-    uint16_t* o = static_cast<uint16_t*>(out.raw());
+void narrow(const float* in, int64_t n, DType dtype, void* out) {
+  if (dtype == DType::kBFloat16) {
+    uint16_t* o = static_cast<uint16_t*>(out);
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (int64_t i = 0; i < n; ++i) o[i] = scalar_ops::float_to_bf16_bits(in[i]);
   } else {
-    Half* o = static_cast<Half*>(out.raw());
+    Half* o = static_cast<Half*>(out);
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Half>(in[i]);
   }
@@ -154,7 +156,7 @@ dnnl::matmul create_primitive(const dnnl::matmul::primitive_desc& pd) {
       throw;
     } catch (const std::exception& e) {
       if (attempt == 2) throw Error(std::string("[oneDNN] creating a matmul primitive failed three times: ") + e.what());
-      runtime::counter("OneDnnCreateRetries").add(1);
+      create_retries.fetch_add(1);
       static std::mutex flush_mutex;
       std::lock_guard<std::mutex> lock(flush_mutex);
       const int capacity = dnnl::get_primitive_cache_capacity();
@@ -253,6 +255,7 @@ static uint8_t* thread_scratch(int slot, size_t bytes) {
 
 struct OneDnnMatmul::Impl {
   MatmulEpilogue epilogue;
+  DType dtype = DType::kFloat32;  // the dot's (dt below is what oneDNN multiplies)
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool lhs_t = false, rhs_t = false;
   // A bf16/f16 dot oneDNN cannot multiply natively here (no AVX-512): the
@@ -405,20 +408,24 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
   }
 }
 
-OneDnnMatmul::OneDnnMatmul(const Shape& lhs, const hlo::HloInstruction& dot, MatmulEpilogue epilogue) : impl_(std::make_unique<Impl>()) {
-  const size_t nb = dot.dot.lhs_batch_dimensions.size();
+int64_t onednn_create_retries() { return create_retries.load(); }
+
+OneDnnMatmul::OneDnnMatmul(const MatmulDims& dot, MatmulEpilogue epilogue) : impl_(std::make_unique<Impl>()) {
+  const size_t nb = static_cast<size_t>(dot.batch_dims);
+  const Shape& lhs = dot.lhs_shape;
   Impl& p = *impl_;
   for (size_t i = 0; i < nb; ++i) p.batch *= lhs[i];
-  p.lhs_t = dot.dot.lhs_contracting_dimensions[0] == static_cast<int64_t>(nb);      // stored [k, m]
-  p.rhs_t = dot.dot.rhs_contracting_dimensions[0] == static_cast<int64_t>(nb + 1);  // stored [n, k]
+  p.lhs_t = dot.lhs_transposed;  // stored [k, m]
+  p.rhs_t = dot.rhs_transposed;  // stored [n, k]
   p.epilogue = epilogue;
-  p.m = dot.shape[nb];
-  p.n = dot.shape[nb + 1];
-  p.k = lhs[static_cast<size_t>(dot.dot.lhs_contracting_dimensions[0])];
+  p.dtype = dot.dtype;
+  p.m = dot.out_shape[nb];
+  p.n = dot.out_shape[nb + 1];
+  p.k = lhs[p.lhs_t ? nb : nb + 1];
   const dnnl::memory::data_type native = dnnl_type(dot.dtype, dot);  // integers are refused here
   if (p.batch * p.m * p.n == 0 || p.k == 0) return;                  // run() fills the output itself
   auto failure = [&](const dnnl::error& e) {
-    return Error("[" + dot.name() + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
+    return Error("[" + dot.name + "] oneDNN cannot create a " + xla_name(dot.dtype) + " matmul for [" + std::to_string(p.m) + ", " +
                  std::to_string(p.k) + "] x [" + std::to_string(p.k) + ", " + std::to_string(p.n) + "] (" + dnnl_status_name(e.status) + ")");
   };
   if (dot.dtype != DType::kBFloat16 || native_bf16_matmul()) {
@@ -493,8 +500,7 @@ void OneDnnMatmul::Impl::run_tile(const Tile& tile, const char* a, const char* b
   }
 }
 
-void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
-                       runtime::Buffer& out) const {
+void OneDnnMatmul::run(const void* lhs, const void* rhs, const void* bias, const void* residual, void* out) const {
   const Impl& i = *impl_;
   check((bias != nullptr) == i.epilogue.bias && (residual != nullptr) == i.epilogue.residual, "OneDnnMatmul",
         "epilogue operands do not match the primitive");
@@ -502,22 +508,23 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
   if (i.k == 0) {
     // An empty sum: zeros, plus the epilogue (not reached from the passes, kept exact anyway).
     check(!i.epilogue.bias && !i.epilogue.residual, "OneDnnMatmul", "an epilogue on a dot with no contracting elements");
-    std::memset(out.raw(), 0, static_cast<size_t>(out.nbytes()));
+    std::memset(out, 0, static_cast<size_t>(i.batch * i.m * i.n * itemsize(i.dtype)));
     return;
   }
   // Widened: f32 copies of the operands, and the f32 result narrowed into `out` at the end.
   std::unique_ptr<float[]> wide_lhs, wide_rhs, wide_bias, wide_residual, wide_out;
-  const void* a = lhs.raw();
-  const void* b = rhs.raw();
-  void* c = out.raw();
-  const void* bias_data = bias ? bias->raw() : nullptr;
-  const void* residual_data = residual ? residual->raw() : nullptr;
+  const int64_t out_numel = i.batch * i.m * i.n;
+  const void* a = lhs;
+  const void* b = rhs;
+  void* c = out;
+  const void* bias_data = bias;
+  const void* residual_data = residual;
   if (i.widened) {
-    a = (wide_lhs = widen(lhs)).get();
-    b = (wide_rhs = widen(rhs)).get();
-    c = (wide_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(out.numel()))).get();
-    if (bias) bias_data = (wide_bias = widen(*bias)).get();
-    if (residual) residual_data = (wide_residual = widen(*residual)).get();
+    a = (wide_lhs = widen(lhs, i.dtype, i.batch * i.m * i.k)).get();
+    b = (wide_rhs = widen(rhs, i.dtype, i.batch * i.k * i.n)).get();
+    c = (wide_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(out_numel))).get();
+    if (bias) bias_data = (wide_bias = widen(bias, i.dtype, i.n)).get();
+    if (residual) residual_data = (wide_residual = widen(residual, i.dtype, out_numel)).get();
   }
   auto oneDnn_failed = [&](const dnnl::error& e) {
     return Error("[OneDnnMatmul] a [" + std::to_string(i.m) + ", " + std::to_string(i.k) + "] x [" + std::to_string(i.k) + ", " +
@@ -560,7 +567,7 @@ void OneDnnMatmul::run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, c
     }
   }
   if (failure) std::rethrow_exception(failure);
-  if (i.widened) narrow(wide_out.get(), out.numel(), out);
+  if (i.widened) narrow(wide_out.get(), out_numel, i.dtype, out);
 }
 
-}  // namespace lazytrain::backend
+}  // namespace lazytrain::kernels

@@ -1,7 +1,8 @@
-// Small f32 matrix products for the blocked host kernels (attention.cpp): the
+// Small f32 matrix products for the blocked host kernels (kernels/attention.cpp): the
 // blocks there are at most 64 x 64, too small for a library call to pay off, so
 // these are register-tiled loops: AVX2/FMA (the build targets x86-64-v3), and
-// an AVX-512 twin (target attribute) that the caller picks where the CPU has it.
+// an AVX-512 twin (target attribute) that the caller picks where the CPU has it
+// (the ISA is the caller's choice: kernels never read the environment).
 // Both add each C element's products in k order with one FMA each, so they give
 // the same bits on full 16-column tiles (the AVX2 loop's last N % 16 columns are
 // plain C++).
@@ -11,7 +12,7 @@
 
 #include <cstdint>
 
-namespace lazytrain::hlo::evaluator {
+namespace lazytrain::kernels {
 
 namespace block_gemm_detail {
 
@@ -116,4 +117,4 @@ __attribute__((target("avx512f"))) void gemm_accumulate_avx512(int64_t M, int64_
   }
 }
 
-}  // namespace lazytrain::hlo::evaluator
+}  // namespace lazytrain::kernels

@@ -23,13 +23,28 @@
 // followed by the adds computes (each value is rounded to f32 once either way).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
-#include "hlo/hlo_instruction.h"
-#include "runtime/buffer.h"
+#include "core/dtype.h"
+#include "core/shape.h"
 
-namespace lazytrain::backend {
+namespace lazytrain::kernels {
+
+// A dot as OneDnnMatmul sees it: batch dims first on every operand, one
+// contracting dim, lhs [batch..., m, k] (or [batch..., k, m] when
+// lhs_transposed), rhs [batch..., k, n] (or [batch..., n, k] when
+// rhs_transposed), out [batch..., m, n]; every operand of `dtype`.
+struct MatmulDims {
+  Shape lhs_shape;
+  Shape out_shape;
+  int64_t batch_dims = 0;
+  bool lhs_transposed = false;
+  bool rhs_transposed = false;
+  DType dtype = DType::kFloat32;
+  std::string name;  // the dot's name, for errors
+};
 
 struct MatmulEpilogue {
   bool bias = false;
@@ -38,19 +53,18 @@ struct MatmulEpilogue {
 
 class OneDnnMatmul {
  public:
-  // `dot` is a kDot whose lhs has shape `lhs_shape`. Throws Error for dtypes
-  // oneDNN cannot multiply (integers) or when no primitive exists (never a
-  // dnnl::error).
-  OneDnnMatmul(const Shape& lhs_shape, const hlo::HloInstruction& dot, MatmulEpilogue epilogue = {});
+  // Throws Error for dtypes oneDNN cannot multiply (integers) or when no
+  // primitive exists (never a dnnl::error).
+  explicit OneDnnMatmul(const MatmulDims& dot, MatmulEpilogue epilogue = {});
   ~OneDnnMatmul();
   OneDnnMatmul(const OneDnnMatmul&) = delete;
   OneDnnMatmul& operator=(const OneDnnMatmul&) = delete;
 
   // Writes lhs·rhs (+ bias broadcast over rows) (+ residual) into `out`, which
-  // has the dot's shape and dtype. `bias`/`residual` must be given exactly when
-  // the epilogue has them; none may share storage with `out`.
-  void run(const runtime::Buffer& lhs, const runtime::Buffer& rhs, const runtime::Buffer* bias, const runtime::Buffer* residual,
-           runtime::Buffer& out) const;
+  // has the dot's shape and dtype (contiguous, like every operand). `bias`/
+  // `residual` must be given exactly when the epilogue has them; none may share
+  // storage with `out`.
+  void run(const void* lhs, const void* rhs, const void* bias, const void* residual, void* out) const;
 
   // True when run() reorders rhs into oneDNN's own layout before multiplying
   // (once a run, for all tiles): an unbatched f32 dot whose rhs is stored
@@ -71,4 +85,8 @@ class OneDnnMatmul {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lazytrain::backend
+// How often creating a primitive threw a C++ exception and was retried (the
+// CPU backend reports it as the counter OneDnnCreateRetries).
+int64_t onednn_create_retries();
+
+}  // namespace lazytrain::kernels
