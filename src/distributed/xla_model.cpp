@@ -46,12 +46,7 @@ ReplicaGroups groups_of(const Node& n) {
 int64_t group_size(const ReplicaGroups& groups) { return groups.empty() ? world_size() : static_cast<int64_t>(groups[0].size()); }
 
 // x * scale in the lowering (a literal: the scale is part of the graph, as in PyTorch/XLA).
-int scaled(LoweringContext& c, int x, double scale) {
-  if (scale == 1.0) return x;
-  auto& b = c.builder();
-  const Shape shape = b.shape(x);  // (a copy: full() appends instructions, moving the module's storage)
-  return b.binary(hlo::HloOpcode::kMultiply, x, b.full(scale, shape, b.dtype(x)));
-}
+hlo::XlaOp scaled(hlo::XlaOp x, double scale) { return scale == 1.0 ? x : x * scale; }
 
 std::string reduce_type_name(ReduceType type) {
   switch (type) {
@@ -107,8 +102,8 @@ Tensor all_reduce(ReduceType type, const Tensor& x, double scale, const ReplicaG
   attrs.push_back({"reduce", reduce_type_name(type)});
   // PyTorch/XLA's IR name for its all-reduce node.
   return detail::make_op("xla::cross_replica_sum", {x.detach()}, x.shape(), x.dtype(), std::move(attrs), +[](LoweringContext& c, const Node& n) {
-    const int r = c.builder().all_reduce(c.operand(n, 0), reduce_kind(static_cast<ReduceType>(n.int_attr("reduce_type"))), groups_of(n));
-    return scaled(c, r, n.double_attr("scale"));
+    const hlo::XlaOp r = hlo::all_reduce(detail::operand(c, n, 0), reduce_kind(static_cast<ReduceType>(n.int_attr("reduce_type"))), groups_of(n));
+    return scaled(r, n.double_attr("scale")).id();
   });
 }
 
@@ -157,7 +152,7 @@ Tensor all_gather(const Tensor& x, int64_t dim, const ReplicaGroups& groups) {
   std::vector<lazy::Attr> attrs = group_attrs(explicit_groups);
   attrs.push_back({"dim", dim});
   return detail::make_op("xla::all_gather", {x.detach()}, shape, x.dtype(), std::move(attrs), +[](LoweringContext& c, const Node& n) {
-    return c.builder().all_gather(c.operand(n, 0), n.int_attr("dim"), groups_of(n));
+    return hlo::all_gather(detail::operand(c, n, 0), n.int_attr("dim"), groups_of(n)).id();
   });
 }
 
@@ -182,9 +177,9 @@ Tensor reduce_scatter(ReduceType type, const Tensor& x, double scale, int64_t sc
   attrs.push_back({"scale", scale});
   attrs.push_back({"dim", scatter_dim});
   return detail::make_op("xla::reduce_scatter", {x.detach()}, shape, x.dtype(), std::move(attrs), +[](LoweringContext& c, const Node& n) {
-    const int r = c.builder().reduce_scatter(c.operand(n, 0), reduce_kind(static_cast<ReduceType>(n.int_attr("reduce_type"))),
-                                              n.int_attr("dim"), groups_of(n));
-    return scaled(c, r, n.double_attr("scale"));
+    const hlo::XlaOp r = hlo::reduce_scatter(detail::operand(c, n, 0), reduce_kind(static_cast<ReduceType>(n.int_attr("reduce_type"))),
+                                             n.int_attr("dim"), groups_of(n));
+    return scaled(r, n.double_attr("scale")).id();
   });
 }
 

@@ -1,17 +1,26 @@
 // Helpers shared by the op files: making IR nodes from tensors, and lowering
 // building blocks. Internal to src/tensor.
+//
+// A lowering is written with hlo::XlaOp (hlo/xla_op.h): it takes its operands
+// as values (operand, operand_as), writes the formula with operators and free
+// functions, and returns the result's id:
+//   XlaOp g = operand(c, n, 0), x = operand(c, n, 1);
+//   XlaOp s = 0.5 * tanh(0.5 * x) + 0.5;
+//   return (g * (s * (1 + x * (1 - s)))).id();
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "hlo/hlo_builder.h"
+#include "hlo/xla_op.h"
 #include "lazy/lowering_context.h"
 #include "tensor/autograd.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::detail {
 
+using hlo::XlaOp;
 using lazy::Attr;
 using lazy::LoweringContext;
 using lazy::Node;
@@ -41,7 +50,9 @@ DType scalar_result_dtype(const Tensor& x, double value);
 // reseeding never recompiles.
 Tensor next_seed();
 
-// Operand i of node lowered, converted to `dtype` and broadcast to `shape`.
-int operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape);
+// Operand i of the node being lowered, as a value of c's builder.
+inline XlaOp operand(LoweringContext& c, const Node& n, size_t i) { return XlaOp(c.builder(), c.operand(n, i)); }
+// Operand i, converted to `dtype` and broadcast to `shape`.
+XlaOp operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape);
 
 }  // namespace lazytrain::detail

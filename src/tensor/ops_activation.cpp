@@ -7,7 +7,6 @@ namespace lazytrain {
 
 using namespace detail;
 using autograd::record;
-using hlo::HloOpcode;
 
 namespace {
 
@@ -15,9 +14,9 @@ namespace {
 Tensor floating(const Tensor& x) { return is_floating_point(x.dtype()) ? x : to_dtype(x, DType::kFloat32); }
 
 // 0.5 tanh(x / 2) + 0.5 (XLA's logistic expansion: bounded for any x).
-int lower_sigmoid(hlo::HloBuilder& b, int x, const Shape& s, DType t) {
-  int half = b.full(0.5, s, t);
-  return b.binary(HloOpcode::kAdd, b.binary(HloOpcode::kMultiply, half, b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, half, x))), half);
+XlaOp lower_sigmoid(XlaOp x) {
+  XlaOp half = x.full_like(0.5);
+  return half * tanh(half * x) + half;
 }
 
 }  // namespace
@@ -26,7 +25,7 @@ Tensor sigmoid(const Tensor& x_in, Loc loc) {
   OpLocationScope at(loc);
   const Tensor x = floating(x_in);
   Tensor out = make_op("aten::sigmoid", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    return lower_sigmoid(c.builder(), c.operand(n, 0), n.shape(), n.dtype());
+    return lower_sigmoid(operand(c, n, 0)).id();
   });
   return record(out, "SigmoidBackward0", {x}, [y = out.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, mul(y, sub(constant(1.0, y.dtype()), y)))};
@@ -37,22 +36,15 @@ Tensor silu(const Tensor& x_in, Loc loc) {
   OpLocationScope at(loc);
   const Tensor x = floating(x_in);
   Tensor out = make_op("aten::silu", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    int v = c.operand(n, 0);
-    return b.binary(HloOpcode::kMultiply, v, lower_sigmoid(b, v, n.shape(), n.dtype()));
+    XlaOp x = operand(c, n, 0);
+    return (x * lower_sigmoid(x)).id();
   });
   return record(out, "SiluBackward0", {x}, [x = x.detach()](const Tensor& g) {
     // d/dx x s(x) = s (1 + x (1 - s)), one fused loop.
     Tensor gx = make_op("aten::silu_backward", {g, x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-      auto& b = c.builder();
-      const Shape& s = n.shape();
-      DType t = n.dtype();
-      int grad = c.operand(n, 0), v = c.operand(n, 1);
-      int sg = lower_sigmoid(b, v, s, t);
-      int one = b.full(1.0, s, t);
-      int d = b.binary(HloOpcode::kMultiply, sg,
-                       b.binary(HloOpcode::kAdd, one, b.binary(HloOpcode::kMultiply, v, b.binary(HloOpcode::kSubtract, one, sg))));
-      return b.binary(HloOpcode::kMultiply, grad, d);
+      XlaOp g = operand(c, n, 0), x = operand(c, n, 1);
+      XlaOp s = lower_sigmoid(x);
+      return (g * (s * (1 + x * (1 - s)))).id();
     });
     return std::vector<Tensor>{gx};
   });
@@ -62,7 +54,7 @@ Tensor sin(const Tensor& x_in, Loc loc) {
   OpLocationScope at(loc);
   const Tensor x = floating(x_in);
   Tensor out = make_op("aten::sin", {x}, x.shape(), x.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().unary(HloOpcode::kSine, c.operand(n, 0)); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::sin(operand(c, n, 0)).id(); });
   return record(out, "SinBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{mul(g, cos(x))}; });
 }
 
@@ -70,7 +62,7 @@ Tensor cos(const Tensor& x_in, Loc loc) {
   OpLocationScope at(loc);
   const Tensor x = floating(x_in);
   Tensor out = make_op("aten::cos", {x}, x.shape(), x.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().unary(HloOpcode::kCosine, c.operand(n, 0)); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::cos(operand(c, n, 0)).id(); });
   return record(out, "CosBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{neg(mul(g, sin(x)))}; });
 }
 
@@ -89,12 +81,11 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   const int64_t has_min = min.has_value(), has_max = max.has_value();
   Tensor out = make_op("aten::clamp", inputs, x.shape(), t, {{"has_min", has_min}, {"has_max", has_max}},
                        +[](LoweringContext& c, const Node& n) {
-                         auto& b = c.builder();
-                         int y = c.operand(n, 0);
+                         XlaOp y = operand(c, n, 0);
                          size_t next = 1;
-                         if (n.int_attr("has_min")) y = b.binary(HloOpcode::kMaximum, y, operand_as(c, n, next++, n.dtype(), n.shape()));
-                         if (n.int_attr("has_max")) y = b.binary(HloOpcode::kMinimum, y, operand_as(c, n, next++, n.dtype(), n.shape()));
-                         return y;
+                         if (n.int_attr("has_min")) y = hlo::max(y, operand_as(c, n, next++, n.dtype(), n.shape()));
+                         if (n.int_attr("has_max")) y = hlo::min(y, operand_as(c, n, next++, n.dtype(), n.shape()));
+                         return y.id();
                        });
   if (!is_floating_point(t)) return out;
   Tensor lo = min ? inputs[1] : Tensor(), hi = max ? inputs.back() : Tensor();

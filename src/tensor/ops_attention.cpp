@@ -17,12 +17,12 @@ namespace {
 
 // The custom-call of `target` over every operand of n, its backend_config from n's attributes.
 int lower_sdpa(LoweringContext& c, const Node& n, const std::string& target) {
-  std::vector<int> operands;
-  for (size_t i = 0; i < n.operands().size(); ++i) operands.push_back(c.operand(n, i));
+  std::vector<XlaOp> operands;
+  for (size_t i = 0; i < n.operands().size(); ++i) operands.push_back(operand(c, n, i));
   const std::string config = hlo::CustomCallConfig::format({{"is_causal", static_cast<double>(n.int_attr("is_causal"))},
                                                             {"has_mask", static_cast<double>(n.int_attr("has_mask"))},
                                                             {"has_dropout", static_cast<double>(n.int_attr("has_dropout"))}});
-  return c.builder().custom_call(std::move(operands), target, config);
+  return custom_call(operands, target, config).id();
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ Tensor full(const Shape& shape, double value, DType dtype) {
   for (int64_t d : shape) check(d >= 0, "aten::full", "negative dimension in shape " + shape_str(shape));
   // The fill value is an operand (a constant for 0 and ±1, else device data).
   return make_op("aten::full", {scalar_operand(value, dtype, runtime::current_device())}, shape, dtype, {},
-                 +[](LoweringContext& c, const Node& n) { return operand_as(c, n, 0, n.dtype(), n.shape()); });
+                 +[](LoweringContext& c, const Node& n) { return operand_as(c, n, 0, n.dtype(), n.shape()).id(); });
 }
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
@@ -36,10 +36,8 @@ Tensor arange(int64_t start, int64_t end, int64_t step, DType dtype) {
   check(step != 0, "aten::arange", "step must be nonzero");
   int64_t n = std::max<int64_t>(0, (end - start + step - (step > 0 ? 1 : -1)) / step);
   return make_op("aten::arange", {}, {n}, dtype, {{"start", start}, {"step", step}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    int i = b.iota(n.shape(), n.dtype(), 0);
-    i = b.binary(hlo::HloOpcode::kMultiply, i, b.full(static_cast<double>(n.int_attr("step")), n.shape(), n.dtype()));
-    return b.binary(hlo::HloOpcode::kAdd, i, b.full(static_cast<double>(n.int_attr("start")), n.shape(), n.dtype()));
+    XlaOp i = iota(c.builder(), n.shape(), n.dtype(), 0);
+    return (i * static_cast<double>(n.int_attr("step")) + static_cast<double>(n.int_attr("start"))).id();
   });
 }
 Tensor arange(int64_t end, DType dtype) { return arange(0, end, 1, dtype); }
@@ -171,11 +169,9 @@ Tensor detail::next_seed() { return draw_seed(); }
 namespace {
 
 // Uniform [0, 1) floats with 24 random bits each, from rng-bit-generator.
-int lower_uniform(hlo::HloBuilder& b, int seed, const Shape& shape) {
-  int bits = b.rng_bit_generator(seed, shape);
-  bits = b.binary(hlo::HloOpcode::kShiftRightLogical, bits, b.full(8, shape, DType::kInt32));
-  int f = b.convert(bits, DType::kFloat32);
-  return b.binary(hlo::HloOpcode::kMultiply, f, b.full(1.0 / 16777216.0, shape, DType::kFloat32));
+XlaOp lower_uniform(XlaOp seed, const Shape& shape) {
+  XlaOp bits = shift_right_logical(rng_bit_generator(seed, shape), 8);
+  return convert(bits, DType::kFloat32) * (1.0 / 16777216.0);
 }
 
 }  // namespace
@@ -234,8 +230,7 @@ std::vector<float> host_rand(int64_t count) {
 Tensor rand(const Shape& shape, DType dtype) {
   check(is_floating_point(dtype), "aten::rand", "dtype must be floating point, got " + torch_name(dtype));
   return make_op("aten::rand", {draw_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    return b.convert(lower_uniform(b, c.operand(n, 0), n.shape()), n.dtype());
+    return convert(lower_uniform(operand(c, n, 0), n.shape()), n.dtype()).id();
   });
 }
 
@@ -243,17 +238,13 @@ Tensor randn(const Shape& shape, DType dtype) {
   check(is_floating_point(dtype), "aten::randn", "dtype must be floating point, got " + torch_name(dtype));
   // Box-Muller: sqrt(-2 ln(1-u1)) * cos(2 pi u2), u2 from the seed + 1.
   return make_op("aten::randn", {draw_seed()}, shape, dtype, {}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    using hlo::HloOpcode;
-    const Shape& s = n.shape();
-    int seed = c.operand(n, 0);
-    int seed2 = b.binary(HloOpcode::kAdd, seed, b.scalar(1, DType::kInt64));
-    int u1 = lower_uniform(b, seed, s);
-    int u2 = lower_uniform(b, seed2, s);
-    int one_minus = b.binary(HloOpcode::kSubtract, b.full(1.0, s, DType::kFloat32), u1);
-    int radius = b.unary(HloOpcode::kSqrt, b.binary(HloOpcode::kMultiply, b.full(-2.0, s, DType::kFloat32), b.unary(HloOpcode::kLog, one_minus)));
-    int angle = b.binary(HloOpcode::kMultiply, b.full(6.283185307179586, s, DType::kFloat32), u2);
-    return b.convert(b.binary(HloOpcode::kMultiply, radius, b.unary(HloOpcode::kCosine, angle)), n.dtype());
+    XlaOp seed = operand(c, n, 0);
+    XlaOp seed2 = seed + 1;
+    XlaOp u1 = lower_uniform(seed, n.shape());
+    XlaOp u2 = lower_uniform(seed2, n.shape());
+    XlaOp radius = sqrt(-2.0 * log(1 - u1));
+    XlaOp angle = 6.283185307179586 * u2;
+    return convert(radius * cos(angle), n.dtype()).id();
   });
 }
 

@@ -17,14 +17,14 @@ namespace {
 
 template <HloOpcode OP>
 int lower_binary(LoweringContext& c, const Node& n) {
-  return c.builder().binary(OP, operand_as(c, n, 0, n.dtype(), n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()));
+  return hlo::binary(OP, operand_as(c, n, 0, n.dtype(), n.shape()), operand_as(c, n, 1, n.dtype(), n.shape())).id();
 }
 
 // add and mul of bools are logical or / and (torch's), not byte arithmetic.
 template <HloOpcode OP, HloOpcode BOOL_OP>
 int lower_arith(LoweringContext& c, const Node& n) {
-  return c.builder().binary(n.dtype() == DType::kBool ? BOOL_OP : OP, operand_as(c, n, 0, n.dtype(), n.shape()),
-                            operand_as(c, n, 1, n.dtype(), n.shape()));
+  return hlo::binary(n.dtype() == DType::kBool ? BOOL_OP : OP, operand_as(c, n, 0, n.dtype(), n.shape()),
+                     operand_as(c, n, 1, n.dtype(), n.shape())).id();
 }
 
 // The dtype a comparison computes in: its operands' result_type (a 0-d
@@ -41,12 +41,12 @@ DType compare_dtype(const Node& n) {
 template <ComparisonDirection D>
 int lower_compare(LoweringContext& c, const Node& n) {
   DType t = compare_dtype(n);
-  return c.builder().compare(operand_as(c, n, 0, t, n.shape()), operand_as(c, n, 1, t, n.shape()), D);
+  return hlo::compare(operand_as(c, n, 0, t, n.shape()), operand_as(c, n, 1, t, n.shape()), D).id();
 }
 
 template <HloOpcode OP>
 int lower_unary(LoweringContext& c, const Node& n) {
-  return c.builder().unary(OP, operand_as(c, n, 0, n.dtype(), n.shape()));
+  return hlo::unary(OP, operand_as(c, n, 0, n.dtype(), n.shape())).id();
 }
 
 // kind: the result dtype is result_type(a, b), bool (comparisons), or floating
@@ -201,14 +201,13 @@ Tensor pow(const Tensor& a, Scalar exponent, Loc loc) {
     // integers runs on the interpreter); the exponent is part of the graph.
     const auto e = static_cast<int64_t>(exponent.value);
     return make_op("aten::pow", {a}, a.shape(), t, {{"exponent", e}}, +[](LoweringContext& c, const Node& n) {
-      auto& b = c.builder();
-      int base = b.convert(c.operand(n, 0), n.dtype());
-      int result = b.full(1.0, n.shape(), n.dtype());
+      XlaOp base = convert(operand(c, n, 0), n.dtype());
+      XlaOp result = base.full_like(1.0);
       for (int64_t e = n.int_attr("exponent"); e > 0; e >>= 1) {
-        if (e & 1) result = b.binary(HloOpcode::kMultiply, result, base);
-        if (e > 1) base = b.binary(HloOpcode::kMultiply, base, base);
+        if (e & 1) result = result * base;
+        if (e > 1) base = base * base;
       }
-      return result;
+      return result.id();
     });
   }
   Tensor out = binary("aten::pow", a, scalar_operand(exponent.value, t, a.device()), lower_binary<HloOpcode::kPower>, loc);
@@ -297,8 +296,7 @@ Tensor abs(const Tensor& x, Loc loc) {
 Tensor relu(const Tensor& x, Loc loc) {
   OpLocationScope at(loc);
   Tensor out = make_op("aten::relu", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    return b.binary(HloOpcode::kMaximum, c.operand(n, 0), b.full(0.0, n.shape(), n.dtype()));
+    return max(operand(c, n, 0), 0.0).id();
   });
   return record(out, "ReluBackward0", {x}, [x = x.detach()](const Tensor& g) {
     return std::vector<Tensor>{mul(g, to_dtype(gt(x, 0.0), g.dtype()))};
@@ -310,11 +308,9 @@ namespace {
 const double kGeluTanhBeta = std::sqrt(2.0 / M_PI);
 constexpr double kGeluTanhKappa = 0.044715;
 
-// tanh(sqrt(2/pi) (x + 0.044715 x^3)), and x^2 for the backward.
-int gelu_tanh_inner(hlo::HloBuilder& b, int x, int x_squared, const Shape& s, DType t) {
-  int cube = b.binary(HloOpcode::kMultiply, x_squared, x);
-  int poly = b.binary(HloOpcode::kAdd, x, b.binary(HloOpcode::kMultiply, b.full(kGeluTanhKappa, s, t), cube));
-  return b.unary(HloOpcode::kTanh, b.binary(HloOpcode::kMultiply, b.full(kGeluTanhBeta, s, t), poly));
+// tanh(sqrt(2/pi) (x + 0.044715 x^3)), given x^2 (the backward's too).
+XlaOp gelu_tanh_inner(XlaOp x, XlaOp x_squared) {
+  return tanh(kGeluTanhBeta * (x + kGeluTanhKappa * (x_squared * x)));
 }
 
 // PyTorch's GELU kernels (forward and backward) compute a bf16 or f16 tensor in
@@ -328,32 +324,21 @@ DType gelu_compute_dtype(DType t) { return t == DType::kBFloat16 || t == DType::
 Tensor gelu_backward(const Tensor& g, const Tensor& x, const std::string& approximate) {
   const bool tanh_form = approximate == "tanh";
   auto lower_none = +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    const Shape& s = n.shape();
     const DType t = gelu_compute_dtype(n.dtype());
-    int grad = b.convert(c.operand(n, 0), t), x = b.convert(c.operand(n, 1), t);
-    int cdf = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t),
-                       b.binary(HloOpcode::kAdd, b.full(1.0, s, t),
-                                b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)))));
-    int pdf = b.binary(HloOpcode::kMultiply, b.full(1.0 / std::sqrt(2.0 * M_PI), s, t),
-                       b.unary(HloOpcode::kExp, b.binary(HloOpcode::kMultiply, b.full(-0.5, s, t), b.binary(HloOpcode::kMultiply, x, x))));
-    int d = b.binary(HloOpcode::kAdd, cdf, b.binary(HloOpcode::kMultiply, x, pdf));
-    return b.convert(b.binary(HloOpcode::kMultiply, grad, d), n.dtype());
+    XlaOp g = convert(operand(c, n, 0), t), x = convert(operand(c, n, 1), t);
+    XlaOp cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
+    XlaOp pdf = (1.0 / std::sqrt(2.0 * M_PI)) * exp(-0.5 * (x * x));
+    return convert(g * (cdf + x * pdf), n.dtype()).id();
   };
   auto lower_tanh = +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    const Shape& s = n.shape();
     const DType t = gelu_compute_dtype(n.dtype());
-    int grad = b.convert(c.operand(n, 0), t), x = b.convert(c.operand(n, 1), t);
-    int x_squared = b.binary(HloOpcode::kMultiply, x, x);
-    int u = gelu_tanh_inner(b, x, x_squared, s, t);
-    int left = b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u));
-    int one_minus_u2 = b.binary(HloOpcode::kSubtract, b.full(1.0, s, t), b.binary(HloOpcode::kMultiply, u, u));
-    int slope = b.binary(HloOpcode::kMultiply, b.full(kGeluTanhBeta, s, t),
-                         b.binary(HloOpcode::kAdd, b.full(1.0, s, t), b.binary(HloOpcode::kMultiply, b.full(3.0 * kGeluTanhKappa, s, t), x_squared)));
-    int right = b.binary(HloOpcode::kMultiply, b.binary(HloOpcode::kMultiply, b.full(0.5, s, t), x),
-                         b.binary(HloOpcode::kMultiply, one_minus_u2, slope));
-    return b.convert(b.binary(HloOpcode::kMultiply, grad, b.binary(HloOpcode::kAdd, left, right)), n.dtype());
+    XlaOp g = convert(operand(c, n, 0), t), x = convert(operand(c, n, 1), t);
+    XlaOp x_squared = x * x;
+    XlaOp u = gelu_tanh_inner(x, x_squared);
+    XlaOp left = 0.5 * (1 + u);
+    XlaOp slope = kGeluTanhBeta * (1 + (3.0 * kGeluTanhKappa) * x_squared);
+    XlaOp right = (0.5 * x) * ((1 - u * u) * slope);
+    return convert(g * (left + right), n.dtype()).id();
   };
   return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", approximate}}, tanh_form ? lower_tanh : lower_none);
 }
@@ -365,22 +350,13 @@ Tensor gelu(const Tensor& x, const std::string& approximate, Loc loc) {
   check(approximate == "none" || approximate == "tanh", "aten::gelu",
         "approximate must be 'none' or 'tanh', got '" + approximate + "'");
   auto lower_none = +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    const Shape& s = n.shape();
-    const DType t = gelu_compute_dtype(n.dtype());
-    int x = b.convert(c.operand(n, 0), t);
-    int e = b.unary(HloOpcode::kErf, b.binary(HloOpcode::kMultiply, x, b.full(M_SQRT1_2, s, t)));
-    int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
-    return b.convert(b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), e)), n.dtype());
+    XlaOp x = convert(operand(c, n, 0), gelu_compute_dtype(n.dtype()));
+    return convert((x * 0.5) * (1 + erf(x * M_SQRT1_2)), n.dtype()).id();
   };
   auto lower_tanh = +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    const Shape& s = n.shape();
-    const DType t = gelu_compute_dtype(n.dtype());
-    int x = b.convert(c.operand(n, 0), t);
-    int u = gelu_tanh_inner(b, x, b.binary(HloOpcode::kMultiply, x, x), s, t);
-    int half_x = b.binary(HloOpcode::kMultiply, x, b.full(0.5, s, t));
-    return b.convert(b.binary(HloOpcode::kMultiply, half_x, b.binary(HloOpcode::kAdd, b.full(1.0, s, t), u)), n.dtype());
+    XlaOp x = convert(operand(c, n, 0), gelu_compute_dtype(n.dtype()));
+    XlaOp u = gelu_tanh_inner(x, x * x);
+    return convert((x * 0.5) * (1 + u), n.dtype()).id();
   };
   Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", approximate}}, approximate == "tanh" ? lower_tanh : lower_none);
   return record(out, "GeluBackward0", {x}, [x = x.detach(), approximate](const Tensor& g) {
@@ -448,7 +424,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc) {
 Tensor logical_not(const Tensor& x, Loc loc) {
   OpLocationScope at(loc);
   return make_op("aten::logical_not", {to_dtype(x, DType::kBool)}, x.shape(), DType::kBool, {},
-                 +[](LoweringContext& c, const Node& n) { return c.builder().unary(HloOpcode::kNot, c.operand(n, 0)); });
+                 +[](LoweringContext& c, const Node& n) { return (~operand(c, n, 0)).id(); });
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc) {
@@ -464,8 +440,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, Loc loc)
   }
   DType t = result_type(a, b);
   Tensor out = make_op("aten::where", {condition, a, b}, shape, t, {}, +[](LoweringContext& c, const Node& n) {
-    return c.builder().select(operand_as(c, n, 0, DType::kBool, n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()),
-                              operand_as(c, n, 2, n.dtype(), n.shape()));
+    return select(operand_as(c, n, 0, DType::kBool, n.shape()), operand_as(c, n, 1, n.dtype(), n.shape()),
+                  operand_as(c, n, 2, n.dtype(), n.shape())).id();
   });
   return record(out, "WhereBackward0", {condition, a, b}, [cond = condition.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) {
     Tensor zero = constant(0.0, g.dtype());
@@ -500,7 +476,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Loc loc) {
   // The fill value is an operand (a constant for 0 and ±1, else device data).
   Tensor fill = scalar_operand(value, x.dtype(), x.device());
   Tensor out = make_op("aten::masked_fill", {x, mask, fill}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    return c.builder().select(operand_as(c, n, 1, DType::kBool, n.shape()), operand_as(c, n, 2, n.dtype(), n.shape()), c.operand(n, 0));
+    return select(operand_as(c, n, 1, DType::kBool, n.shape()), operand_as(c, n, 2, n.dtype(), n.shape()), operand(c, n, 0)).id();
   });
   return record(out, "MaskedFillBackward0", {x}, [mask = mask.detach()](const Tensor& g) {
     return std::vector<Tensor>{where(mask, constant(0.0, g.dtype()), g)};
@@ -511,7 +487,7 @@ Tensor to_dtype(const Tensor& x, DType dtype, Loc loc) {
   OpLocationScope at(loc);
   if (x.dtype() == dtype) return x;
   Tensor out = make_op("aten::_to_copy", {x}, x.shape(), dtype, {{"dtype", torch_name(dtype)}},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().convert(c.operand(n, 0), n.dtype()); });
+                       +[](LoweringContext& c, const Node& n) { return convert(operand(c, n, 0), n.dtype()).id(); });
   if (!is_floating_point(dtype)) return out;
   return record(out, "ToCopyBackward0", {x}, [from = x.dtype()](const Tensor& g) { return std::vector<Tensor>{to_dtype(g, from)}; });
 }

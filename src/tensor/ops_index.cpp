@@ -15,24 +15,22 @@ namespace lazytrain {
 
 using namespace detail;
 using autograd::record;
-using hlo::HloOpcode;
 
 namespace {
 
 // The flat positions into x (shape xs) of every element of `index` (shape is).
-int flat_positions(hlo::HloBuilder& b, int index, const Shape& xs, int64_t dim) {
-  const Shape is = b.shape(index);
+XlaOp flat_positions(XlaOp index_in, const Shape& xs, int64_t dim) {
+  const Shape is = index_in.shape();
   const DType t = DType::kInt64;
   const std::vector<int64_t> strides = contiguous_strides(xs);
-  index = b.convert(index, t);
-  int flat = b.binary(HloOpcode::kMultiply, index, b.full(static_cast<double>(strides[dim]), is, t));
+  XlaOp index = convert(index_in, t);
+  XlaOp flat = index * static_cast<double>(strides[dim]);
   for (int64_t d = 0; d < static_cast<int64_t>(is.size()); ++d) {
     if (d == dim || is[d] == 1) continue;
-    flat = b.binary(HloOpcode::kAdd, flat, b.binary(HloOpcode::kMultiply, b.iota(is, t, d), b.full(static_cast<double>(strides[d]), is, t)));
+    flat = flat + iota(index.builder(), is, t, d) * static_cast<double>(strides[d]);
   }
-  int outside = b.binary(HloOpcode::kOr, b.compare(index, b.full(0.0, is, t), hlo::ComparisonDirection::kLt),
-                         b.compare(index, b.full(static_cast<double>(xs[dim]), is, t), hlo::ComparisonDirection::kGe));
-  return b.select(outside, b.full(-1.0, is, t), flat);
+  XlaOp outside = lt(index, 0.0) | ge(index, static_cast<double>(xs[dim]));
+  return select(outside, -1.0, flat);
 }
 
 void check_index(const char* op, const Tensor& x, int64_t d, const Tensor& index, Loc loc) {
@@ -55,13 +53,12 @@ void check_index(const char* op, const Tensor& x, int64_t d, const Tensor& index
 // zeros of `shape` with g added at the positions of index along d (gather's gradient).
 Tensor scatter_into_zeros(const Tensor& g, int64_t d, const Tensor& index, const Shape& shape) {
   return make_op("aten::gather_backward", {g, index}, shape, g.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
     const Shape& xs = n.shape();
     const int64_t count = numel(n.operand(1)->shape());
-    int flat = b.reshape(flat_positions(b, c.operand(n, 1), xs, n.int_attr("dim")), {count});
-    int updates = b.reshape(c.operand(n, 0), {count, 1});
-    int out = b.scatter_add(b.full(0.0, {numel(xs), 1}, n.dtype()), flat, updates);
-    return b.reshape(out, xs);
+    XlaOp flat = reshape(flat_positions(operand(c, n, 1), xs, n.int_attr("dim")), {count});
+    XlaOp updates = reshape(operand(c, n, 0), {count, 1});
+    XlaOp out = scatter_add(hlo::full(c.builder(), 0.0, {numel(xs), 1}, n.dtype()), flat, updates);
+    return reshape(out, xs).id();
   });
 }
 
@@ -77,11 +74,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
   }
   check_index("aten::gather", x, d, index, loc);
   Tensor out = make_op("aten::gather", {x, index}, index.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
     const Shape& xs = n.operand(0)->shape();
-    int flat = flat_positions(b, c.operand(n, 1), xs, n.int_attr("dim"));
-    int rows = b.gather(b.reshape(c.operand(n, 0), {numel(xs), 1}), flat);
-    return b.reshape(rows, n.shape());
+    XlaOp flat = flat_positions(operand(c, n, 1), xs, n.int_attr("dim"));
+    XlaOp rows = hlo::gather(reshape(operand(c, n, 0), {numel(xs), 1}), flat);
+    return reshape(rows, n.shape()).id();
   });
   return record(out, "GatherBackward0", {x, index}, [idx = index.detach(), xs = x.shape(), d](const Tensor& g) {
     return std::vector<Tensor>{scatter_into_zeros(g, d, idx, xs), Tensor()};
@@ -107,12 +103,11 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   Tensor used = src;
   for (int64_t k = 0; k < src.dim(); ++k) used = slice(used, k, 0, index.shape()[k]);
   Tensor out = make_op("aten::scatter_add", {x, index, used}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
     const Shape& xs = n.shape();
     const int64_t count = numel(n.operand(1)->shape());
-    int flat = b.reshape(flat_positions(b, c.operand(n, 1), xs, n.int_attr("dim")), {count});
-    int updates = b.reshape(c.operand(n, 2), {count, 1});
-    return b.reshape(b.scatter_add(b.reshape(c.operand(n, 0), {numel(xs), 1}), flat, updates), xs);
+    XlaOp flat = reshape(flat_positions(operand(c, n, 1), xs, n.int_attr("dim")), {count});
+    XlaOp updates = reshape(operand(c, n, 2), {count, 1});
+    return reshape(hlo::scatter_add(reshape(operand(c, n, 0), {numel(xs), 1}), flat, updates), xs).id();
   });
   return record(out, "ScatterAddBackward0", {x, index, used}, [idx = index.detach(), d](const Tensor& g) {
     return std::vector<Tensor>{g, Tensor(), gather(g, d, idx)};
@@ -135,7 +130,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
                              const std::string config = hlo::CustomCallConfig::format(
                                  {{"k", static_cast<double>(n.int_attr("k"))}, {"dim", static_cast<double>(n.int_attr("dim"))},
                                   {"largest", static_cast<double>(n.int_attr("largest"))}});
-                             return c.builder().custom_call({c.operand(n, 0)}, hlo::kTopKTarget, config);
+                             return hlo::custom_call({operand(c, n, 0)}, hlo::kTopKTarget, config).id();
                            });
   return {gather(x, d, indices, loc), indices};
 }

@@ -11,8 +11,6 @@ namespace lazytrain {
 using namespace detail;
 using autograd::record;
 using autograd::sum_to;
-using hlo::ComparisonDirection;
-using hlo::HloOpcode;
 
 namespace {
 
@@ -25,7 +23,7 @@ Shape broadcast(const char* op, const Tensor& a, const Tensor& b, Loc loc) {
 }
 
 struct Operands {
-  int a, b;
+  XlaOp a, b;
 };
 // Operands 0 and 1 of n, converted to `t` and broadcast to n's shape.
 Operands operands(LoweringContext& c, const Node& n, DType t) {
@@ -34,10 +32,9 @@ Operands operands(LoweringContext& c, const Node& n, DType t) {
 
 // Floating x rounded toward zero: through int64 where |x| < 2^23 (every f32
 // of larger magnitude is already integral; NaN and inf pass as themselves).
-int trunc_float(hlo::HloBuilder& b, int x, const Shape& s) {
-  int t = b.convert(b.convert(x, DType::kInt64), DType::kFloat32);
-  int small = b.compare(b.unary(HloOpcode::kAbs, x), b.full(8388608.0, s, DType::kFloat32), ComparisonDirection::kLt);
-  return b.select(small, t, x);
+XlaOp trunc_float(XlaOp x) {
+  XlaOp t = convert(convert(x, DType::kInt64), DType::kFloat32);
+  return select(lt(abs(x), 8388608.0), t, x);
 }
 
 // The quotient rounded toward zero and the remainder with a's sign (C's / and
@@ -45,43 +42,34 @@ int trunc_float(hlo::HloBuilder& b, int x, const Shape& s) {
 // differs from b's, the quotient drops by one and the remainder gains b.
 // Floating operands compute in float32 (torch's opmath for bf16/f16).
 struct FloorParts {
-  int quotient, remainder, adjust, b;
+  XlaOp quotient, remainder, adjust, b;
 };
 FloorParts floor_parts(LoweringContext& c, const Node& n) {
-  auto& bld = c.builder();
-  const Shape& s = n.shape();
   const bool floating = is_floating_point(n.dtype());
-  const DType t = floating ? DType::kFloat32 : n.dtype();
-  auto [a, b] = operands(c, n, t);
-  int q = bld.binary(HloOpcode::kDivide, a, b);
-  if (floating) q = trunc_float(bld, q, s);
-  int r = bld.binary(HloOpcode::kSubtract, a, bld.binary(HloOpcode::kMultiply, q, b));
-  int zero = bld.full(0.0, s, t);
-  int nonzero = bld.compare(r, zero, ComparisonDirection::kNe);
-  int signs_differ = bld.compare(bld.compare(r, zero, ComparisonDirection::kLt), bld.compare(b, zero, ComparisonDirection::kLt),
-                                 ComparisonDirection::kNe);
-  return {q, r, bld.binary(HloOpcode::kAnd, nonzero, signs_differ), b};
+  auto [a, b] = operands(c, n, floating ? DType::kFloat32 : n.dtype());
+  XlaOp q = a / b;
+  if (floating) q = trunc_float(q);
+  XlaOp r = a - q * b;
+  XlaOp zero = r.full_like(0.0);
+  XlaOp signs_differ = ne(lt(r, zero), lt(b, zero));
+  return {q, r, ne(r, zero) & signs_differ, b};
 }
 
 int lower_floor_divide(LoweringContext& c, const Node& n) {
-  auto& bld = c.builder();
-  const Shape& s = n.shape();
   if (!is_floating_point(n.dtype())) {
     FloorParts p = floor_parts(c, n);
-    return bld.select(p.adjust, bld.binary(HloOpcode::kSubtract, p.quotient, bld.full(1.0, s, n.dtype())), p.quotient);
+    return select(p.adjust, p.quotient - 1, p.quotient).id();
   }
   // floor(a / b): a / b itself where it is not finite (b == 0 gives +-inf or NaN, as torch).
   auto [a, b] = operands(c, n, DType::kFloat32);
-  int q = bld.binary(HloOpcode::kDivide, a, b);
-  int t = trunc_float(bld, q, s);
-  int floor = bld.select(bld.compare(t, q, ComparisonDirection::kGt), bld.binary(HloOpcode::kSubtract, t, bld.full(1.0, s, DType::kFloat32)), t);
-  return bld.convert(floor, n.dtype());
+  XlaOp q = a / b;
+  XlaOp t = trunc_float(q);
+  return convert(select(gt(t, q), t - 1, t), n.dtype()).id();
 }
 
 int lower_remainder(LoweringContext& c, const Node& n) {
-  auto& bld = c.builder();
   FloorParts p = floor_parts(c, n);
-  return bld.convert(bld.select(p.adjust, bld.binary(HloOpcode::kAdd, p.remainder, p.b), p.remainder), n.dtype());
+  return convert(select(p.adjust, p.remainder + p.b, p.remainder), n.dtype()).id();
 }
 
 void refuse_bool(const char* op, const char* kernel, DType t, Loc loc) {
@@ -114,13 +102,12 @@ enum class Bitwise { kAnd, kOr, kXor };
 
 template <Bitwise K>
 int lower_bitwise(LoweringContext& c, const Node& n) {
-  auto& bld = c.builder();
   auto [a, b] = operands(c, n, n.dtype());
-  if constexpr (K == Bitwise::kAnd) return bld.binary(HloOpcode::kAnd, a, b);
-  if constexpr (K == Bitwise::kOr) return bld.binary(HloOpcode::kOr, a, b);
+  if constexpr (K == Bitwise::kAnd) return (a & b).id();
+  if constexpr (K == Bitwise::kOr) return (a | b).id();
   // a ^ b: the bits of a | b that are not in a & b (a subset, so no borrow).
-  if (n.dtype() == DType::kBool) return bld.compare(a, b, ComparisonDirection::kNe);
-  return bld.binary(HloOpcode::kSubtract, bld.binary(HloOpcode::kOr, a, b), bld.binary(HloOpcode::kAnd, a, b));
+  if (n.dtype() == DType::kBool) return ne(a, b).id();
+  return ((a | b) - (a & b)).id();
 }
 
 template <Bitwise K>
@@ -151,11 +138,10 @@ Tensor bitwise_not(const Tensor& x, Loc loc) {
     throw_error("aten::bitwise_not", "\"bitwise_not_cpu\" not implemented for '" + scalar_type_name(x.dtype()) + "'", loc);
   }
   return make_op("aten::bitwise_not", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    auto& bld = c.builder();
-    int v = c.operand(n, 0);
-    if (n.dtype() == DType::kBool) return bld.unary(HloOpcode::kNot, v);
+    XlaOp x = operand(c, n, 0);
+    if (n.dtype() == DType::kBool) return (~x).id();
     // ~x == -x - 1 in two's complement (HLO's not is logical here).
-    return bld.binary(HloOpcode::kSubtract, bld.unary(HloOpcode::kNegate, v), bld.full(1.0, n.shape(), n.dtype()));
+    return (-x - 1).id();
   });
 }
 

@@ -10,52 +10,47 @@ namespace lazytrain {
 
 using namespace detail;
 using autograd::record;
-using hlo::HloOpcode;
 
 namespace {
 
 // Inclusive prefix sums of x along dim (reverse: suffix sums): Hillis-Steele,
 // ceil(log2 n) steps of x + x shifted by 1, 2, 4, ... (slice + concatenate with
 // zeros), each fusible, exact for integers.
-int scan_add(hlo::HloBuilder& b, int x, int64_t dim, bool reverse) {
-  const Shape s = b.shape(x);
-  const DType t = b.dtype(x);
+XlaOp scan_add(XlaOp x, int64_t dim, bool reverse) {
+  const Shape s = x.shape();
   const int64_t n = s[dim];
   for (int64_t shift = 1; shift < n; shift *= 2) {
     std::vector<int64_t> starts(s.size(), 0), limits = s, strides(s.size(), 1);
     Shape zs = s;
     zs[dim] = shift;
-    const int zeros = b.full(0.0, zs, t);
-    int shifted;
+    const XlaOp zeros = full(x.builder(), 0.0, zs, x.dtype());
     if (!reverse) {
       limits[dim] = n - shift;
-      shifted = b.concatenate({zeros, b.slice(x, starts, limits, strides)}, dim);
+      x = x + hlo::concatenate({zeros, slice(x, starts, limits, strides)}, dim);
     } else {
       starts[dim] = shift;
-      shifted = b.concatenate({b.slice(x, starts, limits, strides), zeros}, dim);
+      x = x + hlo::concatenate({slice(x, starts, limits, strides), zeros}, dim);
     }
-    x = b.binary(HloOpcode::kAdd, x, shifted);
   }
   return x;
 }
 
 Tensor scan(const Tensor& x, int64_t dim, bool reverse) {
   return make_op(reverse ? "aten::cumsum_backward" : "aten::cumsum", {x}, x.shape(), x.dtype(), {{"dim", dim}},
-                 reverse ? +[](LoweringContext& c, const Node& n) { return scan_add(c.builder(), c.operand(n, 0), n.int_attr("dim"), true); }
-                         : +[](LoweringContext& c, const Node& n) { return scan_add(c.builder(), c.operand(n, 0), n.int_attr("dim"), false); });
+                 reverse ? +[](LoweringContext& c, const Node& n) { return scan_add(operand(c, n, 0), n.int_attr("dim"), true).id(); }
+                         : +[](LoweringContext& c, const Node& n) { return scan_add(operand(c, n, 0), n.int_attr("dim"), false).id(); });
 }
 
 // x with the elements off the band set to 0: col - row <= diagonal (lower) or >= diagonal (upper).
 Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower, Loc loc) {
   if (x.dim() < 2) throw_error(op, "input tensor must have at least 2 dimensions, got " + shape_str(x.shape()), loc);
   auto lower_fn = +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
     const Shape& s = n.shape();
     const int64_t r = static_cast<int64_t>(s.size());
-    int offset = b.binary(HloOpcode::kSubtract, b.iota(s, DType::kInt64, r - 1), b.iota(s, DType::kInt64, r - 2));
-    int keep = b.compare(offset, b.full(static_cast<double>(n.int_attr("diagonal")), s, DType::kInt64),
-                         n.int_attr("lower") ? hlo::ComparisonDirection::kLe : hlo::ComparisonDirection::kGe);
-    return b.select(keep, c.operand(n, 0), b.full(0.0, s, n.dtype()));
+    XlaOp offset = iota(c.builder(), s, DType::kInt64, r - 1) - iota(c.builder(), s, DType::kInt64, r - 2);
+    const double diagonal = static_cast<double>(n.int_attr("diagonal"));
+    XlaOp keep = n.int_attr("lower") ? le(offset, diagonal) : ge(offset, diagonal);
+    return select(keep, operand(c, n, 0), 0.0).id();
   };
   Tensor out = make_op(op, {x}, x.shape(), x.dtype(), {{"diagonal", diagonal}, {"lower", int64_t{lower}}}, lower_fn);
   return record(out, lower ? "TrilBackward0" : "TriuBackward0", {x}, [diagonal, lower](const Tensor& g) {

@@ -11,15 +11,14 @@ namespace lazytrain {
 
 using namespace detail;
 using autograd::record;
-using hlo::HloOpcode;
 
 namespace {
 
 // Broadcasts a value reduced over `dim` back to `shape`.
-int broadcast_back(hlo::HloBuilder& b, int reduced, const Shape& shape, int64_t dim) {
+XlaOp broadcast_back(XlaOp reduced, const Shape& shape, int64_t dim) {
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) if (i != dim) keep.push_back(i);
-  return b.broadcast(reduced, shape, keep);
+  return broadcast(reduced, shape, keep);
 }
 
 // x - logsumexp(x, dim): log_softmax, and the exponent of softmax, as torch
@@ -28,10 +27,10 @@ int broadcast_back(hlo::HloBuilder& b, int reduced, const Shape& shape, int64_t 
 // logsumexp would round m + log(s) to f32 first: wrong by ulp(max) for large
 // logits, and a row of huge negative values (a fully masked attention row)
 // would give all ones instead of a uniform row.
-int minus_logsumexp(hlo::HloBuilder& b, int x, const Shape& s, int64_t dim) {
-  int z = b.binary(HloOpcode::kSubtract, x, broadcast_back(b, b.reduce(x, {dim}, hlo::ReduceKind::kMax), s, dim));
-  int lse = b.reduce(z, {dim}, hlo::ReduceKind::kLogAddExp);
-  return b.binary(HloOpcode::kSubtract, z, broadcast_back(b, lse, s, dim));
+XlaOp minus_logsumexp(XlaOp x, const Shape& s, int64_t dim) {
+  XlaOp z = x - broadcast_back(hlo::reduce_max(x, {dim}), s, dim);
+  XlaOp lse = hlo::reduce(z, {dim}, hlo::ReduceKind::kLogAddExp);
+  return z - broadcast_back(lse, s, dim);
 }
 
 void check_float(const Tensor& x, const char* op, Loc loc) {
@@ -48,31 +47,27 @@ Tensor pick_along_dim1(const Tensor& x, const Tensor& index) {
     auto& b = c.builder();
     const Shape& xs = nd.operand(0)->shape();
     DType it = nd.operand(1)->dtype();
+    XlaOp x = operand(c, nd, 0), index = operand(c, nd, 1);
     // The index read through a gather of iota(C): the same value, but a value
     // outside [0, C) fails the gather's check when the graph runs (torch raises
     // "Target ... is out of bounds"); unchecked, row*C + index would silently
     // pick another row's element.
-    int checked = b.reshape(b.gather(b.iota({xs[1], 1}, it, 0), c.operand(nd, 1)), {xs[0]});
+    XlaOp checked = reshape(gather(iota(b, {xs[1], 1}, it, 0), index), {xs[0]});
     if (c.partitioned()) {
       // One-hot instead (the form of the backward): with x split along C (a
       // vocabulary-parallel loss) each device sums its own columns and an
       // all-reduce of N values combines them; the flat gather would gather x whole.
-      int hit = b.compare(b.iota(xs, it, 1), b.broadcast(checked, xs, {0}), hlo::ComparisonDirection::kEq);
-      int selected = b.select(hit, c.operand(nd, 0), b.full(0.0, xs, nd.dtype()));
-      return b.reduce(selected, {1}, hlo::ReduceKind::kAdd);
+      XlaOp hit = eq(iota(b, xs, it, 1), broadcast(checked, xs, {0}));
+      return hlo::reduce_sum(select(hit, x, 0.0), {1}).id();
     }
-    int rows = b.binary(HloOpcode::kMultiply, b.iota({xs[0]}, it, 0), b.full(static_cast<double>(xs[1]), {xs[0]}, it));
-    int flat = b.binary(HloOpcode::kAdd, rows, checked);
-    int picked = b.gather(b.reshape(c.operand(nd, 0), {xs[0] * xs[1], 1}), flat);
-    return b.reshape(picked, nd.shape());
+    XlaOp flat = iota(b, {xs[0]}, it, 0) * static_cast<double>(xs[1]) + checked;
+    return reshape(gather(reshape(x, {xs[0] * xs[1], 1}), flat), nd.shape()).id();
   });
   return record(out, "GatherBackward0", {x, index}, [idx = index.detach(), xs = x.shape()](const Tensor& g) {
     Tensor gx = make_op("aten::gather_backward", {g, idx}, xs, g.dtype(), {{"dim", int64_t{1}}}, +[](LoweringContext& c, const Node& nd) {
-      auto& b = c.builder();
       const Shape& s = nd.shape();
-      DType it = nd.operand(1)->dtype();
-      int hit = b.compare(b.iota(s, it, 1), b.broadcast(c.operand(nd, 1), s, {0}), hlo::ComparisonDirection::kEq);
-      return b.select(hit, b.broadcast(c.operand(nd, 0), s, {0}), b.full(0.0, s, nd.dtype()));
+      XlaOp hit = eq(iota(c.builder(), s, nd.operand(1)->dtype(), 1), broadcast(operand(c, nd, 1), s, {0}));
+      return select(hit, broadcast(operand(c, nd, 0), s, {0}), 0.0).id();
     });
     return std::vector<Tensor>{gx, Tensor()};
   });
@@ -87,9 +82,7 @@ Tensor softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   int64_t d = normalize_dim(dim, x.dim(), "aten::softmax");
   if (x.dim() == 0) return reshape(softmax(reshape(x, {1}, loc), 0, loc), {}, loc);  // a scalar: over itself, as torch
   Tensor out = make_op("aten::softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    int64_t dd = n.int_attr("dim");
-    return b.unary(HloOpcode::kExp, minus_logsumexp(b, c.operand(n, 0), n.shape(), dd));
+    return exp(minus_logsumexp(operand(c, n, 0), n.shape(), n.int_attr("dim"))).id();
   });
   return record(out, "SoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
     return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {d}, true)))};
@@ -103,9 +96,7 @@ Tensor log_softmax(const Tensor& x_in, int64_t dim, Loc loc) {
   int64_t d = normalize_dim(dim, x.dim(), "aten::_log_softmax");
   if (x.dim() == 0) return reshape(log_softmax(reshape(x, {1}, loc), 0, loc), {}, loc);  // a scalar: over itself, as torch
   Tensor out = make_op("aten::_log_softmax", {x}, x.shape(), x.dtype(), {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    int64_t dd = n.int_attr("dim");
-    return minus_logsumexp(b, c.operand(n, 0), n.shape(), dd);
+    return minus_logsumexp(operand(c, n, 0), n.shape(), n.int_attr("dim")).id();
   });
   return record(out, "LogSoftmaxBackward0", {x}, [y = out.detach(), d](const Tensor& g) {
     return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {d}, true)))};

@@ -11,7 +11,6 @@ namespace lazytrain {
 using namespace detail;
 using autograd::record;
 using autograd::sum_to;
-using hlo::HloOpcode;
 
 namespace {
 
@@ -57,10 +56,7 @@ Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepd
 // Lowers reduce(kind) of operand 0 over attr "dims" into the node's shape.
 template <hlo::ReduceKind K>
 int lower_reduce(LoweringContext& c, const Node& n) {
-  auto& b = c.builder();
-  int x = b.convert(c.operand(n, 0), n.dtype());
-  int r = b.reduce(x, n.ints_attr("dims"), K);
-  return b.reshape(r, n.shape());
+  return reshape(hlo::reduce(convert(operand(c, n, 0), n.dtype()), n.ints_attr("dims"), K), n.shape()).id();
 }
 
 }  // namespace
@@ -184,25 +180,21 @@ namespace {
 // give size(dim), an index out of range).
 template <hlo::ReduceKind K>
 int lower_arg_extreme(LoweringContext& c, const Node& n) {
-  auto& b = c.builder();
-  int x = c.operand(n, 0);
+  XlaOp x = operand(c, n, 0);
   const Shape& s = n.operand(0)->shape();
   const int64_t dd = n.int_attr("dim");
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) if (i != dd) keep.push_back(i);
-  int extreme = b.reduce(x, {dd}, K);
-  int hit = b.compare(x, b.broadcast(extreme, s, keep), hlo::ComparisonDirection::kEq);
+  XlaOp hit = eq(x, broadcast(hlo::reduce(x, {dd}, K), s, keep));
   if (is_floating_point(n.operand(0)->dtype())) {
-    int nan = b.compare(x, x, hlo::ComparisonDirection::kNe);
+    XlaOp nan = ne(x, x);
     // Reduced as int32, not pred: a split dim makes this reduce an all-reduce, which takes no pred.
-    int nans_in_row = b.reduce(b.convert(nan, DType::kInt32), {dd}, hlo::ReduceKind::kMax);
-    int row_has_nan = b.compare(b.broadcast(nans_in_row, s, keep), b.full(0.0, s, DType::kInt32), hlo::ComparisonDirection::kGt);
-    hit = b.select(row_has_nan, nan, hit);
+    XlaOp nans_in_row = hlo::reduce_max(convert(nan, DType::kInt32), {dd});
+    hit = select(gt(broadcast(nans_in_row, s, keep), 0.0), nan, hit);
   }
-  int idx = b.iota(s, DType::kInt64, dd);
-  int big = b.full(static_cast<double>(s[dd]), s, DType::kInt64);
-  int first = b.reduce(b.select(hit, idx, big), {dd}, hlo::ReduceKind::kMin);
-  return b.reshape(first, n.shape());
+  XlaOp idx = iota(c.builder(), s, DType::kInt64, dd);
+  XlaOp first = hlo::reduce_min(select(hit, idx, static_cast<double>(s[dd])), {dd});
+  return reshape(first, n.shape()).id();
 }
 
 template <hlo::ReduceKind K>
@@ -232,7 +224,7 @@ Tensor batched_mm(const Tensor& a, const Tensor& b) {
   Shape s = a.shape();
   s.back() = b.shape().back();
   Tensor out = make_op(a.dim() == 2 ? "aten::mm" : "aten::bmm", {a, b}, s, a.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().matmul(c.operand(n, 0), c.operand(n, 1)); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::matmul(operand(c, n, 0), operand(c, n, 1)).id(); });
   return record(out, a.dim() == 2 ? "MmBackward0" : "BmmBackward0", {a, b},
                 [a = a.detach(), b = b.detach(), ra = a.requires_grad(), rb = b.requires_grad()](const Tensor& g) {
                   return std::vector<Tensor>{ra ? batched_mm(g, transpose(b, -1, -2)) : Tensor(),

@@ -30,7 +30,7 @@ Tensor reshape(const Tensor& x, Shape shape, Loc loc) {
   }
   if (shape == x.shape()) return x;
   Tensor out = make_op("aten::view", {x}, shape, x.dtype(), {{"output_size", shape}},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().reshape(c.operand(n, 0), n.shape()); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::reshape(operand(c, n, 0), n.shape()).id(); });
   return record(out, "ViewBackward0", {x}, [s = x.shape()](const Tensor& g) { return std::vector<Tensor>{reshape(g, s)}; });
 }
 
@@ -57,7 +57,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, Loc loc) {
   for (int64_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
   if (identity) return x;
   Tensor out = make_op("aten::permute", {x}, shape, x.dtype(), {{"dims", perm}},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().transpose(c.operand(n, 0), n.ints_attr("dims")); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::transpose(operand(c, n, 0), n.ints_attr("dims")).id(); });
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
   return record(out, "PermuteBackward0", {x}, [inverse](const Tensor& g) { return std::vector<Tensor>{permute(g, inverse)}; });
@@ -115,7 +115,7 @@ Tensor expand(const Tensor& x, const Shape& shape, Loc loc) {
   }
   if (target == x.shape()) return x;
   Tensor out = make_op("aten::expand", {x}, target, x.dtype(), {{"size", target}},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().broadcast_to(c.operand(n, 0), n.shape()); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::broadcast_to(operand(c, n, 0), n.shape()).id(); });
   return record(out, "ExpandBackward0", {x}, [s = x.shape()](const Tensor& g) { return std::vector<Tensor>{sum_to(g, s)}; });
 }
 
@@ -138,7 +138,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
                          starts[dd] = n.int_attr("start");
                          limits[dd] = n.int_attr("end");
                          strides[dd] = n.int_attr("step");
-                         return c.builder().slice(c.operand(n, 0), starts, limits, strides);
+                         return hlo::slice(operand(c, n, 0), starts, limits, strides).id();
                        });
   return record(out, "SliceBackward0", {x}, [xs = x.shape(), d, start, end, step](const Tensor& g) {
     // Place g back into zeros of the input's shape: rows of g go to start + i*step.
@@ -197,9 +197,9 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
     t = promote_types(t, xs[i].dtype());
   }
   Tensor out = make_op("aten::cat", xs, shape, t, {{"dim", d}}, +[](LoweringContext& c, const Node& n) {
-    std::vector<int> parts;
-    for (size_t i = 0; i < n.operands().size(); ++i) parts.push_back(c.builder().convert(c.operand(n, i), n.dtype()));
-    return c.builder().concatenate(parts, n.int_attr("dim"));
+    std::vector<XlaOp> parts;
+    for (size_t i = 0; i < n.operands().size(); ++i) parts.push_back(convert(operand(c, n, i), n.dtype()));
+    return hlo::concatenate(parts, n.int_attr("dim")).id();
   });
   return record(out, "CatBackward0", xs, [sizes, d](const Tensor& g) {
     std::vector<Tensor> grads;
@@ -216,8 +216,7 @@ namespace {
 // Scatter-add of g rows into zeros [num, rest...] at `index` (embedding/index_select backward).
 Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& input_shape) {
   return make_op("aten::embedding_dense_backward", {g, index}, input_shape, g.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    auto& b = c.builder();
-    return b.scatter_add(b.full(0.0, n.shape(), n.dtype()), c.operand(n, 1), c.operand(n, 0));
+    return hlo::scatter_add(hlo::full(c.builder(), 0.0, n.shape(), n.dtype()), operand(c, n, 1), operand(c, n, 0)).id();
   });
 }
 }  // namespace
@@ -231,7 +230,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   Shape s = indices.shape();
   s.push_back(weight.shape()[1]);
   Tensor out = make_op("aten::embedding", {weight, indices}, s, weight.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().gather(c.operand(n, 0), c.operand(n, 1)); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
   return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape(), padding_idx](const Tensor& g) {
     Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, padding_idx), -1), 0.0);
     return std::vector<Tensor>{index_add_into_zeros(gg, idx, ws), Tensor()};
@@ -241,7 +240,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
   OpLocationScope at(loc);
   Tensor out = make_op("xla::optimization_barrier", {x, after}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    return c.builder().optimization_barrier(c.operand(n, 0), c.operand(n, 1));
+    return hlo::optimization_barrier(operand(c, n, 0), operand(c, n, 1)).id();
   });
   return record(out, "OptimizationBarrierBackward", {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
@@ -267,7 +266,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) 
   Shape s = x.shape();
   s[0] = index.shape()[0];
   Tensor out = make_op("aten::index_select", {x, index}, s, x.dtype(), {{"dim", int64_t{0}}},
-                       +[](LoweringContext& c, const Node& n) { return c.builder().gather(c.operand(n, 0), c.operand(n, 1)); });
+                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
   return record(out, "IndexSelectBackward0", {x, index}, [idx = index.detach(), xs = x.shape()](const Tensor& g) {
     return std::vector<Tensor>{index_add_into_zeros(g, idx, xs), Tensor()};
   });

@@ -200,7 +200,7 @@ Tensor make_op(std::string op, const std::vector<Tensor>& inputs, Shape shape, D
 
 Tensor constant(double value, DType dtype) {
   return make_op("prim::Constant", {}, {}, dtype, {{"value", value}},
-                 +[](LoweringContext& c, const Node& n) { return c.builder().scalar(n.double_attr("value"), n.dtype()); });
+                 +[](LoweringContext& c, const Node& n) { return hlo::scalar(c.builder(), n.double_attr("value"), n.dtype()).id(); });
 }
 
 DType scalar_result_dtype(const Tensor& x, double value) {
@@ -209,9 +209,8 @@ DType scalar_result_dtype(const Tensor& x, double value) {
   return x.dtype() == DType::kBool ? DType::kInt64 : x.dtype();
 }
 
-int operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape) {
-  auto& b = c.builder();
-  return b.broadcast_to(b.convert(c.operand(n, i), dtype), shape);
+XlaOp operand_as(LoweringContext& c, const Node& n, size_t i, DType dtype, const Shape& shape) {
+  return broadcast_to(convert(operand(c, n, i), dtype), shape);
 }
 
 }  // namespace detail
