@@ -20,6 +20,19 @@ std::shared_ptr<uint8_t[]> allocate(int64_t nbytes) {
 
 Literal::Literal(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype), bytes_(allocate(nbytes())) {}
 
+Literal Literal::scalar(double value, DType dtype) {
+  Literal out({}, dtype);
+  switch (dtype) {
+    case DType::kFloat32: *out.data<float>() = static_cast<float>(value); break;
+    case DType::kBFloat16: *out.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
+    case DType::kFloat16: *out.data<Half>() = static_cast<Half>(static_cast<float>(value)); break;
+    case DType::kInt32: *out.data<int32_t>() = static_cast<int32_t>(value); break;
+    case DType::kInt64: *out.data<int64_t>() = static_cast<int64_t>(value); break;
+    case DType::kBool: *out.data<uint8_t>() = value != 0.0; break;
+  }
+  return out;
+}
+
 void* Literal::mutable_raw() {
   if (bytes_ && bytes_.use_count() > 1) {
     std::shared_ptr<uint8_t[]> own = allocate(nbytes());

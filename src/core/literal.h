@@ -20,6 +20,10 @@ class Literal {
   Literal() = default;
   // Zero-filled storage for `shape` elements of `dtype`.
   Literal(Shape shape, DType dtype);
+  // A 0-d literal of `dtype` holding `value`: bf16 and f16 rounded to nearest
+  // even through float, integers truncated toward zero (as static_cast), a
+  // pred true for any non-zero value.
+  static Literal scalar(double value, DType dtype);
 
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/half.h"
 #include "hlo/shape_inference.h"
 
 namespace lazytrain::hlo {
@@ -42,18 +41,7 @@ int HloBuilder::constant(Literal literal) {
   return add(std::move(in));
 }
 
-int HloBuilder::scalar(double value, DType dtype) {
-  Literal b({}, dtype);
-  switch (dtype) {
-    case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
-    case DType::kBFloat16: *b.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
-    case DType::kFloat16: *b.data<Half>() = static_cast<Half>(static_cast<float>(value)); break;
-    case DType::kInt32: *b.data<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kInt64: *b.data<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kBool: *b.data<uint8_t>() = value != 0.0; break;
-  }
-  return constant(std::move(b));
-}
+int HloBuilder::scalar(double value, DType dtype) { return constant(Literal::scalar(value, dtype)); }
 
 int HloBuilder::full(double value, const Shape& shape, DType dtype) {
   int s = scalar(value, dtype);

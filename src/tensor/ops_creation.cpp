@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/half.h"
 #include "core/literal.h"
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
@@ -61,21 +60,9 @@ Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape) {
 }
 
 namespace {
-Literal scalar_literal(double value, DType dtype) {
-  Literal b({}, dtype);
-  switch (dtype) {
-    case DType::kFloat32: *b.data<float>() = static_cast<float>(value); break;
-    case DType::kBFloat16: *b.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
-    case DType::kFloat16: *b.data<Half>() = static_cast<Half>(static_cast<float>(value)); break;
-    case DType::kInt32: *b.data<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kInt64: *b.data<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kBool: *b.data<uint8_t>() = value != 0.0; break;
-  }
-  return b;
-}
 
 runtime::Buffer scalar_buffer(double value, DType dtype, const runtime::Device& device) {
-  return runtime::transfer_to_device(scalar_literal(value, dtype), device);
+  return runtime::transfer_to_device(Literal::scalar(value, dtype), device);
 }
 
 // Device data of the numbers given to ops, by (value bits, dtype, device).
