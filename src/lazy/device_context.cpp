@@ -5,33 +5,13 @@
 
 namespace lazytrain::lazy {
 
-int64_t DeviceContext::begin_execution() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ++executions_;
-}
-
-int64_t DeviceContext::executions() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return executions_;
-}
-
-void DeviceContext::set_last_graph(uint64_t hash) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_graph_ = hash;
-}
-
-uint64_t DeviceContext::last_graph() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return last_graph_;
-}
-
 void DeviceContext::set_failure(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(failure_mutex_);
   failure_ = std::move(error);
 }
 
 std::exception_ptr DeviceContext::take_failure() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(failure_mutex_);
   return std::exchange(failure_, nullptr);
 }
 

@@ -5,6 +5,7 @@
 // writes it; its launch path (execution thread included) sets the failure.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -23,13 +24,13 @@ class DeviceContext {
   std::mutex& sync_mutex() { return sync_; }
 
   // Numbers the next execution of the device (from 1) and returns its number.
-  int64_t begin_execution();
+  int64_t begin_execution() { return executions_.fetch_add(1) + 1; }
   // How many executions the device has launched.
-  int64_t executions() const;
+  int64_t executions() const { return executions_.load(); }
 
   // The hash of the last graph (not a single eager op) the device ran; 0 before the first.
-  void set_last_graph(uint64_t hash);
-  uint64_t last_graph() const;
+  void set_last_graph(uint64_t hash) { last_graph_.store(hash); }
+  uint64_t last_graph() const { return last_graph_.load(); }
 
   // A failed execution's error, set by the device's execution thread and
   // reported once: take_failure() returns it (nullptr when none) and forgets it.
@@ -38,9 +39,10 @@ class DeviceContext {
 
  private:
   std::mutex sync_;
-  mutable std::mutex mutex_;  // guards the fields below
-  int64_t executions_ = 0;
-  uint64_t last_graph_ = 0;
+  // Atomics: read and written on every sync, without a lock.
+  std::atomic<int64_t> executions_{0};
+  std::atomic<uint64_t> last_graph_{0};
+  std::mutex failure_mutex_;  // guards failure_ (set by the execution thread)
   std::exception_ptr failure_;
 };
 
