@@ -30,9 +30,16 @@ Contexts& contexts() {
 }  // namespace
 
 DeviceContext& device_context(const runtime::Device& device) {
+  // A thread asks for one device over and over (every sync and launch): the
+  // last answer is remembered, so the hot path takes no lock here.
+  thread_local runtime::Device last_device;
+  thread_local DeviceContext* last_context = nullptr;
+  if (last_context && last_device == device) return *last_context;
   Contexts& all = contexts();
   std::lock_guard<std::mutex> lock(all.mutex);
-  return all.by_device[device];
+  last_context = &all.by_device[device];
+  last_device = device;
+  return *last_context;
 }
 
 std::vector<runtime::Device> devices_with_context() {
