@@ -1,9 +1,10 @@
 // GraphExecutor: the facade over the lazy runtime's parts (DESIGN.md, "The
 // execution model"): it cuts the lazy graph at a sync, lowers it
 // (lazy/graph_lowering.h), compiles it or finds it in the computation cache by
-// the graph's hash, and launches it on the device's queue, keeping each
-// device's execution state. Code outside lazy/ calls the free functions of
-// lazy/lazy_api.h, never this class.
+// the graph's hash (lazy/computation_cache.h), and launches it on the
+// device's queue (lazy/launch.h), keeping each device's execution state
+// (lazy/device_context.h). It holds no state itself. Code outside lazy/ calls
+// the free functions of lazy/lazy_api.h, never this class.
 //
 // Metrics it records (PyTorch/XLA's names): CompileTime, ExecuteTime,
 // TransferToDeviceTime/TransferFromDeviceTime (by the tensor layer), counters
