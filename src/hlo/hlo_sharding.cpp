@@ -1,5 +1,7 @@
 #include "hlo/hlo_sharding.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -244,6 +246,22 @@ HloSharding HloSharding::with_op_name(std::string op_name) const {
 bool HloSharding::operator==(const HloSharding& other) const {
   return kind_ == other.kind_ && device_ == other.device_ && tile_dims_ == other.tile_dims_ && devices_ == other.devices_ &&
          last_tile_dim_replicate_ == other.last_tile_dim_replicate_ && elements_ == other.elements_;
+}
+
+uint64_t HloSharding::hash() const {
+  uint64_t h = 0;
+  const auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4); };
+  mix(static_cast<uint64_t>(kind_));
+  mix(static_cast<uint64_t>(device_));
+  mix(tile_dims_.size());
+  for (int64_t d : tile_dims_) mix(static_cast<uint64_t>(d));
+  mix(devices_.size());
+  for (int64_t d : devices_) mix(static_cast<uint64_t>(d));
+  mix(last_tile_dim_replicate_ ? 1 : 0);
+  mix(std::hash<std::string>{}(op_name_));
+  mix(elements_.size());
+  for (const HloSharding& e : elements_) mix(e.hash());
+  return h;
 }
 
 std::string HloSharding::to_string() const {

@@ -88,6 +88,9 @@ class HloSharding {
 
   // The layouts are equal; the metadata is not compared (XLA's operator==).
   bool operator==(const HloSharding& other) const;
+  // A hash of everything to_string() prints (kind, device, tiles, devices, op_name, tuple
+  // elements): equal text, equal hash. The lazy IR hashes a node's sharding with it (lazy/ir.h).
+  uint64_t hash() const;
 
  private:
   Kind kind_ = Kind::kReplicated;

@@ -56,9 +56,10 @@ uint64_t hash_combine(uint64_t seed, uint64_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 12) + (seed >> 4));
 }
 
-Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower)
+Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower,
+           std::optional<hlo::HloSharding> sharding)
     : op_(std::move(op)), operands_(std::move(operands)), shape_(std::move(shape)), dtype_(dtype),
-      attrs_(std::move(attrs)), lower_(lower), id_(next_id++) {
+      attrs_(std::move(attrs)), sharding_(std::move(sharding)), lower_(lower), id_(next_id++) {
   device_neutral_ = op_ == "prim::Constant";
   if (const OpLocation* where = current_op_location()) location_ = *where;
   const runtime::Device* from = nullptr;
@@ -76,6 +77,7 @@ Node::Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dty
   for (int64_t d : shape_) h = hash_combine(h, static_cast<uint64_t>(d));
   h = hash_combine(h, shape_.size());
   for (const Attr& a : attrs_) h = hash_combine(h, hash_attr(a));
+  if (sharding_) h = hash_combine(h, sharding_->hash());
   local_hash_ = h;
 }
 
@@ -85,7 +87,7 @@ Node::Node(std::shared_ptr<runtime::AsyncBuffer> data) : Node("xla::device_data"
 }
 
 Node::Node(std::shared_ptr<const ShardedData> data, runtime::Device device)
-    : Node("xla::device_data", {}, data->shape(), data->dtype(), {Attr{"sharding", data->sharding().to_string()}}, nullptr) {
+    : Node("xla::device_data", {}, data->shape(), data->dtype(), {}, nullptr, data->sharding()) {
   device_ = std::move(device);
   sharded_ = std::move(data);
 }
@@ -125,12 +127,19 @@ std::string Node::to_string(const std::vector<int64_t>& operand_numbers) const {
   for (size_t i = 0; i < operand_numbers.size(); ++i) os << (i ? ", " : "") << "%" << operand_numbers[i];
   os << ")";
   for (const Attr& a : attrs_) os << ", " << a.name << "=" << attr_text(a.value);
+  if (sharding_) os << ", sharding=" << sharding_->to_string();
   if (is_device_data()) os << ", device=" << device_.to_string();
   return os.str();
 }
 
 NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower) {
   return std::make_shared<const Node>(std::move(op), std::move(operands), std::move(shape), dtype, std::move(attrs), lower);
+}
+
+NodePtr make_sharded_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, hlo::HloSharding sharding,
+                          LowerFn lower) {
+  return std::make_shared<const Node>(std::move(op), std::move(operands), std::move(shape), dtype, std::vector<Attr>{}, lower,
+                                      std::move(sharding));
 }
 
 NodePtr make_device_data(runtime::Buffer data) {

@@ -7,7 +7,9 @@
 // compiled graph, never part of the hash by value) and "prim::Constant" (a
 // scalar whose value is part of the hash). Device data may instead hold a
 // ShardedData (lazy/sharded_data.h: a value tiled over a mesh's devices, issue
-// 34); its layout is an attribute, "sharding", so part of the hash.
+// 34). A node may carry a typed sharding (sharded device data's layout, or the
+// "xla::custom_sharding" annotation's): hashed with the node, printed as
+// "sharding={...}", never parsed back from text.
 //
 // Every node is on one Device: device data on its buffer's; an op on its
 // operands' (all must agree: an Error otherwise, as PyTorch's "expected all
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "core/dtype.h"
 #include "core/op_location.h"
 #include "core/shape.h"
+#include "hlo/hlo_sharding.h"
 #include "runtime/async_buffer.h"
 #include "runtime/buffer.h"
 
@@ -46,7 +50,8 @@ using LowerFn = int (*)(LoweringContext& context, const Node& node);
 
 class Node {
  public:
-  Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower);
+  Node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs, LowerFn lower,
+       std::optional<hlo::HloSharding> sharding = std::nullopt);
   // An "xla::device_data" leaf holding `data`, ready or still being computed.
   explicit Node(std::shared_ptr<runtime::AsyncBuffer> data);
   // An "xla::device_data" leaf over a value tiled across a mesh's devices,
@@ -67,6 +72,9 @@ class Node {
   // True for "prim::Constant": a literal that fits any device.
   bool device_neutral() const { return device_neutral_; }
   const std::vector<Attr>& attrs() const { return attrs_; }
+  // The node's sharding (sharded device data's tiling, or a custom_sharding
+  // annotation's); null when it has none. Part of local_hash().
+  const hlo::HloSharding* sharding() const { return sharding_ ? &*sharding_ : nullptr; }
   LowerFn lower() const { return lower_; }
   bool is_device_data() const { return data_ != nullptr || sharded_ != nullptr; }
   // The device data's buffer, waiting for the execution that computes it;
@@ -102,6 +110,7 @@ class Node {
   runtime::Device device_;
   bool device_neutral_ = false;
   std::vector<Attr> attrs_;
+  std::optional<hlo::HloSharding> sharding_;
   LowerFn lower_ = nullptr;
   std::shared_ptr<runtime::AsyncBuffer> data_;
   std::shared_ptr<const ShardedData> sharded_;
@@ -114,6 +123,9 @@ class Node {
 // least two devices, cpu:0 and cpu:1!" when the operands' devices differ.
 NodePtr make_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, std::vector<Attr> attrs,
                   LowerFn lower);
+// A node carrying a typed `sharding` (hashed with it), otherwise as make_node.
+NodePtr make_sharded_node(std::string op, std::vector<NodePtr> operands, Shape shape, DType dtype, hlo::HloSharding sharding,
+                          LowerFn lower);
 NodePtr make_device_data(runtime::Buffer data);
 // A device-data leaf over a value that may still be pending (a graph's output).
 NodePtr make_device_data(std::shared_ptr<runtime::AsyncBuffer> data);

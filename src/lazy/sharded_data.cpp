@@ -108,7 +108,7 @@ constexpr const char* kCustomShardingOp = "xla::custom_sharding";
 int lower_custom_sharding(LoweringContext& context, const Node& node) {
   hlo::HloBuilder& b = context.builder();
   const int id = b.custom_call({context.operand(node, 0)}, hlo::kShardingTarget, "");
-  b.set_sharding(id, hlo::HloSharding::parse(node.string_attr("sharding")));
+  b.set_sharding(id, *node.sharding());
   return id;
 }
 
@@ -116,12 +116,12 @@ int lower_custom_sharding(LoweringContext& context, const Node& node) {
 
 NodePtr make_custom_sharding(const NodePtr& value, const hlo::HloSharding& sharding) {
   const NodePtr& annotated = value->op() == kCustomShardingOp ? value->operand(0) : value;
-  return make_node(kCustomShardingOp, {annotated}, value->shape(), value->dtype(), {Attr{"sharding", sharding.to_string()}}, lower_custom_sharding);
+  return make_sharded_node(kCustomShardingOp, {annotated}, value->shape(), value->dtype(), sharding, lower_custom_sharding);
 }
 
 std::optional<hlo::HloSharding> custom_sharding_of(const Node& node) {
   if (node.op() != kCustomShardingOp) return std::nullopt;
-  return hlo::HloSharding::parse(node.string_attr("sharding"));
+  return *node.sharding();
 }
 
 runtime::Buffer tile_of(const runtime::Buffer& whole, const hlo::HloSharding& sharding, int64_t ordinal) {
