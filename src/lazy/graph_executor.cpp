@@ -65,7 +65,11 @@ thread_local int64_t mark_steps_traced = 0;
 struct CompileState {
   std::mutex mutex;  // guards the fields below (the cache has its own lock)
   std::unique_ptr<backend::Compiler> compiler;  // made at first use unless set
-  CompileTarget target;                         // the compiler's, made with it
+  // The compiler's name, the memory tier's key with the graph hash (the tier
+  // is cleared when the compiler changes). The disk tier asks the compiler
+  // for its fingerprint at each use instead: its flags may depend on the job
+  // (cpu: async collectives when it spans processes).
+  CompileTarget target;
   // One computation cache for every device of the backend; the disk tier's
   // folder is LAZYTRAIN_CACHE_DIR's unless set (set_compile_cache_dir).
   ComputationCache cache{environment().cache_dir};
@@ -107,7 +111,7 @@ backend::Compiler& compiler_locked() {
       throw Error("[GraphExecutor] LAZYTRAIN_BACKEND='" + name + "' names no backend; registered: " + list);
     }
     state.compiler = backend::make_compiler(name);
-    state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
+    state.target = CompileTarget::of(*state.compiler, false);
   }
   return *state.compiler;
 }
@@ -146,7 +150,7 @@ void GraphExecutor::set_compiler(std::unique_ptr<backend::Compiler> compiler) {
   CompileState& state = compile_state();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.compiler = std::move(compiler);
-  if (state.compiler) state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
+  if (state.compiler) state.target = CompileTarget::of(*state.compiler, false);
   state.cache.clear();
 }
 
@@ -155,7 +159,6 @@ void GraphExecutor::set_compile_cache_dir(const std::string& directory) {
   CompileState& state = compile_state();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.cache.set_directory(directory);
-  if (state.compiler) state.target = CompileTarget::of(*state.compiler, state.cache.has_disk());
 }
 
 size_t GraphExecutor::cache_size() const {
@@ -220,7 +223,8 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
     // oneDNN primitives are made for the threads that will run them; the
     // caller's own OpenMP count is restored after the compile.
     runtime::ScopedExecutionThreads compile_threads;
-    std::shared_ptr<backend::Executable> executable = eager_op ? nullptr : state.cache.load(*compiler, *target, sig.hash);
+    const CompileTarget disk_target = eager_op || !state.cache.has_disk() ? CompileTarget() : CompileTarget::of(*compiler, true);
+    std::shared_ptr<backend::Executable> executable = disk_target.fingerprint() ? state.cache.load(*compiler, disk_target, sig.hash) : nullptr;
     if (trace) trace.arg("cache", executable ? "disk hit" : "miss");
     if (!executable) {  // not in the persistent compile cache either: compile
       {
@@ -241,10 +245,10 @@ std::shared_ptr<backend::Executable> GraphExecutor::compile_or_lookup(const Grap
         }
         std::string text = eager_op ? std::string() : module.to_string();
         std::string serialized;
-        const bool to_disk = !eager_op && state.cache.has_disk() && target->fingerprint();
+        const bool to_disk = disk_target.fingerprint().has_value();
         executable = eager_op ? compiler->compile_quick(std::move(module))
                               : compiler->compile(std::move(module), graph_key(sig.hash), to_disk ? &serialized : nullptr);
-        if (to_disk) state.cache.store(*target, sig.hash, serialized);
+        if (to_disk) state.cache.store(disk_target, sig.hash, serialized);
         std::lock_guard<std::mutex> lock(state.mutex);
         if (!eager_op) state.last_compiled_hlo = std::move(text);
       }
