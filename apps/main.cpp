@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "runtime/collectives.h"
 #include "runtime/mpi_world.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"lazytrain: train transformer language models with lazy tensors compiled through an XLA-style pipeline"};

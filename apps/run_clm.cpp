@@ -18,7 +18,7 @@
 #include "data/data_collator.h"
 #include "data/text_dataset.h"
 #include "distributed/xla_model.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "runtime/collectives.h"
 #include "runtime/profiler.h"

@@ -13,7 +13,7 @@
 #include "data/auto_tokenizer.h"
 #include "data/data_collator.h"
 #include "distributed/xla_model.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "models/roberta.h"
 #include "runtime/collectives.h"

@@ -23,7 +23,7 @@
 #include "bench_support.h"
 #include "backend/registry.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 
 using namespace lazytrain;

@@ -10,7 +10,7 @@
 
 #include "backend/registry.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "optim/clip_grad.h"
 #include "roofline.h"
 #include "runtime/metrics.h"

@@ -21,7 +21,7 @@
 #include "backend/registry.h"
 #include "core/error.h"
 #include "data/labelled_positions.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"

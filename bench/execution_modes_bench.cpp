@@ -26,7 +26,7 @@
 #include "backend/registry.h"
 #include "core/error.h"
 #include "lazy/execution_mode.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"

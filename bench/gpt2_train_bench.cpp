@@ -21,7 +21,7 @@
 #include "bench_support.h"
 #include "backend/registry.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "models/gpt2_config.h"
 #include "optim/adamw.h"

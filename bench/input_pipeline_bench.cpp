@@ -32,7 +32,7 @@
 #include "distributed/device_batch.h"
 #include "distributed/parallel_loader.h"
 #include "data/wordpiece_tokenizer.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "optim/adamw.h"
 #include "runtime/metrics.h"

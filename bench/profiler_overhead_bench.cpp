@@ -24,7 +24,7 @@
 #include "backend/registry.h"
 #include "bench_support.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "runtime/execution_queue.h"
 #include "runtime/profiler.h"

@@ -44,7 +44,7 @@
 #include "backend/registry.h"
 #include "bench_support.h"
 #include "distributed/spmd.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/lazy_tensor.h"
 #include "lazy/sharded_data.h"
 #include "models/auto_model.h"

@@ -11,7 +11,7 @@
 // second read of the failed value says the same.
 #include "bindings.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 
 namespace lazytrain::python {
 

@@ -5,7 +5,7 @@
 
 #include "bindings.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 
 namespace lazytrain::python {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "core/error.h"
 #include "core/thread_name.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/device.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"

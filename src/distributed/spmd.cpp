@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/op_location.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/sharded_data.h"
 #include "runtime/collectives.h"
 

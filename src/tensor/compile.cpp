@@ -7,7 +7,8 @@
 
 #include "core/error.h"
 #include "core/op_location.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "lazy/step_analysis.h"
 #include "tensor/autocast.h"
 #include "tensor/autograd.h"

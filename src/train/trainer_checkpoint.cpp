@@ -9,7 +9,7 @@
 
 #include "core/crc32c.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 #include "train/checkpoint.h"
 #include "train/json_file.h"

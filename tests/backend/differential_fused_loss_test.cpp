@@ -20,7 +20,8 @@
 #include "backend/cpu/cpu_pipeline.h"
 #include "backend/cpu/kernel_emitter.h"
 #include "hlo/passes/hlo_pass.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
 

@@ -49,7 +49,7 @@
 #include "hlo/hlo_builder.h"
 #include "backend/cpu/cpu_pipeline.h"
 #include "lazy/computation_cache.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/metrics.h"
 #include "tensor/autocast.h"
 #include "models/bert.h"

@@ -17,7 +17,7 @@
 
 #include "distributed/spawn.h"
 #include "distributed/xla_model.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"
 #include "distributed/zero_redundancy_optimizer.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "distributed/spmd.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/sharded_data.h"
 #include "runtime/collectives.h"
 #include "train/model_io.h"

@@ -14,7 +14,7 @@
 
 #include "backend/registry.h"
 #include "distributed/spmd.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/sharded_data.h"
 #include "models/causal_lm.h"
 #include "runtime/collectives.h"

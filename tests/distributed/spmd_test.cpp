@@ -11,7 +11,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/sharded_data.h"
 #include "distributed/xla_model.h"
 #include "runtime/collectives.h"

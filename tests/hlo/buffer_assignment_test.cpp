@@ -12,7 +12,7 @@
 
 #include "../support/backend_scope.h"
 #include "hlo/hlo_builder.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "nn/layers.h"
 #include "optim/adamw.h"
 #include "runtime/metrics.h"

@@ -9,7 +9,8 @@
 #include "backend/compiler.h"
 #include "hlo/hlo_builder.h"
 #include "backend/cpu/cpu_pipeline.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "runtime/metrics.h"
 #include "tensor/tensor.h"
 

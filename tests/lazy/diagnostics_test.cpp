@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/recompile_reasons.h"
 #include "lazy/step_analysis.h"
 #include "runtime/metrics.h"

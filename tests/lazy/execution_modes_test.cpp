@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "lazy/execution_mode.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "lazy/step_analysis.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"

@@ -10,7 +10,7 @@
 
 #include "../support/backend_scope.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/device.h"
 #include "runtime/metrics.h"
 #include "tensor/tensor.h"

@@ -17,7 +17,8 @@
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_builder.h"
 #include "lazy/execution_mode.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
 

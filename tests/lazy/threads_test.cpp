@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
 

@@ -17,7 +17,7 @@
 #include "hlo/hlo_instruction.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/passes/memory_scheduler.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
 #include "optim/adamw.h"

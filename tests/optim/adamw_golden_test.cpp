@@ -4,7 +4,7 @@
 
 #include "../support/golden.h"
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"

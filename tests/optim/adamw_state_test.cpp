@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "nn/layers.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"

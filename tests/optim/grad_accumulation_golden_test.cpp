@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/golden.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"

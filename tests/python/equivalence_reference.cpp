@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "nn/layers.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "hlo/hlo_builder.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/transfer.h"
 #include "../support/backend_scope.h"
 #include "../support/kernel_isas.h"

@@ -20,7 +20,7 @@
 #include "core/env_vars.h"
 #include "core/error.h"
 #include "distributed/spawn.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "../support/backend_scope.h"
 #include "../support/tiny_data_parallel.h"
 

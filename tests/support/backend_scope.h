@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backend/registry.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 
 namespace lazytrain::testing {
 

@@ -15,7 +15,7 @@
 
 #include "distributed/xla_model.h"
 #include "distributed/zero_redundancy_optimizer.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"

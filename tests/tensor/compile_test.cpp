@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "runtime/metrics.h"
 #include "tensor/autograd.h"
 #include "tensor/compile.h"

@@ -4,7 +4,8 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "runtime/metrics.h"
 #include "../support/backend_scope.h"
 #include "tensor/tensor.h"

@@ -29,7 +29,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "../support/golden_ops.h"
 #include "../support/ops_header.h"
 #include "tensor/tensor.h"

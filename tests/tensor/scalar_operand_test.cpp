@@ -16,7 +16,8 @@
 #include "../support/backend_scope.h"
 #include "backend/compiler.h"
 #include "backend/cpu/cpu_pipeline.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "runtime/metrics.h"
 #include "tensor/tensor.h"
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <unistd.h>
 
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/auto_model.h"
 #include "runtime/metrics.h"
 #include "tensor/ops.h"

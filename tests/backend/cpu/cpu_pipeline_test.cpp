@@ -15,7 +15,8 @@
 
 #include "backend/registry.h"
 #include "hlo/hlo_builder.h"
-#include "lazy/graph_executor.h"
+#include "lazy/graph_lowering.h"
+#include "lazy/lazy_api.h"
 #include "tensor/tensor.h"
 
 namespace lazytrain::hlo {

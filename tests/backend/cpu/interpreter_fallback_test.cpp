@@ -15,7 +15,7 @@
 #include "backend/registry.h"
 #include "hlo/hlo_builder.h"
 #include "hlo/passes/hlo_pass.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
 #include "optim/adamw.h"

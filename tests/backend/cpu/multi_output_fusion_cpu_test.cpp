@@ -12,7 +12,7 @@
 #include "../../support/backend_scope.h"
 #include "backend/registry.h"
 #include "hlo/hlo_instruction.h"
-#include "lazy/graph_executor.h"
+#include "lazy/lazy_api.h"
 #include "optim/adamw.h"
 #include "optim/clip_grad.h"
 #include "runtime/metrics.h"
