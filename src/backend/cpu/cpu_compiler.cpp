@@ -81,21 +81,21 @@ Entry decode_entry(std::string_view in) {
 }
 
 std::unique_ptr<Executable> make_executable(hlo::HloModule module, const std::map<int, std::string>& names, const std::string& so,
-                                            bool profile) {
+                                            bool profile, cpu::KernelIsa isa) {
   std::shared_ptr<cpu::SharedLibrary> library;
   std::map<int, cpu::KernelFn> kernels;
   if (!names.empty()) {
     library = cpu::load_shared_object(so);
     for (const auto& [id, name] : names) kernels[id] = reinterpret_cast<cpu::KernelFn>(library->symbol(name));
   }
-  return cpu::make_cpu_executable(std::move(module), std::move(library), std::move(kernels), profile);
+  return cpu::make_cpu_executable(std::move(module), std::move(library), std::move(kernels), profile, isa);
 }
 
 class CpuCompiler : public Compiler {
  public:
   // Throws Error for a kernel_isa this CPU cannot run (kernel_isa.h).
   explicit CpuCompiler(CompilerOptions options)
-      : options_(std::move(options)), kernel_flags_(cpu::kernel_flags(cpu::resolve_kernel_isa(options_.kernel_isa))) {}
+      : options_(std::move(options)), isa_(cpu::resolve_kernel_isa(options_.kernel_isa)), kernel_flags_(cpu::kernel_flags(isa_)) {}
   std::string name() const override { return "cpu"; }
 
   // The optimized module, each fusion's kernel symbol and the shared object's
@@ -109,7 +109,7 @@ class CpuCompiler : public Compiler {
   // Decodes and loads (dlopen) a stored entry; Error when it is truncated or unusable.
   std::unique_ptr<Executable> deserialize(std::string_view bytes) override {
     Entry e = decode_entry(bytes);
-    return make_executable(std::move(e.module), e.names, e.so, options_.profile);
+    return make_executable(std::move(e.module), e.names, e.so, options_.profile, isa_);
   }
 
   // The C++ compiler's version and the kernels' flags (the ISA among them),
@@ -131,7 +131,7 @@ class CpuCompiler : public Compiler {
   // interpreter's kernels and dots on oneDNN, with no C++ compiler run.
   std::unique_ptr<Executable> compile_quick(hlo::HloModule module) override {
     hlo::run_passes(module, cpu::cpu_quick_pass_pipeline());
-    return make_executable(std::move(module), {}, {}, options_.profile);
+    return make_executable(std::move(module), {}, {}, options_.profile, isa_);
   }
 
  private:
@@ -146,7 +146,7 @@ class CpuCompiler : public Compiler {
   bool async_collectives() const { return options_.async_collectives.value_or(runtime::replica_world().num_processes > 1); }
 
   // Without a C++ compiler (c.fallback) no fusion has a kernel: each runs on the interpreter (counted).
-  std::unique_ptr<Executable> finish(Compiled c) { return make_executable(std::move(c.module), c.names, c.so, options_.profile); }
+  std::unique_ptr<Executable> finish(Compiled c) { return make_executable(std::move(c.module), c.names, c.so, options_.profile, isa_); }
 
   // CompilerOptions::dump_dir (the CLI's --dump_hlo, LAZYTRAIN_DUMP_HLO): <graph>.before.hlo,
   // <graph>.after.hlo and <graph>.kernels.cpp for every compiled graph.
@@ -217,6 +217,7 @@ class CpuCompiler : public Compiler {
   }
 
   CompilerOptions options_;
+  cpu::KernelIsa isa_;  // the generated kernels' and the host kernels' (kernels/) paths
   std::vector<std::string> kernel_flags_;
 };
 
