@@ -1,7 +1,8 @@
 // The custom-call targets lazytrain knows (XLA's custom-call: an instruction
-// that calls a kernel by name, with its attributes in backend_config). Each is
-// one host C++ kernel in hlo/evaluator, which the HLO evaluator, the
-// interpreter backend and the CPU backend all call, so they cannot disagree.
+// that calls a kernel by name, with its attributes in backend_config). The CPU
+// backend runs a fast host kernel for each (kernels/); the HLO evaluator, hence
+// the interpreter, computes it by its plain formula (hlo/evaluator/), so a
+// differential test compares two implementations, not one with itself.
 //
 // backend_config holds "key=value" pairs separated by commas, numbers printed
 // with 17 significant digits (exact for doubles): "is_causal=0,scale=0.125".

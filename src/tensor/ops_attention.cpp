@@ -1,6 +1,6 @@
 // torch.nn.functional.scaled_dot_product_attention as one op: the custom-calls
 // "__lazytrain$sdpa_forward" / "__lazytrain$sdpa_backward" (hlo/custom_call.h),
-// whose host kernel is hlo/evaluator/attention.h.
+// whose cpu kernel is kernels/attention.h (the interpreter computes it by its formula).
 #include <cmath>
 
 #include "core/error.h"
