@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "core/half.h"
+#include "hlo/collective_cases.h"
 #include "hlo/hlo_instruction.h"
 #include "hlo/op_metadata.h"
 
@@ -60,12 +61,7 @@ std::string collective_attributes(const HloInstruction& in) {
 
 std::string attributes(const HloInstruction& in) {
   switch (in.opcode) {
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatterStart: return collective_attributes(in);
+    HLO_COLLECTIVE_CASES: return collective_attributes(in);
     case HloOpcode::kParameter: return "";
     case HloOpcode::kBroadcast:
     case HloOpcode::kTranspose:

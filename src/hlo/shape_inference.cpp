@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "hlo/collective_cases.h"
 #include "hlo/custom_call.h"
 
 namespace lazytrain::hlo {
@@ -247,12 +248,7 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
     }
     case HloOpcode::kTuple:
       return {{}, DType::kFloat32};
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatterStart:
+    HLO_COLLECTIVE_CASES:
       return infer_collective(m, in, c);
     case HloOpcode::kAllReduceDone:
     case HloOpcode::kAllGatherDone:

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "hlo/custom_call.h"
+#include "hlo/xla_op.h"
 #include "lazy/lowering_context.h"
 #include "runtime/collectives.h"
 
@@ -106,10 +107,9 @@ void check_even(const hlo::HloSharding& sharding, const Shape& shape) {
 constexpr const char* kCustomShardingOp = "xla::custom_sharding";
 
 int lower_custom_sharding(LoweringContext& context, const Node& node) {
-  hlo::HloBuilder& b = context.builder();
-  const int id = b.custom_call({context.operand(node, 0)}, hlo::kShardingTarget, "");
-  b.set_sharding(id, *node.sharding());
-  return id;
+  const hlo::XlaOp annotated = hlo::custom_call({hlo::XlaOp(context.builder(), context.operand(node, 0))}, hlo::kShardingTarget, "");
+  context.builder().set_sharding(annotated.id(), *node.sharding());
+  return annotated.id();
 }
 
 }  // namespace

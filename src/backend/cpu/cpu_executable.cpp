@@ -16,6 +16,7 @@
 #include "core/env_vars.h"
 #include "core/error.h"
 #include "hlo/buffer_assignment.h"
+#include "hlo/collective_cases.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/op_metadata.h"
 #include "kernels/onednn_matmul.h"
@@ -271,12 +272,7 @@ class CpuExecutable : public Executable {
       case HloOpcode::kParameter:
       case HloOpcode::kConstant:
       case HloOpcode::kReshape:
-      case HloOpcode::kAllReduce:
-      case HloOpcode::kAllGather:
-      case HloOpcode::kReduceScatter:
-      case HloOpcode::kAllReduceStart:
-      case HloOpcode::kAllGatherStart:
-      case HloOpcode::kReduceScatterStart:
+      HLO_COLLECTIVE_CASES:
       case HloOpcode::kAllReduceDone:
       case HloOpcode::kAllGatherDone:
       case HloOpcode::kReduceScatterDone:

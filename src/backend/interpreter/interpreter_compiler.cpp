@@ -8,6 +8,7 @@
 #include "backend/interpreter/kernels.h"
 #include "backend/literal_buffer.h"
 #include "core/error.h"
+#include "hlo/collective_cases.h"
 #include "hlo/evaluator/hlo_evaluator.h"
 #include "hlo/op_metadata.h"
 #include "runtime/collectives.h"
@@ -56,12 +57,7 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
       return id;
     }
     // The interpreter runs a start's collective at once; its done hands on the value.
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatterStart:
+    HLO_COLLECTIVE_CASES:
       switch (hlo::synchronous_collective(in.opcode)) {
         case HloOpcode::kAllReduce: return runtime::all_reduce(*args[0], reduce_op(in.reduce_kind), in.replica_groups);
         case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);

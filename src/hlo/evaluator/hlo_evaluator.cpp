@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "hlo/collective_cases.h"
 #include "hlo/evaluator/kernels.h"
 
 namespace lazytrain::hlo {
@@ -13,12 +14,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
     case HloOpcode::kFusion:
     case HloOpcode::kGetTupleElement:
     case HloOpcode::kTuple: throw Error("[hlo evaluator] " + in.name() + " has no value of its own to evaluate");
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatterStart:
+    HLO_COLLECTIVE_CASES:
       throw Error("[hlo evaluator] " + in.name() + " needs the other replicas' values: a backend runs it on a replica device");
     case HloOpcode::kPartitionId: throw Error("[hlo evaluator] " + in.name() + " needs the running device: a backend runs it on a replica device");
     case HloOpcode::kConstant: std::memcpy(out.raw(), in.literal.raw(), static_cast<size_t>(out.nbytes())); return;
