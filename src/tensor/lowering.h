@@ -50,6 +50,14 @@ DType scalar_result_dtype(const Tensor& x, double value);
 // reseeding never recompiles.
 Tensor next_seed();
 
+// x itself if floating, else x as float32 (torch's rule for sigmoid, silu, sin,
+// cos on integer and bool tensors). Defined in ops_pointwise.cpp.
+Tensor floating(const Tensor& x);
+// Scatter-add of g's rows into zeros of `input_shape` ([num, rest...]) at the
+// row indices `index`: the backward of index_select and embedding (node
+// aten::embedding_dense_backward). Defined in ops_indexing.cpp.
+Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& input_shape);
+
 // Operand i of the node being lowered, as a value of c's builder.
 inline XlaOp operand(LoweringContext& c, const Node& n, size_t i) { return XlaOp(c.builder(), c.operand(n, i)); }
 // Operand i, converted to `dtype` and broadcast to `shape`.

@@ -1,4 +1,7 @@
-// Elementwise functions added after the first set: sigmoid, silu, sin, cos, clamp.
+// Activation functions (torch's Activation.cpp): relu, gelu (exact and tanh
+// form), sigmoid, silu, with their gradients.
+#include <cmath>
+
 #include "core/error.h"
 #include "core/op_location.h"
 #include "tensor/lowering.h"
@@ -10,9 +13,6 @@ using autograd::record;
 
 namespace {
 
-// A floating copy of x: integer and bool tensors become float32 (torch's rule for these functions).
-Tensor floating(const Tensor& x) { return is_floating_point(x.dtype()) ? x : to_dtype(x, DType::kFloat32); }
-
 // 0.5 tanh(x / 2) + 0.5 (XLA's logistic expansion: bounded for any x).
 XlaOp lower_sigmoid(XlaOp x) {
   XlaOp half = x.full_like(0.5);
@@ -20,6 +20,77 @@ XlaOp lower_sigmoid(XlaOp x) {
 }
 
 }  // namespace
+
+Tensor relu(const Tensor& x, Loc loc) {
+  OpLocationScope at(loc);
+  Tensor out = make_op("aten::relu", {x}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
+    return max(operand(c, n, 0), 0.0).id();
+  });
+  return record(out, "ReluBackward0", {x}, [x = x.detach()](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, to_dtype(gt(x, 0.0), g.dtype()))};
+  });
+}
+
+namespace {
+// The tanh form's constants: sqrt(2/pi) and the cubic coefficient (PyTorch's kBeta, kKappa).
+const double kGeluTanhBeta = std::sqrt(2.0 / M_PI);
+constexpr double kGeluTanhKappa = 0.044715;
+
+// tanh(sqrt(2/pi) (x + 0.044715 x^3)), given x^2 (the backward's too).
+XlaOp gelu_tanh_inner(XlaOp x, XlaOp x_squared) {
+  return tanh(kGeluTanhBeta * (x + kGeluTanhKappa * (x_squared * x)));
+}
+
+// PyTorch's GELU kernels (forward and backward) compute a bf16 or f16 tensor in
+// float and round the result once; these lowerings do the same (rounding after
+// every op lost up to 40% of the value where erf nears -1, x ≈ -3).
+DType gelu_compute_dtype(DType t) { return t == DType::kBFloat16 || t == DType::kFloat16 ? DType::kFloat32 : t; }
+
+// none: d/dx = 0.5 (1 + erf(x/√2)) + x · exp(-x²/2) / √(2π)
+// tanh (PyTorch's GeluBackward): with u = tanh(β (x + κ x³)),
+//   d/dx = 0.5 (1 + u) + 0.5 x (1 - u²) β (1 + 3 κ x²)
+Tensor gelu_backward(const Tensor& g, const Tensor& x, const std::string& approximate) {
+  const bool tanh_form = approximate == "tanh";
+  auto lower_none = +[](LoweringContext& c, const Node& n) {
+    const DType t = gelu_compute_dtype(n.dtype());
+    XlaOp g = convert(operand(c, n, 0), t), x = convert(operand(c, n, 1), t);
+    XlaOp cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
+    XlaOp pdf = (1.0 / std::sqrt(2.0 * M_PI)) * exp(-0.5 * (x * x));
+    return convert(g * (cdf + x * pdf), n.dtype()).id();
+  };
+  auto lower_tanh = +[](LoweringContext& c, const Node& n) {
+    const DType t = gelu_compute_dtype(n.dtype());
+    XlaOp g = convert(operand(c, n, 0), t), x = convert(operand(c, n, 1), t);
+    XlaOp x_squared = x * x;
+    XlaOp u = gelu_tanh_inner(x, x_squared);
+    XlaOp left = 0.5 * (1 + u);
+    XlaOp slope = kGeluTanhBeta * (1 + (3.0 * kGeluTanhKappa) * x_squared);
+    XlaOp right = (0.5 * x) * ((1 - u * u) * slope);
+    return convert(g * (left + right), n.dtype()).id();
+  };
+  return make_op("aten::gelu_backward", {g, x}, x.shape(), x.dtype(), {{"approximate", approximate}}, tanh_form ? lower_tanh : lower_none);
+}
+}  // namespace
+
+Tensor gelu(const Tensor& x, const std::string& approximate, Loc loc) {
+  OpLocationScope at(loc);
+  check(is_floating_point(x.dtype()), "aten::gelu", "expects a floating-point tensor, got " + torch_name(x.dtype()));
+  check(approximate == "none" || approximate == "tanh", "aten::gelu",
+        "approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  auto lower_none = +[](LoweringContext& c, const Node& n) {
+    XlaOp x = convert(operand(c, n, 0), gelu_compute_dtype(n.dtype()));
+    return convert((x * 0.5) * (1 + erf(x * M_SQRT1_2)), n.dtype()).id();
+  };
+  auto lower_tanh = +[](LoweringContext& c, const Node& n) {
+    XlaOp x = convert(operand(c, n, 0), gelu_compute_dtype(n.dtype()));
+    XlaOp u = gelu_tanh_inner(x, x * x);
+    return convert((x * 0.5) * (1 + u), n.dtype()).id();
+  };
+  Tensor out = make_op("aten::gelu", {x}, x.shape(), x.dtype(), {{"approximate", approximate}}, approximate == "tanh" ? lower_tanh : lower_none);
+  return record(out, "GeluBackward0", {x}, [x = x.detach(), approximate](const Tensor& g) {
+    return std::vector<Tensor>{gelu_backward(g, x, approximate)};
+  });
+}
 
 Tensor sigmoid(const Tensor& x_in, Loc loc) {
   OpLocationScope at(loc);
@@ -47,53 +118,6 @@ Tensor silu(const Tensor& x_in, Loc loc) {
       return (g * (s * (1 + x * (1 - s)))).id();
     });
     return std::vector<Tensor>{gx};
-  });
-}
-
-Tensor sin(const Tensor& x_in, Loc loc) {
-  OpLocationScope at(loc);
-  const Tensor x = floating(x_in);
-  Tensor out = make_op("aten::sin", {x}, x.shape(), x.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return hlo::sin(operand(c, n, 0)).id(); });
-  return record(out, "SinBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{mul(g, cos(x))}; });
-}
-
-Tensor cos(const Tensor& x_in, Loc loc) {
-  OpLocationScope at(loc);
-  const Tensor x = floating(x_in);
-  Tensor out = make_op("aten::cos", {x}, x.shape(), x.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return hlo::cos(operand(c, n, 0)).id(); });
-  return record(out, "CosBackward0", {x}, [x = x.detach()](const Tensor& g) { return std::vector<Tensor>{neg(mul(g, sin(x)))}; });
-}
-
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max, Loc loc) {
-  OpLocationScope at(loc);
-  if (!min && !max) throw_error("aten::clamp", "at least one of 'min' or 'max' must not be None", loc);
-  DType t = x.dtype();
-  if (min) t = promote_types(t, scalar_result_dtype(x, *min));
-  if (max) t = promote_types(t, scalar_result_dtype(x, *max));
-  const Tensor xt = to_dtype(x, t);
-  // The bounds are operands (constants for 0 and ±1, else device data): a
-  // changing bound (a schedule) never recompiles.
-  std::vector<Tensor> inputs = {xt};
-  if (min) inputs.push_back(scalar_operand(*min, t, x.device()));
-  if (max) inputs.push_back(scalar_operand(*max, t, x.device()));
-  const int64_t has_min = min.has_value(), has_max = max.has_value();
-  Tensor out = make_op("aten::clamp", inputs, x.shape(), t, {{"has_min", has_min}, {"has_max", has_max}},
-                       +[](LoweringContext& c, const Node& n) {
-                         XlaOp y = operand(c, n, 0);
-                         size_t next = 1;
-                         if (n.int_attr("has_min")) y = hlo::max(y, operand_as(c, n, next++, n.dtype(), n.shape()));
-                         if (n.int_attr("has_max")) y = hlo::min(y, operand_as(c, n, next++, n.dtype(), n.shape()));
-                         return y.id();
-                       });
-  if (!is_floating_point(t)) return out;
-  Tensor lo = min ? inputs[1] : Tensor(), hi = max ? inputs.back() : Tensor();
-  return record(out, "ClampBackward1", {xt}, [xt = xt.detach(), lo, hi](const Tensor& g) {
-    // torch's clamp_backward: g where min <= x <= max, else 0 (a NaN x gets none).
-    Tensor inside = lo.defined() ? ge(xt, lo) : Tensor();
-    if (hi.defined()) inside = inside.defined() ? logical_and(inside, le(xt, hi)) : le(xt, hi);
-    return std::vector<Tensor>{where(inside, g, constant(0.0, g.dtype()))};
   });
 }
 

@@ -1,4 +1,4 @@
-// Index ops along a dim: gather, scatter_add, topk.
+// Index ops along a dim: index_select, gather, scatter_add, topk.
 //
 // gather and scatter_add address x flattened: the position of index element
 // (i0, .., id, ..) is sum_k i_k stride_k with i_dim replaced by its value,
@@ -133,6 +133,41 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
                              return hlo::custom_call({operand(c, n, 0)}, hlo::kTopKTarget, config).id();
                            });
   return {gather(x, d, indices, loc), indices};
+}
+
+namespace detail {
+Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& input_shape) {
+  return make_op("aten::embedding_dense_backward", {g, index}, input_shape, g.dtype(), {}, +[](LoweringContext& c, const Node& n) {
+    return hlo::scatter_add(hlo::full(c.builder(), 0.0, n.shape(), n.dtype()), operand(c, n, 1), operand(c, n, 0)).id();
+  });
+}
+}  // namespace detail
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
+  OpLocationScope at(loc);
+  if (index.dim() > 1) throw_error("aten::index_select", "index must be 0-D or 1-D, got " + shape_str(index.shape()), loc);
+  int64_t d = normalize_dim(dim, x.dim(), "aten::index_select");
+  if (x.dim() == 0) {  // torch: a scalar takes one index and stays 0-d
+    if (index.numel() != 1) {
+      throw_error("aten::index_select", "Index to scalar can have only 1 value, got " + std::to_string(index.numel()) + " value(s)", loc);
+    }
+    return reshape(index_select(reshape(x, {1}, loc), 0, reshape(index, {1}, loc), loc), {}, loc);
+  }
+  if (index.dim() == 0) return index_select(x, d, reshape(index, {1}, loc), loc);
+  if (d != 0) {
+    Tensor moved = transpose(x, 0, d);
+    return transpose(index_select(moved, 0, index, loc), 0, d);
+  }
+  if (index.dtype() != DType::kInt64 && index.dtype() != DType::kInt32) {
+    throw_error("aten::index_select", "index must be int64 or int32, got " + torch_name(index.dtype()), loc);
+  }
+  Shape s = x.shape();
+  s[0] = index.shape()[0];
+  Tensor out = make_op("aten::index_select", {x, index}, s, x.dtype(), {{"dim", int64_t{0}}},
+                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
+  return record(out, "IndexSelectBackward0", {x, index}, [idx = index.detach(), xs = x.shape()](const Tensor& g) {
+    return std::vector<Tensor>{index_add_into_zeros(g, idx, xs), Tensor()};
+  });
 }
 
 }  // namespace lazytrain

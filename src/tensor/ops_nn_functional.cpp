@@ -1,5 +1,5 @@
 // torch.nn.functional ops: softmax, log_softmax, layer_norm, dropout,
-// cross_entropy, linear.
+// cross_entropy, linear, embedding.
 #include <cmath>
 
 #include "core/error.h"
@@ -203,6 +203,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc
   // Under autocast all three are cast, as torch's linear: the output is bf16.
   Tensor y = matmul(autocast_to_lower(x), transpose(autocast_to_lower(weight), 0, 1, loc), loc);
   return bias.defined() ? add(y, autocast_to_lower(bias), 1.0, loc) : y;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, Loc loc) {
+  OpLocationScope at(loc);
+  if (weight.dim() != 2) throw_error("aten::embedding", "weight must be 2-D [num_embeddings, embedding_dim], got " + shape_str(weight.shape()), loc);
+  if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32) {
+    throw_error("aten::embedding", "indices must be int64 or int32, got " + torch_name(indices.dtype()), loc);
+  }
+  Shape s = indices.shape();
+  s.push_back(weight.shape()[1]);
+  Tensor out = make_op("aten::embedding", {weight, indices}, s, weight.dtype(), {},
+                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
+  return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape(), padding_idx](const Tensor& g) {
+    Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, padding_idx), -1), 0.0);
+    return std::vector<Tensor>{index_add_into_zeros(gg, idx, ws), Tensor()};
+  });
 }
 
 }  // namespace lazytrain

@@ -1,4 +1,5 @@
-// Reductions (sum, mean, amax, amin, prod, any, all, logsumexp, argmax, argmin).
+// Reductions (sum, mean, amax, amin, prod, any, all, logsumexp, argmax, argmin)
+// and the cumulative sum (torch's ReduceOps.cpp holds cumsum too).
 #include <algorithm>
 
 #include "core/error.h"
@@ -215,5 +216,48 @@ Tensor arg_extreme(const char* op, const Tensor& x, int64_t dim, bool keepdim, L
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Loc loc) { return arg_extreme<hlo::ReduceKind::kMax>("aten::argmax", x, dim, keepdim, loc); }
 
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, Loc loc) { return arg_extreme<hlo::ReduceKind::kMin>("aten::argmin", x, dim, keepdim, loc); }
+
+namespace {
+
+// Inclusive prefix sums of x along dim (reverse: suffix sums): Hillis-Steele,
+// ceil(log2 n) steps of x + x shifted by 1, 2, 4, ... (slice + concatenate with
+// zeros), each fusible, exact for integers.
+XlaOp scan_add(XlaOp x, int64_t dim, bool reverse) {
+  const Shape s = x.shape();
+  const int64_t n = s[dim];
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    std::vector<int64_t> starts(s.size(), 0), limits = s, strides(s.size(), 1);
+    Shape zs = s;
+    zs[dim] = shift;
+    const XlaOp zeros = full(x.builder(), 0.0, zs, x.dtype());
+    if (!reverse) {
+      limits[dim] = n - shift;
+      x = x + hlo::concatenate({zeros, slice(x, starts, limits, strides)}, dim);
+    } else {
+      starts[dim] = shift;
+      x = x + hlo::concatenate({slice(x, starts, limits, strides), zeros}, dim);
+    }
+  }
+  return x;
+}
+
+Tensor scan(const Tensor& x, int64_t dim, bool reverse) {
+  return make_op(reverse ? "aten::cumsum_backward" : "aten::cumsum", {x}, x.shape(), x.dtype(), {{"dim", dim}},
+                 reverse ? +[](LoweringContext& c, const Node& n) { return scan_add(operand(c, n, 0), n.int_attr("dim"), true).id(); }
+                         : +[](LoweringContext& c, const Node& n) { return scan_add(operand(c, n, 0), n.int_attr("dim"), false).id(); });
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x_in, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
+  const int64_t d = normalize_dim(dim, std::max<int64_t>(x_in.dim(), 1), "aten::cumsum");
+  // torch: integer and bool inputs accumulate in int64.
+  const Tensor x = is_floating_point(x_in.dtype()) ? x_in : to_dtype(x_in, DType::kInt64);
+  if (x.dim() == 0) return mul(x, 1);
+  Tensor out = scan(x, d, false);
+  if (!is_floating_point(x.dtype())) return out;
+  return record(out, "CumsumBackward0", {x}, [d](const Tensor& g) { return std::vector<Tensor>{scan(g, d, true)}; });
+}
 
 }  // namespace lazytrain

@@ -1,4 +1,6 @@
-// Shape and data-movement ops: reshape, permute, expand, slice, cat, index_select.
+// Shape and data-movement ops (torch's TensorShape.cpp): reshape/view, permute,
+// transpose, unsqueeze/squeeze, expand, slice, cat, stack, split, chunk,
+// repeat_interleave; tril/triu; optimization_barrier.
 #include <algorithm>
 
 #include "core/error.h"
@@ -212,31 +214,6 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
   });
 }
 
-namespace {
-// Scatter-add of g rows into zeros [num, rest...] at `index` (embedding/index_select backward).
-Tensor index_add_into_zeros(const Tensor& g, const Tensor& index, const Shape& input_shape) {
-  return make_op("aten::embedding_dense_backward", {g, index}, input_shape, g.dtype(), {}, +[](LoweringContext& c, const Node& n) {
-    return hlo::scatter_add(hlo::full(c.builder(), 0.0, n.shape(), n.dtype()), operand(c, n, 1), operand(c, n, 0)).id();
-  });
-}
-}  // namespace
-
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, Loc loc) {
-  OpLocationScope at(loc);
-  if (weight.dim() != 2) throw_error("aten::embedding", "weight must be 2-D [num_embeddings, embedding_dim], got " + shape_str(weight.shape()), loc);
-  if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32) {
-    throw_error("aten::embedding", "indices must be int64 or int32, got " + torch_name(indices.dtype()), loc);
-  }
-  Shape s = indices.shape();
-  s.push_back(weight.shape()[1]);
-  Tensor out = make_op("aten::embedding", {weight, indices}, s, weight.dtype(), {},
-                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
-  return record(out, "EmbeddingBackward0", {weight, indices}, [idx = indices.detach(), ws = weight.shape(), padding_idx](const Tensor& g) {
-    Tensor gg = padding_idx < 0 ? g : masked_fill(g, unsqueeze(eq(idx, padding_idx), -1), 0.0);
-    return std::vector<Tensor>{index_add_into_zeros(gg, idx, ws), Tensor()};
-  });
-}
-
 Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
   OpLocationScope at(loc);
   Tensor out = make_op("xla::optimization_barrier", {x, after}, x.shape(), x.dtype(), {}, +[](LoweringContext& c, const Node& n) {
@@ -245,31 +222,117 @@ Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
   return record(out, "OptimizationBarrierBackward", {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Loc loc) {
-  OpLocationScope at(loc);
-  if (index.dim() > 1) throw_error("aten::index_select", "index must be 0-D or 1-D, got " + shape_str(index.shape()), loc);
-  int64_t d = normalize_dim(dim, x.dim(), "aten::index_select");
-  if (x.dim() == 0) {  // torch: a scalar takes one index and stays 0-d
-    if (index.numel() != 1) {
-      throw_error("aten::index_select", "Index to scalar can have only 1 value, got " + std::to_string(index.numel()) + " value(s)", loc);
-    }
-    return reshape(index_select(reshape(x, {1}, loc), 0, reshape(index, {1}, loc), loc), {}, loc);
-  }
-  if (index.dim() == 0) return index_select(x, d, reshape(index, {1}, loc), loc);
-  if (d != 0) {
-    Tensor moved = transpose(x, 0, d);
-    return transpose(index_select(moved, 0, index, loc), 0, d);
-  }
-  if (index.dtype() != DType::kInt64 && index.dtype() != DType::kInt32) {
-    throw_error("aten::index_select", "index must be int64 or int32, got " + torch_name(index.dtype()), loc);
-  }
-  Shape s = x.shape();
-  s[0] = index.shape()[0];
-  Tensor out = make_op("aten::index_select", {x, index}, s, x.dtype(), {{"dim", int64_t{0}}},
-                       +[](LoweringContext& c, const Node& n) { return hlo::gather(operand(c, n, 0), operand(c, n, 1)).id(); });
-  return record(out, "IndexSelectBackward0", {x, index}, [idx = index.detach(), xs = x.shape()](const Tensor& g) {
-    return std::vector<Tensor>{index_add_into_zeros(g, idx, xs), Tensor()};
+namespace {
+
+// x with the elements off the band set to 0: col - row <= diagonal (lower) or >= diagonal (upper).
+Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower, Loc loc) {
+  if (x.dim() < 2) throw_error(op, "input tensor must have at least 2 dimensions, got " + shape_str(x.shape()), loc);
+  auto lower_fn = +[](LoweringContext& c, const Node& n) {
+    const Shape& s = n.shape();
+    const int64_t r = static_cast<int64_t>(s.size());
+    XlaOp offset = iota(c.builder(), s, DType::kInt64, r - 1) - iota(c.builder(), s, DType::kInt64, r - 2);
+    const double diagonal = static_cast<double>(n.int_attr("diagonal"));
+    XlaOp keep = n.int_attr("lower") ? le(offset, diagonal) : ge(offset, diagonal);
+    return select(keep, operand(c, n, 0), 0.0).id();
+  };
+  Tensor out = make_op(op, {x}, x.shape(), x.dtype(), {{"diagonal", diagonal}, {"lower", int64_t{lower}}}, lower_fn);
+  return record(out, lower ? "TrilBackward0" : "TriuBackward0", {x}, [diagonal, lower](const Tensor& g) {
+    return std::vector<Tensor>{lower ? tril(g, diagonal) : triu(g, diagonal)};
   });
+}
+
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t d) {
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, d, offset, offset + s));
+    offset += s;
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal, Loc loc) {
+  OpLocationScope at(loc);
+  return triangle("aten::tril", x, diagonal, true, loc);
+}
+
+Tensor triu(const Tensor& x, int64_t diagonal, Loc loc) {
+  OpLocationScope at(loc);
+  return triangle("aten::triu", x, diagonal, false, loc);
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
+  if (xs.empty()) throw_error("aten::stack", "expects a non-empty TensorList", loc);
+  const int64_t d = normalize_dim(dim, xs[0].dim() + 1, "aten::stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].shape() != xs[0].shape()) {
+      throw_error("aten::stack", "stack expects each tensor to be equal size, but got " + shape_str(xs[0].shape()) + " at entry 0 and " +
+                                     shape_str(xs[i].shape()) + " at entry " + std::to_string(i), loc);
+    }
+    parts.push_back(unsqueeze(xs[i], d, loc));
+  }
+  return cat(parts, d, loc);
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
+  if (x.dim() == 0) throw_error("aten::split", "split expects at least a 1-dimensional tensor", loc);
+  const int64_t d = normalize_dim(dim, x.dim(), "aten::split");
+  const int64_t size = x.shape()[d];
+  if (split_size < 0 || (split_size == 0 && size != 0)) {
+    throw_error("aten::split", "split_size can only be 0 if dimension size is 0, but got split_size=" + std::to_string(split_size), loc);
+  }
+  // torch: max(ceil(size / split_size), 1) pieces, the last one smaller.
+  const int64_t pieces = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < pieces; ++i) sizes.push_back(std::min(split_size, size - i * split_size));
+  return split_sizes(x, sizes, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sections, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
+  if (x.dim() == 0) throw_error("aten::split_with_sizes", "split expects at least a 1-dimensional tensor", loc);
+  const int64_t d = normalize_dim(dim, x.dim(), "aten::split_with_sizes");
+  int64_t total = 0;
+  for (int64_t s : sections) {
+    if (s < 0) throw_error("aten::split_with_sizes", "split_sizes must be non-negative, got " + shape_str(sections), loc);
+    total += s;
+  }
+  if (total != x.shape()[d]) {
+    throw_error("aten::split_with_sizes", "split_with_sizes expects split_sizes to sum exactly to " + std::to_string(x.shape()[d]) +
+                                              " (input tensor's size at dimension " + std::to_string(d) + "), but got split_sizes=" +
+                                              shape_str(sections), loc);
+  }
+  return split_sizes(x, sections, d);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, Loc loc) {
+  OpLocationScope at(loc);
+  if (x.dim() == 0) throw_error("aten::chunk", "chunk expects at least a 1-dimensional tensor", loc);
+  if (chunks <= 0) throw_error("aten::chunk", "chunk expects `chunks` to be greater than 0, got: " + std::to_string(chunks), loc);
+  const int64_t d = normalize_dim(dim, x.dim(), "aten::chunk");
+  const int64_t size = x.shape()[d];
+  if (size == 0) return split_sizes(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
+  return split(x, (size + chunks - 1) / chunks, d, loc);
+}
+
+Tensor repeat_interleave(const Tensor& x_in, int64_t repeats, std::optional<int64_t> dim, Loc loc) {
+  OpLocationScope at(loc);
+  if (repeats < 0) throw_error("aten::repeat_interleave", "repeats can not be negative, got " + std::to_string(repeats), loc);
+  const Tensor x = dim ? x_in : reshape(x_in, {-1}, loc);
+  if (x.dim() == 0) return repeat_interleave(reshape(x, {1}, loc), repeats, 0, loc);
+  const int64_t d = normalize_dim(dim.value_or(0), x.dim(), "aten::repeat_interleave");
+  // [.., n, ..] -> [.., n, 1, ..] -> [.., n, repeats, ..] -> [.., n * repeats, ..]
+  Tensor y = unsqueeze(x, d + 1, loc);
+  Shape expanded = y.shape();
+  expanded[d + 1] = repeats;
+  Shape merged = x.shape();
+  merged[d] *= repeats;
+  return reshape(expand(y, expanded, loc), merged, loc);
 }
 
 }  // namespace lazytrain

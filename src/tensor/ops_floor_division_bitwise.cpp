@@ -1,7 +1,8 @@
-// Floor division, remainder and bitwise ops: Python's //, %, ~, &, |, ^ on
-// tensors, with torch's semantics (floor rounding; bitwise on integers,
-// logical on bool). HLO has no floor, remainder or xor here: each lowers to a
-// few elementwise instructions that fuse into one loop.
+// Floor division, remainder and bitwise ops (torch's BinaryOps.cpp, and
+// UnaryOps.cpp for bitwise_not): Python's //, %, ~, &, |, ^ on tensors, with
+// torch's semantics (floor rounding; bitwise on integers, logical on bool). HLO
+// has no floor, remainder or xor here: each lowers to a few elementwise
+// instructions that fuse into one loop.
 #include "core/error.h"
 #include "core/op_location.h"
 #include "tensor/lowering.h"
