@@ -13,6 +13,38 @@ using namespace detail;
 using autograd::record;
 using autograd::sum_to;
 
+namespace {
+
+// x with the elements off the band set to 0: col - row <= diagonal (lower) or >= diagonal (upper).
+Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower, Loc loc) {
+  if (x.dim() < 2) throw_error(op, "input tensor must have at least 2 dimensions, got " + shape_str(x.shape()), loc);
+  auto lower_fn = +[](LoweringContext& c, const Node& n) {
+    const Shape& s = n.shape();
+    const int64_t r = static_cast<int64_t>(s.size());
+    XlaOp offset = iota(c.builder(), s, DType::kInt64, r - 1) - iota(c.builder(), s, DType::kInt64, r - 2);
+    const double diagonal = static_cast<double>(n.int_attr("diagonal"));
+    XlaOp keep = n.int_attr("lower") ? le(offset, diagonal) : ge(offset, diagonal);
+    return select(keep, operand(c, n, 0), 0.0).id();
+  };
+  Tensor out = make_op(op, {x}, x.shape(), x.dtype(), {{"diagonal", diagonal}, {"lower", int64_t{lower}}}, lower_fn);
+  return record(out, lower ? "TrilBackward0" : "TriuBackward0", {x}, [diagonal, lower](const Tensor& g) {
+    return std::vector<Tensor>{lower ? tril(g, diagonal) : triu(g, diagonal)};
+  });
+}
+
+// x cut along d into consecutive slices of the given sizes (split's pieces, cat's gradient).
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t d) {
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, d, offset, offset + s));
+    offset += s;
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor reshape(const Tensor& x, Shape shape, Loc loc) {
   OpLocationScope at(loc);
   int64_t infer = -1, known = 1;
@@ -203,15 +235,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Loc loc) {
     for (size_t i = 0; i < n.operands().size(); ++i) parts.push_back(convert(operand(c, n, i), n.dtype()));
     return hlo::concatenate(parts, n.int_attr("dim")).id();
   });
-  return record(out, "CatBackward0", xs, [sizes, d](const Tensor& g) {
-    std::vector<Tensor> grads;
-    int64_t offset = 0;
-    for (int64_t s : sizes) {
-      grads.push_back(slice(g, d, offset, offset + s));
-      offset += s;
-    }
-    return grads;
-  });
+  return record(out, "CatBackward0", xs, [sizes, d](const Tensor& g) { return split_sizes(g, sizes, d); });
 }
 
 Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
@@ -221,37 +245,6 @@ Tensor optimization_barrier(const Tensor& x, const Tensor& after, Loc loc) {
   });
   return record(out, "OptimizationBarrierBackward", {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
-
-namespace {
-
-// x with the elements off the band set to 0: col - row <= diagonal (lower) or >= diagonal (upper).
-Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower, Loc loc) {
-  if (x.dim() < 2) throw_error(op, "input tensor must have at least 2 dimensions, got " + shape_str(x.shape()), loc);
-  auto lower_fn = +[](LoweringContext& c, const Node& n) {
-    const Shape& s = n.shape();
-    const int64_t r = static_cast<int64_t>(s.size());
-    XlaOp offset = iota(c.builder(), s, DType::kInt64, r - 1) - iota(c.builder(), s, DType::kInt64, r - 2);
-    const double diagonal = static_cast<double>(n.int_attr("diagonal"));
-    XlaOp keep = n.int_attr("lower") ? le(offset, diagonal) : ge(offset, diagonal);
-    return select(keep, operand(c, n, 0), 0.0).id();
-  };
-  Tensor out = make_op(op, {x}, x.shape(), x.dtype(), {{"diagonal", diagonal}, {"lower", int64_t{lower}}}, lower_fn);
-  return record(out, lower ? "TrilBackward0" : "TriuBackward0", {x}, [diagonal, lower](const Tensor& g) {
-    return std::vector<Tensor>{lower ? tril(g, diagonal) : triu(g, diagonal)};
-  });
-}
-
-std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t d) {
-  std::vector<Tensor> out;
-  int64_t offset = 0;
-  for (int64_t s : sizes) {
-    out.push_back(slice(x, d, offset, offset + s));
-    offset += s;
-  }
-  return out;
-}
-
-}  // namespace
 
 Tensor tril(const Tensor& x, int64_t diagonal, Loc loc) {
   OpLocationScope at(loc);
