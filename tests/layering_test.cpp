@@ -90,7 +90,7 @@ TEST(Layering, EveryIncludePointsDown) { EXPECT_EQ(violations(LAZYTRAIN_SOURCE_D
 // HLO evaluator (src/hlo/evaluator/) and the interpreter backend
 // (src/backend/interpreter/) include, directly or through other headers of
 // src/, is free of kernels/, of the CPU backend (backend/cpu/) and of oneDNN.
-// (The link side: tests/reference_objects_test.sh reads their object files.)
+// (The link side: tests/backend/interpreter_objects_test.sh reads their object files.)
 std::string reference_violations(const fs::path& source_dir) {
   const fs::path src = source_dir / "src";
   const std::regex quoted("^\\s*#\\s*include\\s*\"([^\"]+)\"");

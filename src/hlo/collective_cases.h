@@ -8,7 +8,10 @@
 //     HLO_COLLECTIVE_CASES: return infer_collective(...);
 //     case HloOpcode::kParameter: ...
 //
-// The static_assert below fails to compile when the list and is_collective()
+// HLO_COLLECTIVE_DONE_CASES likewise names the -done halves of the async
+// collectives (is_async_collective_done()).
+//
+// The static_asserts below fail to compile when a list and its predicate
 // disagree (an opcode given kPropertyCollective and not listed, or the reverse).
 #pragma once
 
@@ -23,6 +26,11 @@ namespace lazytrain::hlo {
   case HloOpcode::kAllReduceStart:                                                                  \
   case HloOpcode::kAllGatherStart:                                                                  \
   case HloOpcode::kReduceScatterStart
+
+#define HLO_COLLECTIVE_DONE_CASES                                                                   \
+  case HloOpcode::kAllReduceDone:                                                                   \
+  case HloOpcode::kAllGatherDone:                                                                   \
+  case HloOpcode::kReduceScatterDone
 
 // Whether HLO_COLLECTIVE_CASES names exactly the opcodes is_collective() holds for.
 constexpr bool collective_cases_match_is_collective() {
@@ -43,5 +51,25 @@ constexpr bool collective_cases_match_is_collective() {
 
 static_assert(collective_cases_match_is_collective(),
               "HLO_COLLECTIVE_CASES and is_collective() differ: list every opcode with kPropertyCollective (collective_cases.h)");
+
+// Whether HLO_COLLECTIVE_DONE_CASES names exactly the opcodes is_async_collective_done() holds for.
+constexpr bool collective_done_cases_match() {
+  for (int i = 0; i < kHloOpcodeCount; ++i) {
+    const auto opcode = static_cast<HloOpcode>(i);
+    bool listed = false;
+    switch (opcode) {
+      HLO_COLLECTIVE_DONE_CASES:
+        listed = true;
+        break;
+      default:
+        break;
+    }
+    if (listed != is_async_collective_done(opcode)) return false;
+  }
+  return true;
+}
+
+static_assert(collective_done_cases_match(),
+              "HLO_COLLECTIVE_DONE_CASES and is_async_collective_done() differ: list every -done opcode (collective_cases.h)");
 
 }  // namespace lazytrain::hlo

@@ -250,9 +250,7 @@ ShapeAndType infer_shape(const HloModule& m, const HloInstruction& in) {
       return {{}, DType::kFloat32};
     HLO_COLLECTIVE_CASES:
       return infer_collective(m, in, c);
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kReduceScatterDone: {
+    HLO_COLLECTIVE_DONE_CASES: {
       const auto& start = operand(0);
       c.require(start.opcode == async_collective_start(synchronous_collective(in.opcode)), "the operand of a done must be its start");
       return {start.shape, start.dtype};

@@ -14,7 +14,6 @@
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "core/env_vars.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/scalar_ops.h"
@@ -25,16 +24,6 @@ namespace {
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine = [] {
-    // LAZYTRAIN_KERNEL_ISA=avx2 makes the process behave as on an AVX2-only
-    // CPU, oneDNN included (before its first primitive; ONEDNN_MAX_CPU_ISA,
-    // which oneDNN reads itself, caps it the same way).
-    if (environment().kernel_isa == "avx2") {
-      try {
-        dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
-      } catch (const dnnl::error&) {
-        // oneDNN was used already: its ISA is fixed; the matmuls below still fall back where they must.
-      }
-    }
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return engine;
@@ -405,6 +394,14 @@ void OneDnnMatmul::Impl::plan(DType t, dnnl::memory::data_type type) {
     dnnl::reorder::primitive_desc pack_pd(cpu_engine(), plain_b_md, cpu_engine(), packed_b_md, pack_attr);
     pack_scratchpad_md = pack_pd.scratchpad_desc();
     pack = dnnl::reorder(pack_pd);
+  }
+}
+
+void cap_onednn_at_avx2() {
+  try {
+    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+  } catch (const dnnl::error&) {
+    // oneDNN was used already: its ISA is fixed; the matmuls still fall back where they must.
   }
 }
 

@@ -85,6 +85,12 @@ class OneDnnMatmul {
   std::unique_ptr<Impl> impl_;
 };
 
+// Caps oneDNN at AVX2 for the rest of the process (dnnl::set_max_cpu_isa, as
+// ONEDNN_MAX_CPU_ISA=AVX2 does): effective before oneDNN's first primitive, a
+// no-op after (its ISA is fixed then). The cpu backend calls it for
+// LAZYTRAIN_KERNEL_ISA=avx2; kernels/ itself never reads the environment.
+void cap_onednn_at_avx2();
+
 // How often creating a primitive threw a C++ exception and was retried (the
 // CPU backend reports it as the counter OneDnnCreateRetries).
 int64_t onednn_create_retries();

@@ -10,6 +10,7 @@
 namespace lazytrain::kernels {
 
 // out[i] for i < n: the high half of splitmix64(seed · c0 + i · golden ratio + c1).
+// `out` holds at least n int32s; n >= 0 (0 writes nothing). Runs on OpenMP's threads.
 void splitmix_bits(uint64_t seed, int64_t n, int32_t* out, bool avx512dq);
 
 }  // namespace lazytrain::kernels

@@ -17,9 +17,11 @@
 #include "backend/cpu/jit.h"
 #include "backend/cpu/kernel_emitter.h"
 #include "backend/cpu/kernel_isa.h"
+#include "core/env_vars.h"
 #include "core/error.h"
 #include "hlo/passes/hlo_pass.h"
 #include "hlo/hlo_serialization.h"
+#include "kernels/onednn_matmul.h"
 #include "runtime/collectives.h"
 #include "runtime/metrics.h"
 #include "runtime/profiler.h"
@@ -224,7 +226,12 @@ class CpuCompiler : public Compiler {
 }  // namespace
 
 namespace cpu {
-std::unique_ptr<Compiler> make_cpu_compiler(const CompilerOptions& options) { return std::make_unique<CpuCompiler>(options); }
+std::unique_ptr<Compiler> make_cpu_compiler(const CompilerOptions& options) {
+  // LAZYTRAIN_KERNEL_ISA=avx2 makes the process behave as on an AVX2-only CPU,
+  // oneDNN included (capped before its first primitive).
+  if (environment().kernel_isa == "avx2") kernels::cap_onednn_at_avx2();
+  return std::make_unique<CpuCompiler>(options);
+}
 }  // namespace cpu
 
 }  // namespace lazytrain::backend

@@ -273,9 +273,7 @@ class CpuExecutable : public Executable {
       case HloOpcode::kConstant:
       case HloOpcode::kReshape:
       HLO_COLLECTIVE_CASES:
-      case HloOpcode::kAllReduceDone:
-      case HloOpcode::kAllGatherDone:
-      case HloOpcode::kReduceScatterDone:
+      HLO_COLLECTIVE_DONE_CASES:
       case HloOpcode::kPartitionId:
       case HloOpcode::kTuple:
         return false;

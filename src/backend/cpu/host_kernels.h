@@ -15,7 +15,9 @@ namespace lazytrain::backend::cpu {
 
 // Writes `in`'s value into `out` with a kernel of kernels/ and returns true
 // when one computes it; false (nothing written) otherwise. `isa` picks the
-// kernels' AVX-512 paths (kAvx512) or AVX2 ones.
+// kernels' AVX-512 paths (kAvx512) or AVX2 ones. `args` and `out` have the
+// shapes and dtypes the verifier checked for `in`; attention on operands other
+// than f32, bf16 or f16 raises Error (kernels/attention.cpp).
 bool run_host_kernel(const hlo::HloInstruction& in, const std::vector<hlo::ArrayRef>& args, const hlo::MutableArrayRef& out,
                      KernelIsa isa);
 

@@ -63,9 +63,7 @@ Buffer interpreter::evaluate_instruction(const hlo::HloInstruction& in, const Op
         case HloOpcode::kAllGather: return runtime::all_gather(*args[0], in.dimensions[0], in.replica_groups);
         default: return runtime::reduce_scatter(*args[0], reduce_op(in.reduce_kind), in.dimensions[0], in.replica_groups);
       }
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kReduceScatterDone: return *args[0];
+    HLO_COLLECTIVE_DONE_CASES: return *args[0];
     case HloOpcode::kFusion:
       check(!hlo::is_multi_output_fusion(in), "interpreter", in.name() + " is a multi-output fusion (evaluate_fusion gives its elements)");
       return evaluate_fusion(in, args)[0];

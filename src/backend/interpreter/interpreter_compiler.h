@@ -1,5 +1,5 @@
 // The reference backend ("interpreter" in backend/registry.h): evaluates HLO
-// instructions one by one (dot through oneDNN, transcendentals through SLEEF).
+// instructions one by one with the HLO evaluator alone (dot and attention as plain loops, elementwise functions from core/scalar_ops.h).
 #pragma once
 
 #include <memory>

@@ -18,9 +18,7 @@ void evaluate_into(const HloInstruction& in, const std::vector<ArrayRef>& args, 
       throw Error("[hlo evaluator] " + in.name() + " needs the other replicas' values: a backend runs it on a replica device");
     case HloOpcode::kPartitionId: throw Error("[hlo evaluator] " + in.name() + " needs the running device: a backend runs it on a replica device");
     case HloOpcode::kConstant: std::memcpy(out.raw(), in.literal.raw(), static_cast<size_t>(out.nbytes())); return;
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kReduceScatterDone:  // the start's value (a backend ran the collective there)
+    HLO_COLLECTIVE_DONE_CASES:  // the start's value (a backend ran the collective there)
     case HloOpcode::kOptimizationBarrier: std::memcpy(out.raw(), args.at(0).raw(), static_cast<size_t>(out.nbytes())); return;
     case HloOpcode::kIota:
     case HloOpcode::kRngBitGenerator: return evaluator::eval_generator(in, args, out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "hlo/collective_cases.h"
 #include "hlo/cost_analysis.h"
 
 namespace lazytrain::hlo {
@@ -141,9 +142,7 @@ double estimated_seconds(const HloModule& module, const HloInstruction& in, cons
     case HloOpcode::kTuple:
     case HloOpcode::kGetTupleElement:
     case HloOpcode::kReshape:
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kReduceScatterDone: return 0;
+    HLO_COLLECTIVE_DONE_CASES: return 0;
     default: break;
   }
   const int64_t operand_bytes = in.operands.empty() ? 0 : bytes_of(module.at(in.operands[0]));
