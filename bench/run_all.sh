@@ -20,7 +20,7 @@
 #   DTYPES        ["f32 bf16"]
 #   THREAD_COUNTS ["1 2"]  thread counts: lazytrain's OMP_NUM_THREADS and the peers' --threads; each run is
 #                          pinned to its first t cores (taskset -c 0-(t-1))
-#   PEERS         ["eager compile jax xla"]
+#   PEERS         ["eager compile jax xla"]   (set but empty: lazytrain's runs alone)
 #   EAGER_MALLOCS ["glibc jemalloc tcmalloc"]   allocators tried under PyTorch eager (Debian's libjemalloc2,
 #                          libtcmalloc-minimal4 preloaded); the best counts, every one is printed
 #   BACKENDS      [cpu]    lazytrain backends (interpreter: one more lazytrain row; not for bert-large or gpt2-1024)
@@ -45,7 +45,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 MODELS=${MODELS:-"bert-tiny bert-mini bert-base bert-large gpt2-64 gpt2-1024"}
 DTYPES=${DTYPES:-"f32 bf16"}
 THREAD_COUNTS=${THREAD_COUNTS:-"1 2"}
-PEERS=${PEERS:-"eager compile jax xla"}
+PEERS=${PEERS-"eager compile jax xla"}  # set but empty: lazytrain alone
 EAGER_MALLOCS=${EAGER_MALLOCS:-"glibc jemalloc tcmalloc"}
 BACKENDS=${BACKENDS:-cpu}
 PEERS_PYTHON=${PEERS_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/lazytrain/venv-peers/bin/python}
@@ -79,6 +79,7 @@ malloc_lib() {
     *) echo "run_all.sh: unknown allocator '$1' in EAGER_MALLOCS (glibc, jemalloc, tcmalloc)" >&2; exit 2 ;;
   esac
 }
+[[ " $PEERS " == *" eager "* ]] || EAGER_MALLOCS=""
 for m in $EAGER_MALLOCS; do
   lib=$(malloc_lib "$m") || exit 2
   [ -z "$lib" ] || [ -r "$lib" ] || { echo "run_all.sh: $m needs $lib (bash bench/setup_peers.sh installs it)" >&2; exit 2; }
