@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "lazy/graph_lowering.h"
 #include "lazy/lazy_api.h"
 #include "lazy/recompile_reasons.h"
 #include "lazy/step_analysis.h"
