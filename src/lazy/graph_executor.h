@@ -1,14 +1,20 @@
 // GraphExecutor: the facade over the lazy runtime's parts (DESIGN.md, "The
-// execution model"): it cuts the lazy graph at a sync, lowers it
-// (lazy/graph_lowering.h), compiles it or finds it in the computation cache by
-// the graph's hash (lazy/computation_cache.h), and launches it on the
-// device's queue (lazy/launch.h), keeping each device's execution state
-// (lazy/device_context.h). It holds no state itself. Code outside lazy/ calls
-// the free functions of lazy/lazy_api.h, never this class.
+// execution model"). Each method forwards to the part that does the work:
+//   graph cutting      lazy/graph_cutting.h: a sync collects the pending
+//                      values, cuts the graph and launches it (mark_step, sync)
+//   compile context    lazy/compile_context.h: the process's backend, its
+//                      computation cache (lazy/computation_cache.h) and
+//                      compile_or_lookup with the SPMD passes
+//   graph lowering     lazy/graph_lowering.h: hash and HLO of a graph
+//   launch             lazy/launch.h: an execution on the device's queue
+//   device context     lazy/device_context.h: each device's execution state
+// It holds no state itself. Code outside lazy/ calls the free functions of
+// lazy/lazy_api.h, never this class.
 //
-// Metrics it records (PyTorch/XLA's names): CompileTime, ExecuteTime,
-// TransferToDeviceTime/TransferFromDeviceTime (by the tensor layer), counters
-// MarkStep, CachedCompile, UncachedCompile, CreateCompileHandles.
+// Metrics (PyTorch/XLA's names): CompileTime, counters CachedCompile,
+// UncachedCompile, CreateCompileHandles (the compile context); ExecuteTime,
+// ExecutedDotFlops (launch, graph cutting); TransferToDeviceTime and
+// TransferFromDeviceTime (the tensor layer); counter MarkStep (here).
 #pragma once
 
 #include <atomic>
@@ -111,8 +117,8 @@ class GraphExecutor {
   std::vector<std::shared_ptr<backend::Executable>> cached_executables() const;
 
  private:
-  // Its state (the computation cache, the device contexts) lives in its parts
-  // (graph_executor.cpp): the facade holds none.
+  // Its state lives in its parts (the compile context, the device contexts,
+  // graph cutting's graph-size bound): the facade holds none.
   GraphExecutor();
 };
 
