@@ -117,8 +117,10 @@ std::shared_ptr<backend::Executable> CompileContext::compile_or_lookup(const Gra
   try {
     // An eager op is one instruction: nothing to gain from the disk cache or generated kernels.
     const bool eager_op = cause.kind == SyncCause::Kind::kEagerOp;
-    // oneDNN primitives are made for the threads that will run them; the
-    // caller's own OpenMP count is restored after the compile.
+    // The cpu backend makes its oneDNN primitives while it compiles or loads an
+    // executable, for the threads that will run them; the caller's own OpenMP
+    // count is restored after. (Its place is the cpu backend's compile and
+    // deserialize, backend/cpu/; it is harmless for the other backends.)
     runtime::ScopedExecutionThreads compile_threads;
     const CompileTarget disk_target = eager_op || !cache_.has_disk() ? CompileTarget() : CompileTarget::of(*compiler, true);
     std::shared_ptr<backend::Executable> executable = disk_target.fingerprint() ? cache_.load(*compiler, disk_target, sig.hash) : nullptr;
